@@ -1,0 +1,50 @@
+#define _GNU_SOURCE
+#include "CLinuxSupport.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int32_t rlk_gettid(void) { return (int32_t)syscall(SYS_gettid); }
+
+int rlk_set_current_thread_name(const char *name) {
+    char cut[16];
+    strncpy(cut, name, 15);
+    cut[15] = 0;
+    return pthread_setname_np(pthread_self(), cut);
+}
+
+int rlk_get_current_thread_name(char *buffer, size_t length) {
+    return pthread_getname_np(pthread_self(), buffer, length);
+}
+
+uint64_t rlk_monotonic_nanoseconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t rlk_realtime_nanoseconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + (int64_t)ts.tv_nsec;
+}
+
+int rlk_timerfd_arm_absolute(int fd, uint64_t deadline) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.it_value.tv_sec = (time_t)(deadline / 1000000000ull);
+    spec.it_value.tv_nsec = (long)(deadline % 1000000000ull);
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+uint64_t rlk_thread_cpu_nanoseconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int rlk_running_under_thread_sanitizer(void) {
+    return dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
+}

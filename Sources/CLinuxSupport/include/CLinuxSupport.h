@@ -1,0 +1,29 @@
+#ifndef CLINUXSUPPORT_H
+#define CLINUXSUPPORT_H
+// Linux calls that Swift's Glibc module does not import: the wait machinery
+// (eventfd, timerfd, epoll) and thread identity (gettid, thread names).
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+/// The kernel thread id of the calling thread.
+int32_t rlk_gettid(void);
+/// Sets the calling thread's OS-level name (cut to 15 bytes by the kernel).
+int rlk_set_current_thread_name(const char *name);
+/// Copies the calling thread's OS-level name into buffer (at least 16 bytes).
+int rlk_get_current_thread_name(char *buffer, size_t length);
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t rlk_monotonic_nanoseconds(void);
+/// CLOCK_REALTIME in nanoseconds since 1970.
+int64_t rlk_realtime_nanoseconds(void);
+/// Arms timerfd `fd` for the absolute CLOCK_MONOTONIC time `deadline` in
+/// nanoseconds; 0 disarms it.
+int rlk_timerfd_arm_absolute(int fd, uint64_t deadline);
+/// CPU time used by the calling thread, in nanoseconds.
+uint64_t rlk_thread_cpu_nanoseconds(void);
+/// Whether ThreadSanitizer is linked into this process.
+int rlk_running_under_thread_sanitizer(void);
+
+#endif

@@ -1,0 +1,84 @@
+/// Which modes a queued block may run in.
+enum ModeSelector: Sendable {
+    case common
+    case single(RunLoop.Mode)
+    case list([RunLoop.Mode])
+
+    init(_ modes: [RunLoop.Mode]) {
+        self = modes.count == 1 ? (modes[0] == .common ? .common : .single(modes[0])) : .list(modes)
+    }
+
+    /// `isCommon`: whether `mode` is one of the loop's common modes.
+    func matches(_ mode: RunLoop.Mode, isCommon: Bool) -> Bool {
+        switch self {
+        case .common: return isCommon
+        case let .single(only): return only == mode || (only == .common && isCommon)
+        case let .list(modes): return modes.contains { $0 == mode || ($0 == .common && isCommon) }
+        }
+    }
+}
+
+/// A block queued with `perform` (S-BLK-1): it runs once, or, if its loop
+/// goes first, `discarded` tells whoever waits for it.
+struct PendingBlock {
+    let modes: ModeSelector
+    let body: @Sendable () -> Void
+    let discarded: (@Sendable () -> Void)?
+}
+
+/// FIFO of pending blocks (S-BLK-4). Guarded by the loop's lock. Popping from
+/// the head and appending reuse the same storage, so a steady stream of
+/// performs allocates nothing here.
+struct BlockQueue {
+    private var storage: [PendingBlock?] = []
+    private var head = 0
+
+    var count: Int { storage.count - head }
+    var isEmpty: Bool { head == storage.count }
+
+    mutating func append(_ block: PendingBlock) { storage.append(block) }
+
+    /// Takes the first block, among the first `limit`, that may run in `mode`.
+    /// Blocks queued after a drain began sit behind its `limit`, so that they
+    /// wait for the next pass, as CFRunLoop's do.
+    mutating func popFirst(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int) -> PendingBlock? {
+        var index = head
+        let end = min(storage.count, head + limit)
+        while index < end {
+            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon) {
+                if index == head {
+                    storage[index] = nil
+                    head += 1
+                    compactIfWorthIt()
+                } else {
+                    storage.remove(at: index)
+                }
+                return block
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    func containsBlock(for mode: RunLoop.Mode, isCommon: Bool) -> Bool {
+        storage[head...].contains { $0?.modes.matches(mode, isCommon: isCommon) ?? false }
+    }
+
+    /// Empties the queue, returning what was in it (for teardown).
+    mutating func removeAll() -> [PendingBlock] {
+        let rest = storage[head...].compactMap { $0 }
+        storage.removeAll()
+        head = 0
+        return rest
+    }
+
+    private mutating func compactIfWorthIt() {
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 && head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+    }
+}

@@ -1,0 +1,81 @@
+/// What one mode of one loop holds (CFRunLoopMode). Every property is
+/// guarded by the owning loop's lock; the loop thread works from a snapshot
+/// (`ModeSnapshot`) so that no user code ever runs under that lock.
+final class ModeState {
+    let mode: RunLoop.Mode
+    /// Kept sorted by order, then insertion (S-RUN-2 step 5).
+    var customSources: [CustomSource] = []
+    var socketSources: [SocketSource] = []
+    var timers: [Timer] = []
+    /// Kept sorted by order, then insertion (S-OBS-2).
+    var observers: [RunLoopObserver] = []
+    /// Created with the mode's first socket source; until then the mode
+    /// sleeps on the loop's base wait set (its eventfd and timerfd only).
+    var waitSet: WaitSet?
+
+    init(mode: RunLoop.Mode) { self.mode = mode }
+
+    /// S-RUN-1: observers alone do not keep a run going.
+    var hasSourcesOrTimers: Bool { !customSources.isEmpty || !socketSources.isEmpty || !timers.isEmpty }
+
+    var observedActivities: RunLoop.Activity {
+        observers.reduce(into: []) { $0.formUnion($1.activities) }
+    }
+
+    /// Inserts keeping `order` ascending and insertion order among equals.
+    static func insertOrdered<Item: AnyObject>(_ item: Item, into list: inout [Item], order: (Item) -> Int) -> Bool {
+        if list.contains(where: { $0 === item }) { return false }
+        let key = order(item)
+        let index = list.firstIndex { order($0) > key } ?? list.endIndex
+        list.insert(item, at: index)
+        return true
+    }
+
+    static func append<Item: AnyObject>(_ item: Item, to list: inout [Item]) -> Bool {
+        if list.contains(where: { $0 === item }) { return false }
+        list.append(item)
+        return true
+    }
+
+    static func remove<Item: AnyObject>(_ item: Item, from list: inout [Item]) -> Bool {
+        guard let index = list.firstIndex(where: { $0 === item }) else { return false }
+        list.remove(at: index)
+        return true
+    }
+}
+
+/// The loop thread's copy of the running mode's items, refreshed whenever
+/// the loop's item version changes. Copying the arrays only retains their
+/// buffers, so a refresh allocates nothing.
+struct ModeSnapshot {
+    var version: UInt64 = .max
+    var customSources: [CustomSource] = []
+    var timers: [Timer] = []
+    var observers: [RunLoopObserver] = []
+    var observedActivities: RunLoop.Activity = []
+    var socketSources: [SocketSource] = []
+    var socketSourceIDs: Set<ObjectIdentifier> = []
+    /// Whether the mode is one of the loop's common modes.
+    var isCommon = false
+    /// Socket sources whose type can send (see `SocketSource.needsCheckBeforeSleeping`).
+    var socketsToCheckBeforeSleeping: [SocketSource] = []
+    var waitSet: WaitSet?
+    var hasSourcesOrTimers = false
+    var monitor: (any RunLoopMonitor)?
+    /// The earliest fire instant and the latest allowed wake instant of the
+    /// mode's timers; recomputed after a refresh or a fire.
+    var earliestTimerFire = MonotonicClock.never
+    var timerWake = MonotonicClock.never
+
+    mutating func recomputeTimerInstants() {
+        var earliest = MonotonicClock.never
+        var wake = MonotonicClock.never
+        for timer in timers where timer.isValid {
+            earliest = min(earliest, timer.nextFireInstant)
+            wake = min(wake, timer.latestWakeInstant)
+        }
+        earliestTimerFire = earliest
+        timerWake = wake
+    }
+
+}

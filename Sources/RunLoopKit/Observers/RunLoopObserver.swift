@@ -1,0 +1,82 @@
+import Synchronization
+
+/// Watches a loop's activities (CFRunLoopObserver): entry, before timers,
+/// before sources, before waiting, after waiting and exit (S-OBS-1).
+///
+/// Observers are told in ascending `order` on the loop's thread, only for the
+/// mode being run (S-OBS-2). A non-repeating observer is invalidated after its
+/// first call. An observer belongs to at most one loop, in any of its modes.
+/// Observers alone do not keep a run going (S-RUN-1).
+///
+/// ```swift
+/// let observer = RunLoopObserver(activities: .allActivities) { _, activity in
+///     print("activity:", activity)
+/// }
+/// RunLoop.current.add(observer, forMode: .default)
+/// ```
+///
+/// Threading: create, add, remove and invalidate from any thread; the handler
+/// runs on the loop's thread and may add or remove anything, itself included
+/// (S-OBS-3).
+public final class RunLoopObserver: @unchecked Sendable {
+    public let activities: RunLoop.Activity
+    public let repeats: Bool
+    public let order: Int
+    private let handler: @Sendable (RunLoopObserver, RunLoop.Activity) -> Void
+    private let valid = Atomic<Bool>(true)
+    let binding = LoopBinding()
+
+    public init(
+        activities: RunLoop.Activity,
+        repeats: Bool = true,
+        order: Int = 0,
+        handler: @escaping @Sendable (RunLoopObserver, RunLoop.Activity) -> Void
+    ) {
+        self.activities = activities
+        self.repeats = repeats
+        self.order = order
+        self.handler = handler
+    }
+
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Removes the observer from its loop; it is never called again. Idempotent.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        binding.loop?.removeFromAllModes(self)
+    }
+
+    func call(_ activity: RunLoop.Activity) {
+        handler(self, activity)
+        if !repeats { invalidate() }
+    }
+
+    /// Marks the observer invalid without touching the loop (its loop is
+    /// being torn down and already dropped it).
+    func detach() {
+        valid.store(false, ordering: .releasing)
+        binding.clear()
+    }
+}
+
+/// The loop that a single-loop item (timer, observer, socket source) belongs
+/// to. Weak, so that an item never keeps a loop alive; guarded by its own lock
+/// because items are invalidated from any thread.
+final class LoopBinding: @unchecked Sendable {
+    private let lock = Lock()
+    // Guarded by lock.
+    private weak var boundLoop: RunLoop?
+
+    var loop: RunLoop? { lock.withLock { boundLoop } }
+
+    /// Binds to `loop`; false if the item already belongs to another live loop.
+    func bind(to loop: RunLoop) -> Bool {
+        lock.withLock {
+            if let existing = boundLoop, existing !== loop { return false }
+            boundLoop = loop
+            return true
+        }
+    }
+
+    func clear() { lock.withLock { boundLoop = nil } }
+}

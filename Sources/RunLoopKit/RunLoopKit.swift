@@ -1,0 +1,7 @@
+// RunLoopKit: CFRunLoop / NSRunLoop semantics for threads on Linux.
+//
+// `import RunLoopKit` alone gives `Data`, `Date` and `TimeInterval`, with no
+// ambiguity, because Foundation's essentials are re-exported here (DESIGN.md,
+// Names). A file that also imports the full `Foundation` sees two `RunLoop`s
+// and two `Timer`s: see README.md, "Using RunLoopKit beside Foundation".
+@_exported import FoundationEssentials

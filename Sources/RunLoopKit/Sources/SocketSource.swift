@@ -1,0 +1,125 @@
+import Synchronization
+public import ZeroMQ
+
+/// A port-based input source: CFRunLoopSource version 1 ("Source1"), on a
+/// ZeroMQ socket or a plain file descriptor.
+///
+/// It wakes its loop by itself when its socket has a message (or its fd is
+/// readable), and its handler runs on the loop's thread, one source event per
+/// pass (S-SRC1-1). While the loop runs a mode the source is not in, messages
+/// wait in the socket and are delivered in order when the loop next runs one
+/// of the source's modes (S-SRC1-2). Ports are built on exactly this.
+///
+/// The handler is level-triggered: it is called while the socket has a
+/// message, so it should receive at least one, without blocking
+/// (`dontWait: true`); what it leaves is offered again on a later pass.
+///
+/// ```swift
+/// let pull = try ZMQContext.shared.makeSocket(.pull)
+/// try pull.bind("inproc://jobs")
+/// let source = SocketSource(socket: pull) { _, socket in
+///     while let frames = try? socket.receiveMultipart(dontWait: true) { handle(frames) }
+/// }
+/// try RunLoop.current.add(source, forMode: .default)
+/// ```
+///
+/// Threading: add, remove and invalidate from any thread. A ZeroMQ socket is
+/// not thread-safe: creating the source hands the socket to the loop's
+/// thread, and from then on only the handler (or other code on that thread)
+/// may use it. A source belongs to at most one loop.
+public final class SocketSource: @unchecked Sendable {
+    /// What the source listens to.
+    public enum Endpoint: @unchecked Sendable {
+        case socket(Socket)
+        case fileDescriptor(Int32)
+    }
+
+    public let endpoint: Endpoint
+    public let order: Int
+    private let handler: @Sendable (SocketSource) -> Void
+    private let valid = Atomic<Bool>(true)
+    let binding = LoopBinding()
+
+    /// The epoll token that identifies this source in its loop's wait sets.
+    let token: UInt64 = SocketSource.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
+    private static let nextToken = Atomic<UInt64>(2)  // 0 and 1: the loop's own fds
+
+    // Guarded by the loop's lock: what the loop registered with epoll.
+    var registeredDescriptor: (fd: Int32, edgeTriggered: Bool) = (-1, false)
+    // Loop thread only: on the loop's ready list, and whether ZMQ_EVENTS
+    // confirmed input since the source was last handled.
+    var isOnReadyList = false
+    var isConfirmedReady = false
+
+    /// A source on a ZeroMQ socket. The handler gets the source and the socket.
+    public init(socket: Socket, order: Int = 0, handler: @escaping @Sendable (SocketSource, Socket) -> Void) {
+        endpoint = .socket(socket)
+        self.order = order
+        self.handler = { source in handler(source, socket) }
+        socket.releaseOwnership()
+    }
+
+    /// A source on a file descriptor, called while it is readable. The source
+    /// does not own the fd: close it yourself after removing the source.
+    public init(fileDescriptor: Int32, order: Int = 0, handler: @escaping @Sendable (SocketSource, Int32) -> Void) {
+        endpoint = .fileDescriptor(fileDescriptor)
+        self.order = order
+        self.handler = { source in handler(source, fileDescriptor) }
+    }
+
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Removes the source from its loop; its handler is never called again.
+    /// The socket is not closed. Idempotent.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        binding.loop?.removeFromAllModes(self)
+    }
+
+    // MARK: - Used by RunLoop
+
+    /// The fd to register for readiness: ZMQ_FD for a socket.
+    func pollDescriptor() throws(RunLoopError) -> (fd: Int32, edgeTriggered: Bool) {
+        switch endpoint {
+        case let .socket(socket):
+            do { return (try socket.fileDescriptor, true) } catch { throw .zeroMQ(error) }
+        case let .fileDescriptor(fd):
+            return (fd, false)
+        }
+    }
+
+    /// Whether a socket source could have lost its readiness edge to a send
+    /// made outside its handler: true for every type that can send. The loop
+    /// re-reads ZMQ_EVENTS of such sockets before it sleeps.
+    var needsCheckBeforeSleeping: Bool {
+        guard case let .socket(socket) = endpoint else { return false }
+        return socket.type != .pull && socket.type != .sub
+    }
+
+    /// On the loop thread: is there something to handle? A socket answers
+    /// from ZMQ_EVENTS (which also resets its ZMQ_FD signal); an fd was
+    /// reported readable by epoll, which is level-triggered for fds.
+    func hasInput() -> Bool {
+        switch endpoint {
+        case let .socket(socket):
+            guard let events = try? socket.events else { return false }
+            return events.contains(.pollIn)
+        case .fileDescriptor:
+            return true
+        }
+    }
+
+    /// Whether the loop should look again after handling: a socket may hold
+    /// more messages; an fd is reported again by epoll if it is still readable.
+    var isSocket: Bool {
+        if case .socket = endpoint { return true }
+        return false
+    }
+
+    func handle() { handler(self) }
+
+    func detach() {
+        valid.store(false, ordering: .releasing)
+        binding.clear()
+    }
+}

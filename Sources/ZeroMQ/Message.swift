@@ -1,0 +1,87 @@
+internal import CZeroMQ
+public import FoundationEssentials
+
+/// One ZeroMQ frame: a reusable `zmq_msg_t`.
+///
+/// Receiving into the same `Message` again and again (``Socket/receive(into:dontWait:)``)
+/// allocates nothing on the Swift side, and nothing at all for small frames, which libzmq
+/// keeps inline in the `zmq_msg_t` (up to 33 bytes on 64-bit). Each receive releases the
+/// previous frame's content first.
+///
+/// Thread rules: not `Sendable`. A `Message` is mutable state shared with libzmq; keep it
+/// on one thread, like the socket it is used with.
+public final class Message {
+    /// The `zmq_msg_t`, allocated once so that its address stays put: libzmq keeps
+    /// pointers into it for inline frames.
+    let pointer: UnsafeMutablePointer<zmq_msg_t>
+
+    /// An empty frame (`zmq_msg_init`), ready to receive into.
+    public init() {
+        pointer = .allocate(capacity: 1)
+        // zmq_msg_init cannot fail: it only zeroes the struct.
+        zmq_msg_init(pointer)
+    }
+
+    /// A frame holding a copy of `bytes` (`zmq_msg_init_size` and a copy).
+    ///
+    /// - Parameter bytes: the contents; may be empty.
+    /// - Precondition: memory is available; like any Swift allocation, running out of
+    ///   memory stops the process (`zmq_msg_init_size` fails only with `ENOMEM`).
+    public init(bytes: UnsafeRawBufferPointer) {
+        pointer = .allocate(capacity: 1)
+        guard zmq_msg_init_size(pointer, bytes.count) == 0 else {
+            let error = ZMQError.last("zmq_msg_init_size(\(bytes.count))")
+            pointer.deallocate()
+            fatalError("ZeroMQ: \(error)")
+        }
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            zmq_msg_data(pointer).copyMemory(from: source, byteCount: bytes.count)
+        }
+    }
+
+    deinit {
+        // Releases the frame's content (a reference on large frames shared with libzmq).
+        zmq_msg_close(pointer)
+        pointer.deallocate()
+    }
+
+    /// The frame's size in bytes (`zmq_msg_size`).
+    public var count: Int {
+        zmq_msg_size(pointer)
+    }
+
+    /// Whether more frames of the same multipart message follow this one
+    /// (`zmq_msg_more`); meaningful after a receive.
+    public var hasMore: Bool {
+        zmq_msg_more(pointer) != 0
+    }
+
+    /// Calls `body` with the frame's bytes, without copying.
+    ///
+    /// - Parameter body: must not keep the buffer: it is valid only until the next
+    ///   receive into this message or its deinit.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: zmq_msg_data(pointer), count: zmq_msg_size(pointer)))
+    }
+
+    /// A copy of the frame's bytes. Allocates; on hot paths prefer ``withUnsafeBytes(_:)``.
+    public var data: Data {
+        withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return Data() }
+            return Data(bytes: base, count: bytes.count)
+        }
+    }
+
+    /// Drops the content and starts over as an empty frame, so that a message kept for
+    /// reuse does not pin a large frame's buffer.
+    func reset() {
+        zmq_msg_close(pointer)
+        zmq_msg_init(pointer)
+    }
+}
+
+/// `Message` wraps mutable state that libzmq reads and writes without locks.
+@available(*, unavailable, message: "a ZeroMQ Message belongs to one thread")
+extension Message: Sendable {}
