@@ -128,7 +128,6 @@ extension RunLoop {
             if stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             refresh(&snapshot, mode: mode)
             if !snapshot.hasSourcesOrTimers && !hasBlocks(for: mode, isCommon: snapshot.isCommon) { return .finished }
-            if isTornDownForThreadExit { return .finished }
         }
     }
 
@@ -306,6 +305,8 @@ extension RunLoop {
     /// looking. Arms the timerfd for the earlier of the mode's next timer
     /// (within its tolerance) and the run's deadline.
     private func waitForEvents(_ snapshot: inout ModeSnapshot, mode: Mode, deadline: UInt64, block: Bool) {
+        // A beforeWaiting observer may just have added or moved a timer.
+        refresh(&snapshot, mode: mode)
         guard let waitSet = snapshot.waitSet ?? baseWaitSet, let timer = wakeUpTimer else { return }
         if block {
             timer.arm(min(deadline, snapshot.timerWake))

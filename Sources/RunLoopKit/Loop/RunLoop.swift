@@ -517,9 +517,12 @@ public final class RunLoop: @unchecked Sendable {
         itemsVersion.wrappingAdd(1, ordering: .releasing)
     }
 
+    /// Another thread's change must wake the loop so that it re-reads its
+    /// items (and re-arms its timer); the loop's own thread re-reads them
+    /// before it next sleeps anyway.
     private func bumpVersionAndWake() {
         lock.withLock { bumpVersionLocked() }
-        wakeUp()
+        if !isOwnedByCurrentThread { wakeUp() }
     }
 
     // MARK: - Blocks (S-BLK-1 to S-BLK-5)

@@ -255,28 +255,36 @@ final class LoopThreadCore: @unchecked Sendable {
     }
 
     func stop(draining: Bool, fromDeinit: Bool) {
-        let (loop, onLoopThread): (RunLoop?, Bool) = lock.withLock {
-            switch state {
-            case let .running(loop):
-                state = .stopping
-                return (loop, loop.isOwnedByCurrentThread)
-            case .stopping:
-                return (nil, tid == ThreadIdentity.currentTID)
-            case .created:
-                state = .stopped
-                return (nil, false)
-            case .starting, .stopped:
-                return (nil, false)
-            }
-        }
-        if let loop { requestQuit(loop, draining: draining) }
+        let onLoopThread = lock.withLock { tid != nil && tid == ThreadIdentity.currentTID }
         if onLoopThread {
             // Cannot join itself: the thread ends after the current task. If
             // the handle is going away, nobody will ever join it.
+            beginStopping(draining: draining)
             if fromDeinit { detach() }
             return
         }
-        lifecycleLock.withLock { join() }
+        // Waits for a start in progress, so that a thread being started is
+        // stopped once it runs, never joined before it was told to quit.
+        lifecycleLock.withLock {
+            beginStopping(draining: draining)
+            join()
+        }
+    }
+
+    private func beginStopping(draining: Bool) {
+        let loop: RunLoop? = lock.withLock {
+            switch state {
+            case let .running(loop):
+                state = .stopping
+                return loop
+            case .created:
+                state = .stopped
+                return nil
+            case .starting, .stopping, .stopped:
+                return nil
+            }
+        }
+        if let loop { requestQuit(loop, draining: draining) }
     }
 
     private func requestQuit(_ loop: RunLoop, draining: Bool) {
