@@ -16,6 +16,9 @@ public final class Message {
     let pointer: UnsafeMutablePointer<zmq_msg_t>
 
     /// An empty frame (`zmq_msg_init`), ready to receive into.
+    ///
+    /// Thread rules: any thread; the message then stays on the thread that uses it.
+    /// Never fails: `zmq_msg_init` only zeroes the struct.
     public init() {
         pointer = .allocate(capacity: 1)
         // zmq_msg_init cannot fail: it only zeroes the struct.
@@ -24,6 +27,7 @@ public final class Message {
 
     /// A frame holding a copy of `bytes` (`zmq_msg_init_size` and a copy).
     ///
+    /// Thread rules: any thread; the message then stays on the thread that uses it.
     /// - Parameter bytes: the contents; may be empty.
     /// - Precondition: memory is available; like any Swift allocation, running out of
     ///   memory stops the process (`zmq_msg_init_size` fails only with `ENOMEM`).
@@ -46,18 +50,23 @@ public final class Message {
     }
 
     /// The frame's size in bytes (`zmq_msg_size`).
+    ///
+    /// Thread rules: the message's thread. Never fails.
     public var count: Int {
         zmq_msg_size(pointer)
     }
 
     /// Whether more frames of the same multipart message follow this one
     /// (`zmq_msg_more`); meaningful after a receive.
+    ///
+    /// Thread rules: the message's thread. Never fails.
     public var hasMore: Bool {
         zmq_msg_more(pointer) != 0
     }
 
     /// Calls `body` with the frame's bytes, without copying.
     ///
+    /// Thread rules: the message's thread, and no receive into it while `body` runs.
     /// - Parameter body: must not keep the buffer: it is valid only until the next
     ///   receive into this message or its deinit.
     /// - Returns: what `body` returns.
@@ -67,6 +76,9 @@ public final class Message {
     }
 
     /// A copy of the frame's bytes. Allocates; on hot paths prefer ``withUnsafeBytes(_:)``.
+    ///
+    /// Thread rules: the message's thread; the `Data` is an independent value for any
+    /// thread. Never fails.
     public var data: Data {
         withUnsafeBytes { bytes in
             guard let base = bytes.baseAddress, bytes.count > 0 else { return Data() }

@@ -14,6 +14,7 @@ extension Socket {
     /// Sets how long unsent messages are kept after close (`ZMQ_LINGER`): -1 forever,
     /// 0 (the default here, set by ``ZMQContext/makeSocket(_:)``) none.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setLinger(milliseconds: Int32) throws(ZMQError) {
         try setInt32(ZMQ_LINGER, milliseconds, name: "ZMQ_LINGER")
@@ -21,6 +22,7 @@ extension Socket {
 
     /// The linger period in milliseconds (`ZMQ_LINGER`).
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`ENOTSOCK`).
     public var linger: Int32 {
         get throws(ZMQError) { try getInt32(ZMQ_LINGER, name: "ZMQ_LINGER") }
@@ -29,6 +31,7 @@ extension Socket {
     /// Sets the outgoing high-water mark in messages (`ZMQ_SNDHWM`; 0 means no limit).
     /// Takes effect for connections made afterwards.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setSendHighWaterMark(_ n: Int32) throws(ZMQError) {
         try setInt32(ZMQ_SNDHWM, n, name: "ZMQ_SNDHWM")
@@ -37,17 +40,21 @@ extension Socket {
     /// Sets the incoming high-water mark in messages (`ZMQ_RCVHWM`; 0 means no limit).
     /// Takes effect for connections made afterwards.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setReceiveHighWaterMark(_ n: Int32) throws(ZMQError) {
         try setInt32(ZMQ_RCVHWM, n, name: "ZMQ_RCVHWM")
     }
 
-    /// Sets the largest message a peer may send (`ZMQ_MAXMSGSIZE`; -1 means no limit).
+    /// Sets the largest frame a peer may send (`ZMQ_MAXMSGSIZE`; -1, the default, means
+    /// no limit).
     ///
-    /// A peer on tcp or ipc that announces a larger frame is disconnected before the
-    /// frame is read, so the message never arrives; the socket goes on working and the
-    /// peer may reconnect. inproc has no wire and is not checked.
+    /// libzmq checks each frame against it, not the sum of a multipart message. A peer
+    /// on tcp or ipc that announces a larger frame is disconnected before the frame is
+    /// read, so its message never arrives; the socket goes on working and the peer may
+    /// reconnect. inproc has no wire and is not checked.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setMaxMessageSize(_ bytes: Int64) throws(ZMQError) {
         try setInt64(ZMQ_MAXMSGSIZE, bytes, name: "ZMQ_MAXMSGSIZE")
@@ -56,6 +63,7 @@ extension Socket {
     /// Sets how long a blocking send waits before throwing `EAGAIN` (`ZMQ_SNDTIMEO`;
     /// -1, the default, waits forever).
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setSendTimeout(milliseconds: Int32) throws(ZMQError) {
         try setInt32(ZMQ_SNDTIMEO, milliseconds, name: "ZMQ_SNDTIMEO")
@@ -64,6 +72,7 @@ extension Socket {
     /// Sets how long a blocking receive waits before throwing `EAGAIN` (`ZMQ_RCVTIMEO`;
     /// -1, the default, waits forever).
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setReceiveTimeout(milliseconds: Int32) throws(ZMQError) {
         try setInt32(ZMQ_RCVTIMEO, milliseconds, name: "ZMQ_RCVTIMEO")
@@ -72,6 +81,7 @@ extension Socket {
     /// Queues messages only on completed connections (`ZMQ_IMMEDIATE`), so that sends
     /// block (or fail with `dontWait`) instead of piling up for a peer that is not there.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL`, `ENOTSOCK`).
     public func setImmediate(_ on: Bool) throws(ZMQError) {
         try setInt32(ZMQ_IMMEDIATE, on ? 1 : 0, name: "ZMQ_IMMEDIATE")
@@ -80,6 +90,7 @@ extension Socket {
     /// Sets the routing id this socket presents to ROUTER peers (`ZMQ_ROUTING_ID`):
     /// 1 to 255 bytes, not starting with a zero byte. Set it before connecting.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL` for a bad length, `ENOTSOCK`).
     public func setRoutingID(_ id: Data) throws(ZMQError) {
         let result = id.withUnsafeBytes { bytes in
@@ -92,6 +103,7 @@ extension Socket {
     /// (`ZMQ_SUBSCRIBE`); an empty prefix subscribes to everything. The subscription
     /// reaches publishers asynchronously: what they send before it arrives is lost.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`EINVAL` on other socket types, `ENOTSOCK`).
     public func subscribe(_ prefix: Data) throws(ZMQError) {
         let result = prefix.withUnsafeBytes { bytes in
@@ -109,6 +121,7 @@ extension Socket {
     /// ``SocketEvents/pollIn`` is gone; only then can you wait on it again. It also fires
     /// spuriously. The socket owns the descriptor: never read, write or close it.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`ENOTSOCK`).
     public var fileDescriptor: Int32 {
         get throws(ZMQError) { try getInt32(ZMQ_FD, name: "ZMQ_FD") }
@@ -119,6 +132,7 @@ extension Socket {
     /// Reading it also processes the socket's pending commands, which resets the
     /// ``fileDescriptor`` signal: read it after every wake-up.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`ETERM`, `ENOTSOCK`); `EINTR` is retried.
     public var events: SocketEvents {
         get throws(ZMQError) { SocketEvents(rawValue: try getInt32(ZMQ_EVENTS, name: "ZMQ_EVENTS")) }
@@ -126,6 +140,7 @@ extension Socket {
 
     /// Whether the frame last received has more frames after it (`ZMQ_RCVMORE`).
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` (`ENOTSOCK`).
     public var hasMoreFrames: Bool {
         get throws(ZMQError) { try getInt32(ZMQ_RCVMORE, name: "ZMQ_RCVMORE") != 0 }
@@ -136,6 +151,7 @@ extension Socket {
     /// Sets an `int` option by its `ZMQ_*` number. Spell the value's type out
     /// (`Int32(1)`): an untyped literal is ambiguous with the `Int64` variant.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` with operation `zmq_setsockopt(option <n>)`: `EINVAL` for
     ///   an unknown option or a value of the wrong size, `ENOTSOCK`.
     public func setOption(_ option: Int32, _ value: Int32) throws(ZMQError) {
@@ -144,6 +160,7 @@ extension Socket {
 
     /// Sets an `int64_t` option by its `ZMQ_*` number (for example `ZMQ_MAXMSGSIZE`).
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` with operation `zmq_setsockopt(option <n>)`: `EINVAL`,
     ///   `ENOTSOCK`.
     public func setOption(_ option: Int32, _ value: Int64) throws(ZMQError) {
@@ -153,6 +170,7 @@ extension Socket {
     /// Sets a binary or string option by its `ZMQ_*` number (for example
     /// `ZMQ_UNSUBSCRIBE`); strings go without a terminating NUL.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` with operation `zmq_setsockopt(option <n>)`: `EINVAL`,
     ///   `ENOTSOCK`.
     public func setOption(_ option: Int32, bytes: UnsafeRawBufferPointer) throws(ZMQError) {
@@ -161,6 +179,7 @@ extension Socket {
 
     /// Reads an `int` option by its `ZMQ_*` number.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` with operation `zmq_getsockopt(option <n>)`: `EINVAL` for
     ///   an unknown option or one that is not an `int`, `ENOTSOCK`.
     public func int32Option(_ option: Int32) throws(ZMQError) -> Int32 {
@@ -169,6 +188,7 @@ extension Socket {
 
     /// Reads an `int64_t` option by its `ZMQ_*` number.
     ///
+    /// Thread rules: owner thread.
     /// - Throws: ``ZMQError`` with operation `zmq_getsockopt(option <n>)`: `EINVAL`,
     ///   `ENOTSOCK`.
     public func int64Option(_ option: Int32) throws(ZMQError) -> Int64 {

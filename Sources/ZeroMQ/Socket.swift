@@ -300,7 +300,7 @@ public final class Socket: @unchecked Sendable {
     ///   - message: the frame to fill.
     ///   - dontWait: return at once when nothing is queued (`ZMQ_DONTWAIT`).
     /// - Returns: false only when `dontWait` is true and nothing is there (`EAGAIN`);
-    ///   `message` is then unchanged.
+    ///   `message` is then empty: libzmq releases its old content before looking.
     /// - Throws: ``ZMQError``: `EAGAIN` when blocking and the receive timeout
     ///   (``setReceiveTimeout(milliseconds:)``) expired, `EFSM` (REQ/REP order), `ETERM`,
     ///   `ENOTSOCK` after close. `EINTR` is retried, never thrown.

@@ -6,7 +6,8 @@ internal import Glibc
 /// Every throwing API of this module throws `ZMQError` (typed throws), so callers can
 /// switch on ``code`` or use the convenience predicates without casting.
 ///
-/// Thread rules: a plain value; `Sendable`, use it anywhere.
+/// Thread rules: a plain value; `Sendable`, and every member may be used on any thread.
+/// No member fails.
 public struct ZMQError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The `errno` value, as read from `zmq_errno()` right after the failing call.
     ///
