@@ -14,7 +14,7 @@ if ! command -v swift >/dev/null 2>&1; then
 fi
 
 if ! { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libzmq; }; then
-    echo "libzmq3-dev is missing: installing it with apt-get..." >&2
+    echo "libzmq3-dev (libzmq's headers, found through pkg-config) is missing." >&2
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "error: no apt-get here. Install libzmq's development files (headers, libzmq.pc) and pkg-config with your package manager, then re-run." >&2
         exit 1
@@ -27,6 +27,7 @@ if ! { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libzmq; }; t
         echo "error: installing libzmq3-dev needs root. Run: sudo apt-get update && sudo apt-get install -y libzmq3-dev pkg-config" >&2
         exit 1
     fi
+    echo "installing it: ${SUDO:+sudo }apt-get install -y libzmq3-dev pkg-config" >&2
     if ! { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y libzmq3-dev pkg-config; } >&2; then
         echo "error: apt-get could not install libzmq3-dev. Check the network and apt sources, then run: apt-get install -y libzmq3-dev pkg-config" >&2
         exit 1

@@ -1,1 +1,66 @@
-print("todo")
+// custom-source: the tutorials' testDemo4, a custom input source (Source0).
+//
+// In the tutorial, a thread adds a CFRunLoopSource to its loop and runs it with
+// CFRunLoopRunInMode(kCFRunLoopDefaultMode, 9999999, YES); two seconds later
+// another thread checks CFRunLoopIsWaiting, calls CFRunLoopSourceSignal and
+// CFRunLoopWakeUp; the source's perform runs on the loop's thread and the run
+// returns after that one source. Here the main thread owns the loop and a
+// LoopThread named "signaller" plays the other thread (S-SRC0-1, S-SRC0-2).
+//
+//   swift run custom-source
+import Glibc
+import RunLoopKit
+import Synchronization
+
+let loop = RunLoop.main
+let performs = Atomic<Int>(0)
+
+let source = CustomSource(
+    order: 0,
+    schedule: { loop, mode in print("schedule: source added to \(mode) of the loop of thread '\(loop.threadName)'") },
+    cancel: { loop, mode in print("cancel:   source removed from \(mode) of the loop of thread '\(loop.threadName)'") },
+    perform: {
+        performs.add(1, ordering: .relaxed)
+        print("perform:  handling the event (我现在正在处理后台任务) on thread '\(RunLoop.current.threadName)'")
+    }
+)
+loop.add(source, forMode: .default)
+
+let signaller = LoopThread(name: "signaller")
+try signaller.start()
+
+print("\n== round 1: signal, then wake up (CFRunLoopSourceSignal + CFRunLoopWakeUp)")
+try signaller.perform {
+    usleep(300_000)  // the tutorial waits 2 s (dispatch_after)
+    if loop.isWaiting {
+        print("signaller: the loop is waiting for input (RunLoop 正在等待事件输入)")
+    } else {
+        print("signaller: the loop is busy handling an event (RunLoop 正在处理事件)")
+    }
+    source.signal()
+    usleep(200_000)
+    print("signaller: signalled 200 ms ago; perform has run \(performs.load(ordering: .relaxed)) times, loop still asleep: \(loop.isWaiting)")
+    print("signaller: a signal does not wake the loop; wakeUp() does")
+    loop.wakeUp()
+}
+print("main:     run(mode: .default, seconds: 9_999_999, returnAfterSourceHandled: true)")
+var result = loop.run(mode: .default, seconds: 9_999_999, returnAfterSourceHandled: true)
+print("main:     run returned .\(result) after \(performs.load(ordering: .relaxed)) perform")
+
+print("\n== round 2: three signals before it fires make one perform; signalAndWakeUp() does both steps")
+try signaller.perform {
+    usleep(100_000)
+    print("signaller: signal(), signal(), signalAndWakeUp()")
+    source.signal()
+    source.signal()
+    source.signalAndWakeUp()
+}
+result = loop.run(mode: .default, seconds: 9_999_999, returnAfterSourceHandled: true)
+print("main:     run returned .\(result); performs so far: \(performs.load(ordering: .relaxed))")
+result = loop.run(mode: .default, seconds: 0)  // polls: one pass without sleeping (S-RUN-3)
+print("main:     still signalled: \(source.isSignalled); a polling run returned .\(result), performs: \(performs.load(ordering: .relaxed))")
+
+print("\n== done")
+signaller.stop()
+source.invalidate()  // removes it from every mode of every loop, calling cancel (S-SRC0-3)
+print("source is valid: \(source.isValid); a run now finds the mode empty: .\(loop.run(mode: .default, seconds: 1))")

@@ -93,6 +93,9 @@ extension RunLoop {
             let passStart = monitored ? MonotonicClock.now() : 0
             var sleptNanoseconds: UInt64 = 0
 
+            // A stop ends the run right after the callout that asked for it
+            // (S-RUN-4): every later step of the pass is skipped, and the
+            // loop does not sleep.
             notify(.beforeTimers, &snapshot, mode: mode)                      // 2
             notify(.beforeSources, &snapshot, mode: mode)                     // 3
             var handled = drainBlocks(&snapshot, mode: mode)                  // 4
@@ -100,11 +103,11 @@ extension RunLoop {
                 handled = true
                 _ = drainBlocks(&snapshot, mode: mode)
             }
-            if !hasReadySocketSource(&snapshot) {                             // 6
+            if !isStopPending && !hasReadySocketSource(&snapshot) {           // 6
                 let willSleep = !pollOnly && !handled
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
                 let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
-                waitForEvents(&snapshot, mode: mode, deadline: deadline, block: willSleep)  // 8
+                waitForEvents(&snapshot, mode: mode, deadline: deadline, block: willSleep && !isStopPending)  // 8
                 if willSleep {
                     if monitored { sleptNanoseconds = MonotonicClock.now() - sleepStart }
                     notify(.afterWaiting, &snapshot, mode: mode)
@@ -194,9 +197,15 @@ extension RunLoop {
         guard snapshot.observedActivities.contains(activity) else { return }
         let observers = snapshot.observers
         for observer in observers where observer.activities.contains(activity) && observer.isValid {
+            // Entry and exit are always told; between them, a stop ends the
+            // pass after the callout that asked for it (S-RUN-4).
+            if activity != .entry && activity != .exit && isStopPending { return }
             callout(.observer(activity), snapshot, mode: mode) { observer.call(activity) }
         }
     }
+
+    /// A stop was asked for and not yet turned into a result.
+    var isStopPending: Bool { stopRequested.load(ordering: .relaxed) }
 
     /// Step 4 and 10: runs the blocks queued for this mode, oldest first
     /// (S-BLK-4). Blocks queued while draining wait for the next pass, and a
@@ -206,6 +215,10 @@ extension RunLoop {
         var remaining = -1
         let isCommon = snapshot.isCommon
         while true {
+            // Checked before each block: a stop that came during an earlier
+            // callout of this pass must not start another (LoopThread.stop
+            // discards the rest).
+            if isStopPending { return ran }
             let next: PendingBlock? = lock.withLock {
                 if remaining < 0 { remaining = blocks.count }
                 guard remaining > 0, let block = blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining) else {
@@ -217,7 +230,6 @@ extension RunLoop {
             guard let block = next else { return ran }
             callout(.block, snapshot, mode: mode) { block.body() }
             ran = true
-            if stopRequested.load(ordering: .relaxed) { return ran }
         }
     }
 
@@ -227,7 +239,9 @@ extension RunLoop {
         refresh(&snapshot, mode: mode)
         var performed = false
         let sources = snapshot.customSources
-        for source in sources where source.isValid && source.takeSignal() {
+        for source in sources where source.isValid {
+            if isStopPending { break }
+            guard source.takeSignal() else { continue }
             callout(.customSource, snapshot, mode: mode) { source.perform() }
             performed = true
             if stopAfterOne { break }
@@ -291,7 +305,7 @@ extension RunLoop {
     /// socket goes to the back of the list afterwards, so that a busy socket
     /// cannot starve the others, and is looked at again before the loop sleeps.
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
-        guard let index = firstReadyIndex(snapshot) else { return false }
+        guard !isStopPending, let index = firstReadyIndex(snapshot) else { return false }
         let source = readyList[index]
         removeFromReadyList(at: index)
         callout(.socketSource, snapshot, mode: mode) { source.handle() }
@@ -349,6 +363,7 @@ extension RunLoop {
             // which reuses the scratch list.
             let due = dueTimers
             for timer in due {
+                if isStopPending { break }  // still due: they fire in the next run
                 callout(.timer, snapshot, mode: mode) { if timer.fireOnLoop(now: now) { fired += 1 } }
             }
         }

@@ -155,6 +155,13 @@ public final class RunLoop: @unchecked Sendable {
         return loop
     }
 
+    /// The calling thread's loop if it already has one; never makes one
+    /// (S-THR-1: a thread that never asks for its loop never gets one).
+    static var existingForCurrentThread: RunLoop? {
+        guard let existing = pthread_getspecific(currentLoopKey) else { return nil }
+        return Unmanaged<RunLoop>.fromOpaque(existing).takeUnretainedValue()
+    }
+
     /// Tears down the calling thread's loop now rather than at thread exit,
     /// so that its fds are closed before whoever joins the thread returns.
     static func tearDownCurrentThreadLoop() {
@@ -422,7 +429,10 @@ public final class RunLoop: @unchecked Sendable {
             }
             if mode == .common { _ = ModeState.append(source, to: &commonItems.socketSources) }
             registeredSockets[source.token] = source
-            socketsToCheck.append(source)
+            // Only a ZeroMQ socket may hold input that no edge will announce;
+            // epoll reports a plain fd that is readable (level-triggered), and
+            // one that is not must not reach the handler.
+            if source.isSocket { socketsToCheck.append(source) }
             bumpVersionLocked()
         }
         wakeUp()

@@ -60,5 +60,6 @@ extension RunLoop {
         public let sleptNanoseconds: UInt64
         public let handledSource: Bool
         public let firedTimers: Int
+        public var duration: Duration { .nanoseconds(Int64(clamping: durationNanoseconds)) }
     }
 }

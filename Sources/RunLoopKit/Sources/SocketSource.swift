@@ -37,6 +37,8 @@ public final class SocketSource: @unchecked Sendable {
     public let endpoint: Endpoint
     public let order: Int
     private let handler: @Sendable (SocketSource) -> Void
+    /// The socket's ZMQ_FD, read once in init; nil for a file descriptor source.
+    private let socketDescriptor: Result<Int32, ZMQError>?
     private let valid = Atomic<Bool>(true)
     let binding = LoopBinding()
 
@@ -56,6 +58,11 @@ public final class SocketSource: @unchecked Sendable {
         endpoint = .socket(socket)
         self.order = order
         self.handler = { source in handler(source, socket) }
+        // Read ZMQ_FD now, on the socket's owner thread: `RunLoop.add` may run
+        // on any thread, and reading it there would make that thread the
+        // socket's owner, so the loop thread's first use would then fail the
+        // ownership check.
+        socketDescriptor = Result { () throws(ZMQError) -> Int32 in try socket.fileDescriptor }
         socket.releaseOwnership()
     }
 
@@ -63,6 +70,7 @@ public final class SocketSource: @unchecked Sendable {
     /// does not own the fd: close it yourself after removing the source.
     public init(fileDescriptor: Int32, order: Int = 0, handler: @escaping @Sendable (SocketSource, Int32) -> Void) {
         endpoint = .fileDescriptor(fileDescriptor)
+        socketDescriptor = nil
         self.order = order
         self.handler = { source in handler(source, fileDescriptor) }
     }
@@ -81,8 +89,12 @@ public final class SocketSource: @unchecked Sendable {
     /// The fd to register for readiness: ZMQ_FD for a socket.
     func pollDescriptor() throws(RunLoopError) -> (fd: Int32, edgeTriggered: Bool) {
         switch endpoint {
-        case let .socket(socket):
-            do { return (try socket.fileDescriptor, true) } catch { throw .zeroMQ(error) }
+        case .socket:
+            switch socketDescriptor {
+            case let .success(fd)?: return (fd, true)
+            case let .failure(error)?: throw .zeroMQ(error)
+            case nil: preconditionFailure("unreachable: a socket source reads ZMQ_FD in init")
+            }
         case let .fileDescriptor(fd):
             return (fd, false)
         }

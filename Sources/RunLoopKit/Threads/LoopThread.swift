@@ -54,7 +54,8 @@ public final class LoopThread: Sendable {
 
     /// The name of the calling thread if it is a LoopThread's, else nil.
     public static var currentName: String? {
-        guard let loop = try? RunLoop.forCurrentThread(), loop.isLoopThreadLoop else { return nil }
+        // Only looks: asking must not give a plain thread a loop (S-THR-1).
+        guard let loop = RunLoop.existingForCurrentThread, loop.isLoopThreadLoop else { return nil }
         return loop.threadName
     }
 
