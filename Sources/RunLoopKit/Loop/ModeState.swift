@@ -67,12 +67,23 @@ struct ModeSnapshot {
     var earliestTimerFire = MonotonicClock.never
     var timerWake = MonotonicClock.never
 
+    /// The wake instant is the latest fire date that is still within every
+    /// timer's tolerance window: timers whose windows overlap fire in one
+    /// wake-up (S-TMR-3), and a timer with nothing to share a wake-up with
+    /// fires at its fire date, never later than it must.
     mutating func recomputeTimerInstants() {
         var earliest = MonotonicClock.never
-        var wake = MonotonicClock.never
+        var deadline = MonotonicClock.never
         for timer in timers where timer.isValid {
             earliest = min(earliest, timer.nextFireInstant)
-            wake = min(wake, timer.latestWakeInstant)
+            deadline = min(deadline, timer.latestWakeInstant)
+        }
+        var wake = earliest
+        if deadline != earliest {
+            for timer in timers where timer.isValid {
+                let fire = timer.nextFireInstant
+                if fire <= deadline && fire > wake { wake = fire }
+            }
         }
         earliestTimerFire = earliest
         timerWake = wake

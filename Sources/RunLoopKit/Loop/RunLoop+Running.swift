@@ -104,9 +104,10 @@ extension RunLoop {
                 _ = drainBlocks(&snapshot, mode: mode)
             }
             if !isStopPending && !hasReadySocketSource(&snapshot) {           // 6
-                let willSleep = !pollOnly && !handled
+                let willSleep = !pollOnly && !handled && !isStopPending
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
                 let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
+                // A stop asked for by a beforeWaiting observer: look, don't sleep.
                 waitForEvents(&snapshot, mode: mode, deadline: deadline, block: willSleep && !isStopPending)  // 8
                 if willSleep {
                     if monitored { sleptNanoseconds = MonotonicClock.now() - sleepStart }
@@ -198,8 +199,12 @@ extension RunLoop {
         let observers = snapshot.observers
         for observer in observers where observer.activities.contains(activity) && observer.isValid {
             // Entry and exit are always told; between them, a stop ends the
-            // pass after the callout that asked for it (S-RUN-4).
-            if activity != .entry && activity != .exit && isStopPending { return }
+            // pass after the callout that asked for it (S-RUN-4). Except that
+            // beforeWaiting and afterWaiting come in pairs: once the loop has
+            // begun telling beforeWaiting, every waiting observer is told
+            // both, as CFRunLoop tells afterWaiting after every wake-up
+            // (S-RUN-2 step 8), a stop's included.
+            if isStopPending && ![.entry, .exit, .beforeWaiting, .afterWaiting].contains(activity) { return }
             callout(.observer(activity), snapshot, mode: mode) { observer.call(activity) }
         }
     }

@@ -40,6 +40,8 @@ public final class RunLoop: @unchecked Sendable {
     /// The name of the loop's thread, used in every diagnostic (S-THR-5).
     public let threadName: String
     let ownerTID: Int32
+    /// The process's main loop (which may be made from another thread).
+    let isMain: Bool
     let logger: Logger
     let wakeUpSignal: WakeUpSignal
 
@@ -91,8 +93,9 @@ public final class RunLoop: @unchecked Sendable {
     /// Loops alive in this process, for leak tests.
     static let liveCount = Atomic<Int>(0)
 
-    init(ownerTID: Int32, threadName: String) throws(RunLoopError) {
+    init(ownerTID: Int32, threadName: String, isMain: Bool = false) throws(RunLoopError) {
         self.ownerTID = ownerTID
+        self.isMain = isMain
         self.threadName = threadName
         var logger = Logger(label: "RunLoopKit")
         logger[metadataKey: "thread"] = "\(threadName)"
@@ -170,9 +173,13 @@ public final class RunLoop: @unchecked Sendable {
         Unmanaged<RunLoop>.fromOpaque(existing).takeRetainedValue().tearDown()
     }
 
+    /// Every loop but the main one is made on its own thread and kept in that
+    /// thread's slot. The main loop may be made from another thread first, so
+    /// the main thread is recognised by its tid (the pid). Comparing tids for
+    /// other loops would be wrong: a dead thread's tid comes round again.
     var isOwnedByCurrentThread: Bool {
         pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
-            || ThreadIdentity.currentTID == ownerTID
+            || (isMain && ThreadIdentity.isMainThread)
     }
 
     func preconditionOwnedByCurrentThread(_ operation: @autoclosure () -> String) {
@@ -697,7 +704,7 @@ private let currentLoopKey: pthread_key_t = {
 
 private let mainLoop: RunLoop = {
     do {
-        return try RunLoop(ownerTID: getpid(), threadName: "main")
+        return try RunLoop(ownerTID: getpid(), threadName: "main", isMain: true)
     } catch {
         fatalError("RunLoop.main: could not make the main thread's run loop: \(error)")
     }

@@ -1,0 +1,157 @@
+// Helpers for the timer, observer, block, LoopThread, keep-alive, misuse and
+// monitor tests. Swift Testing runs tests in parallel on shared pool threads,
+// so run-loop code in these tests runs on threads made for the test
+// (`SpawnedThread`, `LoopThread`), never on a pool thread's `RunLoop.current`.
+import CLinuxSupport
+import Dispatch
+import Glibc
+@testable import RunLoopKit
+
+extension Locked where Value == [UInt64] {
+    func append(_ element: UInt64) { withLock { $0.append(element) } }
+}
+
+/// A pthread started for one test, named at the OS level, that runs `body`
+/// once; `join()` waits for it and returns what `body` returned or threw. The
+/// thread's run loop (if `body` made one) is torn down when the thread exits,
+/// before `join()` returns.
+final class SpawnedThread<T: Sendable>: @unchecked Sendable {
+    // Written by the thread before it exits, read after pthread_join.
+    private var result: Result<T, any Error>?
+    private var handle = pthread_t()
+    private var joined = false
+
+    init(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) {
+        let start = ThreadStart { [self] in
+            _ = rlk_set_current_thread_name(name)
+            result = Result { try body() }
+        }
+        let context = Unmanaged.passRetained(start).toOpaque()
+        let rc = pthread_create(&handle, nil, { context in
+            Unmanaged<ThreadStart>.fromOpaque(context!).takeRetainedValue().entry()
+            return nil
+        }, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    /// Waits for the thread to end; returns or rethrows its body's outcome.
+    func join() throws -> T {
+        precondition(!joined, "SpawnedThread joined twice")
+        joined = true
+        pthread_join(handle, nil)
+        return try result!.get()
+    }
+
+    /// Runs `body` on a new thread and waits for it.
+    static func run(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) throws -> T {
+        try SpawnedThread(named: name, body).join()
+    }
+}
+
+/// Non-generic, because a C function pointer cannot capture a generic parameter.
+private final class ThreadStart {
+    let entry: () -> Void
+    init(_ entry: @escaping () -> Void) { self.entry = entry }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock timers and deadlines run on.
+func monotonicNow() -> UInt64 { MonotonicClock.now() }
+
+let nanosecondsPerMillisecond: UInt64 = 1_000_000
+
+/// Waits for `semaphore` up to `seconds`: a safety net that turns a hang into
+/// a failed expectation. True if it was signalled.
+func waitFor(_ semaphore: DispatchSemaphore, seconds: Double = 10) -> Bool {
+    semaphore.wait(timeout: .now() + seconds) == .success
+}
+
+/// A source that is never signalled: it only keeps a mode from being empty.
+func keepAliveSource() -> CustomSource { CustomSource {} }
+
+/// An observer that signals `semaphore` every time the loop is about to
+/// sleep: how a test knows that the loop has reached step 7 of S-RUN-2.
+@discardableResult
+func signalBeforeWaiting(
+    _ semaphore: DispatchSemaphore, on loop: RunLoop, mode: RunLoop.Mode = .default
+) -> RunLoopObserver {
+    let observer = RunLoopObserver(activities: .beforeWaiting) { _, _ in semaphore.signal() }
+    loop.add(observer, forMode: mode)
+    return observer
+}
+
+/// Blocks the calling thread for `milliseconds` without using the run loop:
+/// the *input* of tests that need a busy loop, never a synchronisation.
+func blockThread(milliseconds: Int) {
+    var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+}
+
+// MARK: - Process probes (S-KEEP-3, S-KEEP-2)
+
+enum ProcessProbe {
+    /// Open file descriptors of this process (entries of /proc/self/fd,
+    /// without the one used to list them).
+    static func openFileDescriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return -1 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { count += 1 }
+        }
+        return count - 1
+    }
+
+    /// Resident set size in bytes (second field of /proc/self/statm, in pages).
+    static func residentBytes() -> Int {
+        let fields = readFile("/proc/self/statm").split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return -1 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Whether the kernel thread `tid` of this process still exists.
+    static func threadExists(_ tid: Int32) -> Bool {
+        access("/proc/self/task/\(tid)", F_OK) == 0
+    }
+
+    /// The OS-level name of thread `tid` of this process, as `ps -L` shows it.
+    static func kernelThreadName(_ tid: Int32) -> String? {
+        let text = readFile("/proc/self/task/\(tid)/comm")
+        return text.isEmpty ? nil : String(text.dropLast(text.hasSuffix("\n") ? 1 : 0))
+    }
+
+    static func readFile(_ path: String) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static var isUnderThreadSanitizer: Bool { rlk_running_under_thread_sanitizer() != 0 }
+}
+
+/// The error tests throw from tasks to check that it comes back unchanged.
+struct ProbeError: Error, Equatable {
+    let code: Int
+}
+
+/// Writes `text` to fd 2, unbuffered: how an exit test's child reports to its parent.
+func writeToStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+        if written <= 0 { break }
+        offset += written
+    }
+}

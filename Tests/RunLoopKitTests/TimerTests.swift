@@ -1,0 +1,335 @@
+// Timers: S-TMR-1 to S-TMR-5. Every loop here runs on a thread made for the
+// test; the run's deadline is only a safety net.
+import Dispatch
+@testable import RunLoopKit
+import Testing
+
+@Suite("Timers (S-TMR)")
+struct TimerTests {
+    private static let ms = nanosecondsPerMillisecond
+
+    @Test("S-TMR-1, S-TMR-2: one-shot and repeating timers are never early")
+    func neverEarly() throws {
+        // (scheduled instant, fire instant) of every fire.
+        let fires = Locked<[(scheduled: UInt64, fired: UInt64)]>([])
+        let repeatingFires = Locked<[UInt64]>([])
+        let interval = 15 * Self.ms
+        let (result, repeatingStart) = try SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "tmr-early") {
+            let loop = RunLoop.current
+            for step in 1...10 {
+                let scheduled = Locked<UInt64>(0)
+                let timer = try Timer(timeInterval: Double(step) * 0.005, repeats: false) { _ in
+                    let now = monotonicNow()
+                    fires.withLock { $0.append((scheduled.value, now)) }
+                }
+                #expect(timer.timeInterval == 0 && !timer.repeats)
+                scheduled.value = timer.nextFireInstant
+                loop.add(timer, forMode: .default)
+            }
+            let repeating = try Timer(timeInterval: 0.015, repeats: true) { timer in
+                let count = repeatingFires.withLock { $0.append(monotonicNow()); return $0.count }
+                if count == 5 { timer.invalidate() }
+            }
+            #expect(repeating.repeats && repeating.timeInterval == 0.015)
+            let start = repeating.nextFireInstant
+            loop.add(repeating, forMode: .default)
+            return (loop.run(mode: .default, seconds: 10), start)
+        }.join()
+
+        #expect(result == .finished)
+        let oneShots = fires.value
+        #expect(oneShots.count == 10)
+        for fire in oneShots {
+            #expect(fire.fired >= fire.scheduled, "one-shot timer fired \(Int64(fire.scheduled) - Int64(fire.fired)) ns early")
+        }
+        // Fire n of a repeating timer can never come before its n-th scheduled date.
+        let repeated = repeatingFires.value
+        #expect(repeated.count == 5)
+        for (index, fired) in repeated.enumerated() {
+            let scheduled = repeatingStart + UInt64(index) * interval
+            #expect(fired >= scheduled, "repeating fire \(index) was \(Int64(scheduled) - Int64(fired)) ns early")
+        }
+    }
+
+    @Test("S-TMR-1: a timer in two modes of one loop fires in either, once")
+    func timerInTwoModes() throws {
+        let fired = Locked(0)
+        let (before, after, result) = try SpawnedThread<([Bool], [Bool], RunLoop.RunResult)>(named: "tmr-modes") {
+            let loop = RunLoop.current
+            let other = RunLoop.Mode("S-TMR-1.other")
+            let timer = try Timer(timeInterval: 0.01, repeats: false) { _ in fired.withLock { $0 += 1 } }
+            loop.add(timer, forMode: .default)
+            loop.add(timer, forMode: other)
+            let before = [loop.contains(timer, inMode: .default), loop.contains(timer, inMode: other)]
+            let result = loop.run(mode: other, seconds: 10)
+            let after = [loop.contains(timer, inMode: .default), loop.contains(timer, inMode: other)]
+            return (before, after, result)
+        }.join()
+        #expect(before == [true, true])
+        #expect(result == .finished)
+        #expect(fired.value == 1)
+        // A one-shot timer leaves every mode after firing (S-TMR-4).
+        #expect(after == [false, false])
+    }
+
+    @Test("S-TMR-2: a repeating timer made late by a busy loop fires once, then at the next multiple of its interval")
+    func lateTimerSkipsMissedFires() throws {
+        let interval = 100 * Self.ms
+        let fires = Locked<[UInt64]>([])
+        let nextDates = Locked<[UInt64]>([])
+        let (result, firstDate) = try SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "tmr-late") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 0.1, repeats: true) { timer in
+                let now = monotonicNow()
+                nextDates.append(timer.nextFireInstant)
+                if fires.withLock({ $0.append(now); return $0.count }) == 3 { timer.invalidate() }
+            }
+            let firstDate = timer.nextFireInstant
+            loop.add(timer, forMode: .default)
+            // The input: the loop is busy for 350 ms (blocks run before timers), over three fire dates.
+            loop.perform { blockThread(milliseconds: 350) }
+            return (loop.run(mode: .default, seconds: 10), firstDate)
+        }.join()
+
+        #expect(result == .finished)
+        let fired = fires.value, next = nextDates.value
+        try #require(fired.count == 3 && next.count == 3)
+        #expect(fired[0] > firstDate + 2 * interval, "the first fire should be late, after the busy block")
+        for index in 0..<3 {
+            // The next date is on the original schedule, and the next multiple after the fire.
+            #expect((next[index] - firstDate) % interval == 0, "fire date moved off the original schedule")
+            #expect(next[index] > fired[index] && next[index] - interval <= fired[index])
+        }
+        // No burst: after the late fire, the next one waits for the next date.
+        #expect(fired[1] >= next[0], "missed fires were delivered in a burst")
+        #expect(fired[2] >= next[1])
+    }
+
+    @Test("S-TMR-2: a timer fires only while its loop runs one of its modes; late, it fires once")
+    func timerWaitsForItsMode() throws {
+        let interval = 50 * Self.ms
+        let fires = Locked<[UInt64]>([])
+        let nextDates = Locked<[UInt64]>([])
+        let (otherResult, firesInOtherMode, result, firstDate, otherEnded) =
+            try SpawnedThread<(RunLoop.RunResult, Int, RunLoop.RunResult, UInt64, UInt64)>(named: "tmr-mode") {
+                let loop = RunLoop.current
+                let other = RunLoop.Mode("S-TMR-2.other")
+                loop.add(keepAliveSource(), forMode: other)
+                let timer = try Timer(timeInterval: 0.05, repeats: true) { timer in
+                    let now = monotonicNow()
+                    nextDates.append(timer.nextFireInstant)
+                    if fires.withLock({ $0.append(now); return $0.count }) == 2 { timer.invalidate() }
+                }
+                let firstDate = timer.nextFireInstant
+                loop.add(timer, forMode: .default)
+                // Six fire dates pass while the loop runs a mode the timer is not in.
+                let otherResult = loop.run(mode: other, seconds: 0.3)
+                let otherEnded = monotonicNow()
+                let firesInOther = fires.value.count
+                return (otherResult, firesInOther, loop.run(mode: .default, seconds: 10), firstDate, otherEnded)
+            }.join()
+
+        #expect(otherResult == .timedOut)
+        #expect(firesInOtherMode == 0, "the timer fired while the loop ran a mode it is not in")
+        #expect(result == .finished)
+        let fired = fires.value, next = nextDates.value
+        try #require(fired.count == 2 && next.count == 2)
+        #expect(fired[0] >= otherEnded)
+        #expect((next[0] - firstDate) % interval == 0 && next[0] > fired[0] && next[0] - interval <= fired[0])
+        #expect(next[0] > firstDate + 5 * interval)
+        #expect(fired[1] >= next[0], "the missed fires were delivered in a burst")
+    }
+
+    @Test("S-TMR-3: tolerance lets the loop fire two timers in one wake-up; never before their dates")
+    func toleranceCoalesces() throws {
+        final class PassRecorder: RunLoopMonitor, @unchecked Sendable {
+            let firedPerPass = Locked<[Int]>([])
+            func runLoop(_ loop: RunLoop, didFinish pass: RunLoop.PassReport) {
+                if pass.firedTimers > 0 { firedPerPass.withLock { $0.append(pass.firedTimers) } }
+            }
+        }
+        let recorder = PassRecorder()
+        let fires = Locked<[String: UInt64]>([:])
+        let (result, earlyDate, lateDate) = try SpawnedThread<(RunLoop.RunResult, UInt64, UInt64)>(named: "tmr-tol") {
+            let loop = RunLoop.current
+            loop.monitor = recorder
+            let early = try Timer(timeInterval: 0.1, repeats: false) { _ in
+                let now = monotonicNow()
+                fires.withLock { $0["early"] = now }
+            }
+            early.tolerance = 0.4
+            let late = try Timer(timeInterval: 0.25, repeats: false) { _ in
+                let now = monotonicNow()
+                fires.withLock { $0["late"] = now }
+            }
+            let dates = (early.nextFireInstant, late.nextFireInstant)
+            loop.add(early, forMode: .default)
+            loop.add(late, forMode: .default)
+            return (loop.run(mode: .default, seconds: 10), dates.0, dates.1)
+        }.join()
+
+        #expect(result == .finished)
+        let earlyFired = try #require(fires.value["early"]), lateFired = try #require(fires.value["late"])
+        #expect(earlyFired >= earlyDate && lateFired >= lateDate)
+        // The early timer may wait, within its 400 ms tolerance, for the late one's wake-up.
+        #expect(recorder.firedPerPass.value == [2], "tolerance should let both timers fire in one pass")
+        #expect(earlyFired <= earlyDate + 400 * Self.ms + 200 * Self.ms)
+    }
+
+    @Test("S-TMR-3: a zero-tolerance timer wakes the loop at its date, not at the run's deadline")
+    func zeroToleranceWakesAtDate() throws {
+        let (fired, date, result) = try SpawnedThread<(UInt64, UInt64, RunLoop.RunResult)>(named: "tmr-zero") {
+            let loop = RunLoop.current
+            let fired = Locked<UInt64>(0)
+            let timer = try Timer(timeInterval: 0.03, repeats: false) { _ in fired.value = monotonicNow() }
+            #expect(timer.tolerance == 0)
+            let date = timer.nextFireInstant
+            loop.add(timer, forMode: .default)
+            let result = loop.run(mode: .default, seconds: 30)
+            return (fired.value, date, result)
+        }.join()
+        #expect(result == .finished)
+        try #require(fired >= date, "the timer fired early, or not at all")
+        // Wake-up latency only; the bound is loose because tests run in parallel (and under TSan).
+        #expect(fired - date < 500 * Self.ms, "zero-tolerance timer was \((fired - date) / Self.ms) ms late")
+    }
+
+    @Test("S-TMR-3: tolerance is clamped to zero for negative or NaN values, as Foundation does")
+    func toleranceClamps() throws {
+        let timer = try Timer(timeInterval: 1, repeats: false) { _ in }
+        timer.tolerance = 0.25
+        #expect(timer.tolerance == 0.25)
+        timer.tolerance = -1
+        #expect(timer.tolerance == 0)
+        timer.tolerance = .nan
+        #expect(timer.tolerance == 0)
+    }
+
+    @Test("S-TMR-4: invalidate() from another thread while the loop sleeps ends the run with .finished")
+    func invalidateFromAnotherThreadWhileSleeping() throws {
+        let asleep = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fires = Locked(0)
+        let loopThread = SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "tmr-inv1") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 20, repeats: true) { _ in fires.withLock { $0 += 1 } }
+            timerBox.value = timer
+            loop.add(timer, forMode: .default)
+            signalBeforeWaiting(asleep, on: loop)
+            let start = monotonicNow()
+            let result = loop.run(mode: .default, seconds: 30)
+            return (result, monotonicNow() - start)
+        }
+        #expect(waitFor(asleep))
+        try #require(timerBox.value).invalidate()
+        let (result, elapsed) = try loopThread.join()
+        #expect(result == .finished)
+        #expect(elapsed < 10_000 * Self.ms, "the loop was not woken by invalidate()")
+        #expect(fires.value == 0)
+        #expect(timerBox.value?.isValid == false)
+    }
+
+    @Test("S-TMR-4: invalidate() from another thread during a fire: no fire after it")
+    func invalidateFromAnotherThreadDuringFire() throws {
+        let third = DispatchSemaphore(value: 0)
+        let invalidated = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fires = Locked(0)
+        let loopThread = SpawnedThread<RunLoop.RunResult>(named: "tmr-inv2") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 0.01, repeats: true) { _ in
+                if fires.withLock({ $0 += 1; return $0 }) == 3 {
+                    third.signal()
+                    _ = waitFor(invalidated)
+                }
+            }
+            timerBox.value = timer
+            loop.add(timer, forMode: .default)
+            return loop.run(mode: .default, seconds: 30)
+        }
+        #expect(waitFor(third))
+        let timer = try #require(timerBox.value)
+        timer.invalidate()
+        timer.invalidate()  // idempotent
+        invalidated.signal()
+        #expect(try loopThread.join() == .finished)
+        #expect(fires.value == 3)
+        #expect(!timer.isValid)
+    }
+
+    @Test("S-TMR-4: a one-shot timer invalidates itself after firing")
+    func oneShotInvalidatesItself() throws {
+        let validDuringFire = Locked<Bool?>(nil)
+        let (result, valid, contained) = try SpawnedThread<(RunLoop.RunResult, Bool, Bool)>(named: "tmr-once") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 0.01, repeats: false) { timer in validDuringFire.value = timer.isValid }
+            loop.add(timer, forMode: .default)
+            let result = loop.run(mode: .default, seconds: 10)
+            return (result, timer.isValid, loop.contains(timer, inMode: .default))
+        }.join()
+        #expect(result == .finished)
+        #expect(validDuringFire.value == true)
+        #expect(!valid)
+        #expect(!contained)
+    }
+
+    @Test("S-TMR-4: the seeds' example: a repeating timer invalidated on its second fire ends the run with .finished")
+    func seedsTimerExample() throws {
+        let count = Locked(0)
+        let result = try SpawnedThread<RunLoop.RunResult>(named: "tmr-seeds") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 0.02, repeats: true) { timer in
+                if count.withLock({ $0 += 1; return $0 }) == 2 { timer.invalidate() }
+            }
+            loop.add(timer, forMode: .default)
+            return loop.run(mode: .default, seconds: 10)
+        }.join()
+        #expect(result == .finished)
+        #expect(count.value == 2)
+    }
+
+    @Test("S-TMR-5: fireDate moved earlier from another thread while the loop sleeps re-arms it")
+    func fireDateMovedEarlier() throws {
+        let asleep = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fired = Locked<UInt64>(0)
+        let loopThread = SpawnedThread<RunLoop.RunResult>(named: "tmr-earlier") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 60, repeats: false) { _ in fired.value = monotonicNow() }
+            timerBox.value = timer
+            loop.add(timer, forMode: .default)
+            signalBeforeWaiting(asleep, on: loop)
+            return loop.run(mode: .default, seconds: 30)
+        }
+        #expect(waitFor(asleep))
+        let timer = try #require(timerBox.value)
+        let moved = monotonicNow()
+        timer.fireDate = Date(timeIntervalSinceNow: 0.05)
+        #expect(try loopThread.join() == .finished, "the timer did not fire before the run's deadline")
+        let firedAt = fired.value
+        // Never early (1 ms for the Date conversion), and far before the old date.
+        #expect(firedAt >= moved + 49 * Self.ms)
+        #expect(firedAt < moved + 10_000 * Self.ms)
+    }
+
+    @Test("S-TMR-5: fireDate moved later from another thread while the loop sleeps: it fires at the new date")
+    func fireDateMovedLater() throws {
+        let asleep = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fired = Locked<UInt64>(0)
+        let loopThread = SpawnedThread<RunLoop.RunResult>(named: "tmr-later") {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: 0.5, repeats: false) { _ in fired.value = monotonicNow() }
+            timerBox.value = timer
+            loop.add(timer, forMode: .default)
+            signalBeforeWaiting(asleep, on: loop)
+            return loop.run(mode: .default, seconds: 30)
+        }
+        #expect(waitFor(asleep))
+        let timer = try #require(timerBox.value)
+        let moved = monotonicNow()
+        timer.fireDate = Date(timeIntervalSinceNow: 0.8)
+        #expect(try loopThread.join() == .finished)
+        #expect(fired.value >= moved + 799 * Self.ms, "the timer fired at its old date")
+    }
+}
