@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 int32_t rlk_gettid(void) { return (int32_t)syscall(SYS_gettid); }
 
@@ -48,3 +50,21 @@ uint64_t rlk_thread_cpu_nanoseconds(void) {
 int rlk_running_under_thread_sanitizer(void) {
     return dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
 }
+
+int rlk_mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(deadline / 1000000000ull);
+    ts.tv_nsec = (long)(deadline % 1000000000ull);
+    return pthread_mutex_clocklock(mutex, CLOCK_MONOTONIC, &ts);
+}
+
+int rlk_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+unsigned rlk_umask(unsigned mask) { return (unsigned)umask((mode_t)mask); }

@@ -1,5 +1,6 @@
 internal import CZeroMQ
 internal import Glibc
+internal import Synchronization
 
 /// A libzmq context: the I/O thread and the table of sockets that sockets are made from.
 ///
@@ -60,7 +61,21 @@ public final class ZMQContext: @unchecked Sendable {
         self.handle = handle
     }
 
+    /// Terminates the context now (zmq_ctx_term): waits until every socket
+    /// of the context is closed and has sent what it accepted, each for at
+    /// most its linger time. Close the sockets first, or this waits for them.
+    /// Idempotent; the context is unusable afterwards.
+    ///
+    /// Thread rules: any thread; blocks as described.
+    public func terminate() {
+        guard !terminated.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        while zmq_ctx_term(handle) != 0, zmq_errno() == EINTR {}
+    }
+
+    private let terminated = Atomic<Bool>(false)
+
     deinit {
+        if terminated.load(ordering: .acquiring) { return }
         // Every Socket holds its context strongly, so by now all of this context's
         // sockets are closed and zmq_ctx_term has nothing to wait for. It can still be
         // interrupted by a signal, which only means "try again".

@@ -7,6 +7,8 @@
 #include <sys/timerfd.h>
 #include <sys/epoll.h>
 #include <time.h>
+#include <pthread.h>
+#include <sys/types.h>
 
 /// The kernel thread id of the calling thread.
 int32_t rlk_gettid(void);
@@ -23,6 +25,14 @@ int64_t rlk_realtime_nanoseconds(void);
 int rlk_timerfd_arm_absolute(int fd, uint64_t deadline);
 /// CPU time used by the calling thread, in nanoseconds.
 uint64_t rlk_thread_cpu_nanoseconds(void);
+/// Locks `mutex`, waiting at most until the absolute CLOCK_MONOTONIC time
+/// `deadline` (nanoseconds). Returns 0 when locked, ETIMEDOUT otherwise.
+int rlk_mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline);
+/// pidfd_open(2): an fd that becomes readable when process `pid` exits;
+/// -1 with errno set on failure (ESRCH: no such process).
+int rlk_pidfd_open(pid_t pid);
+/// Sets the process umask and returns the previous one.
+unsigned rlk_umask(unsigned mask);
 /// Whether ThreadSanitizer is linked into this process.
 int rlk_running_under_thread_sanitizer(void);
 

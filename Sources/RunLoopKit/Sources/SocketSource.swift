@@ -39,6 +39,9 @@ public final class SocketSource: @unchecked Sendable {
     private let handler: @Sendable (SocketSource) -> Void
     /// The socket's ZMQ_FD, read once in init; nil for a file descriptor source.
     private let socketDescriptor: Result<Int32, ZMQError>?
+    /// Replaces the ZMQ_EVENTS check for a socket that its owner guards with
+    /// a lock of its own (a port's receiver, which may be closed from any thread).
+    private let inputCheck: (@Sendable () -> Bool)?
     private let valid = Atomic<Bool>(true)
     let binding = LoopBinding()
 
@@ -63,7 +66,18 @@ public final class SocketSource: @unchecked Sendable {
         // socket's owner, so the loop thread's first use would then fail the
         // ownership check.
         socketDescriptor = Result { () throws(ZMQError) -> Int32 in try socket.fileDescriptor }
+        inputCheck = nil
         socket.releaseOwnership()
+    }
+
+    /// A source on a socket whose owner reads ZMQ_FD and ZMQ_EVENTS itself,
+    /// under its own lock: the loop asks `hasInput` instead of the socket.
+    init(socket: Socket, pollDescriptor: Int32, hasInput: @escaping @Sendable () -> Bool, handler: @escaping @Sendable (SocketSource) -> Void) {
+        endpoint = .socket(socket)
+        order = 0
+        self.handler = handler
+        socketDescriptor = .success(pollDescriptor)
+        inputCheck = hasInput
     }
 
     /// A source on a file descriptor, called while it is readable. The source
@@ -71,6 +85,7 @@ public final class SocketSource: @unchecked Sendable {
     public init(fileDescriptor: Int32, order: Int = 0, handler: @escaping @Sendable (SocketSource, Int32) -> Void) {
         endpoint = .fileDescriptor(fileDescriptor)
         socketDescriptor = nil
+        inputCheck = nil
         self.order = order
         self.handler = { source in handler(source, fileDescriptor) }
     }
@@ -104,7 +119,7 @@ public final class SocketSource: @unchecked Sendable {
     /// made outside its handler: true for every type that can send. The loop
     /// re-reads ZMQ_EVENTS of such sockets before it sleeps.
     var needsCheckBeforeSleeping: Bool {
-        guard case let .socket(socket) = endpoint else { return false }
+        guard inputCheck == nil, case let .socket(socket) = endpoint else { return false }
         return socket.type != .pull && socket.type != .sub
     }
 
@@ -112,6 +127,7 @@ public final class SocketSource: @unchecked Sendable {
     /// from ZMQ_EVENTS (which also resets its ZMQ_FD signal); an fd was
     /// reported readable by epoll, which is level-triggered for fds.
     func hasInput() -> Bool {
+        if let inputCheck { return inputCheck() }
         switch endpoint {
         case let .socket(socket):
             guard let events = try? socket.events else { return false }

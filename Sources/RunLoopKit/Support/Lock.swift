@@ -1,3 +1,4 @@
+internal import CLinuxSupport
 import Glibc
 
 /// A plain pthread mutex. RunLoopKit names, beside every mutable stored
@@ -18,6 +19,16 @@ final class Lock: @unchecked Sendable {
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
+
+    /// Locks, waiting at most until the monotonic `deadline` (nanoseconds);
+    /// false if the deadline passed first. Pair a true result with `unlock()`.
+    func lock(until deadline: UInt64) -> Bool {
+        if pthread_mutex_trylock(mutex) == 0 { return true }
+        if deadline == MonotonicClock.never { pthread_mutex_lock(mutex); return true }
+        return rlk_mutex_lock_until(mutex, deadline) == 0
+    }
+
+    func unlock() { pthread_mutex_unlock(mutex) }
 
     @inline(__always)
     func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {

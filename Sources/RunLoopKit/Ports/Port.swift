@@ -1,0 +1,336 @@
+import Glibc
+import Logging
+import Synchronization
+
+/// A port: an NSMachPort-like endpoint for `PortMessage`s (S-PORT-1).
+///
+/// A *local* port receives: schedule it in one or more modes of one loop, and
+/// its message handler runs on that loop's thread for each message, one per
+/// pass (it is a Source1). Any thread may send to it; with `.ipc` transport,
+/// so may any process of the same user, through the port's socket in the
+/// per-user runtime directory. A port that arrives in a message is a *send
+/// right* to the original port: sending to it reaches the original (S-PORT-3).
+/// Within one process, a port that comes back is the very same object.
+///
+/// ```swift
+/// let port = try Port(transport: .inproc)
+/// port.setMessageHandler { message in
+///     print("msgid", message.msgid, "on", RunLoop.current.threadName)
+///     try? message.replyPort?.send(msgid: message.msgid, before: Date() + 1)
+/// }
+/// try port.schedule(in: worker.runLoop!, forMode: .default)
+/// // any thread:
+/// try port.send(msgid: 1, components: [.data(Data("hi".utf8))], before: Date() + 1)
+/// ```
+///
+/// Sending takes a deadline and never drops (S-PORT-4): when the port's
+/// queue is full, `send` waits for room until the deadline, then throws
+/// `PortError.timedOut` having sent nothing. Messages from one thread to one
+/// port arrive in order, each once.
+///
+/// Threading: every method may be called from any thread. The message
+/// handler runs on the loop the port is scheduled on. `invalidate()` closes a
+/// local port and tells its invalidation handlers (NSPortDidBecomeInvalid);
+/// a send right to a port in a process that has exited becomes invalid by
+/// itself, within the time `ProcessWatcher` documents (S-PORT-5).
+public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked Sendable: mutable state is guarded by `lock` or atomic.
+
+    /// How far a local port can be reached.
+    public enum Transport: Sendable, Hashable {
+        /// From this process only (ZeroMQ inproc): the fastest.
+        case inproc
+        /// Also from other processes of the same user (ZeroMQ ipc).
+        case ipc
+    }
+
+    let address: PortAddress
+    /// The receiving half; nil for a send right.
+    let receiver: PortReceiver?
+    private let valid = Atomic<Bool>(true)
+
+    private let lock = Lock()
+    // Guarded by lock: made on the first send.
+    private var channel: SendChannel?
+    // Guarded by lock.
+    private var handler: (@Sendable (PortMessage) -> Void)?
+    // Guarded by lock: the Source1 through which the port's loop receives.
+    private var source: SocketSource?
+    // Guarded by lock.
+    private var invalidationHandlers: [(id: UInt64, body: @Sendable (Port) -> Void)] = []
+    // Guarded by lock.
+    private var nextHandlerID: UInt64 = 0
+    // Guarded by lock: why the port became invalid, for the errors it throws.
+    private var invalidation: PortError?
+    // Guarded by lock: names this port is registered under (S-PORT-6).
+    var registeredNames: [String] = []
+
+    private static let nextPortID = Atomic<UInt64>(1)
+    static let logger = Logger(label: "RunLoopKit.Port")
+
+    /// Makes a local port, which can receive.
+    /// - Parameter transport: `.inproc` (this process only) or `.ipc` (other
+    ///   processes of this user too).
+    /// - Throws: `PortError` if libzmq or the runtime directory refuses.
+    public init(transport: Transport = .inproc) throws(PortError) {
+        let portID = Self.nextPortID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let process = ProcessIdentity.current
+        var ipcPath: String?
+        if transport == .ipc {
+            ipcPath = try RuntimeDirectory.path() + "/p\(process.pid)-\(portID).sock"
+        }
+        address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, ipcPath: ipcPath)
+        receiver = try PortReceiver(address: address)
+        PortRegistry.shared.addLocal(self)
+    }
+
+    /// A send right to the port at `address` (in another process, or a port of
+    /// this process that no longer exists, made invalid).
+    init(sendRightTo address: PortAddress, invalidBecause reason: PortError? = nil) {
+        self.address = address
+        receiver = nil
+        if let reason {
+            valid.store(false, ordering: .relaxed)
+            invalidation = reason
+        }
+    }
+
+    deinit {
+        // A local port nobody references any more cannot be sent to: close it.
+        if let receiver {
+            source?.invalidate()
+            receiver.close()
+            PortRegistry.shared.removeLocal(address)
+            for name in registeredNames { PortNameServer.release(name) }
+        }
+    }
+
+    // MARK: - What a port is
+
+    /// True for a port made here, which receives; false for a send right.
+    public var isLocal: Bool { receiver != nil }
+
+    /// `.ipc` if other processes can reach the port.
+    public var transport: Transport { address.ipcPath == nil ? .inproc : .ipc }
+
+    /// False once invalidated, or once the process that owns it has exited.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// The pid of the process that owns the port.
+    public var ownerProcessID: Int32 { address.pid }
+
+    /// Malformed messages this local port has dropped (S-PORT-7).
+    public var droppedMessageCount: UInt64 { receiver?.droppedCount ?? 0 }
+
+    public var description: String { "Port(\(address))" }
+
+    public static func == (lhs: Port, rhs: Port) -> Bool { lhs.address == rhs.address }
+    public func hash(into hasher: inout Hasher) { hasher.combine(address) }
+
+    // MARK: - Receiving
+
+    /// Sets what runs, on the port's loop thread, for each message (NSPort's
+    /// delegate). Set it before scheduling: a message that arrives while
+    /// there is none is dropped and logged.
+    public func setMessageHandler(_ handler: (@Sendable (PortMessage) -> Void)?) {
+        lock.withLock { self.handler = handler }
+    }
+
+    /// Receives on `loop` while it runs `mode` (`.common` accepted). A local
+    /// port is scheduled on one loop, in any number of its modes.
+    /// - Throws: `.notLocal` for a send right, `.invalidPort`,
+    ///   `.scheduledOnAnotherLoop`, or `.runLoop` if the loop refuses.
+    public func schedule(in loop: RunLoop, forMode mode: RunLoop.Mode) throws(PortError) {
+        guard let receiver else { throw .notLocal(description) }
+        guard isValid else { throw invalidError() }
+        let source: SocketSource = lock.withLock {
+            if let existing = self.source { return existing }
+            let made = SocketSource(
+                socket: receiver.socket,
+                pollDescriptor: receiver.pollDescriptor,
+                hasInput: { [receiver] in receiver.hasInput() },
+                handler: { [weak self] _ in self?.receiveOne() }
+            )
+            self.source = made
+            return made
+        }
+        if let current = source.binding.loop, current !== loop { throw .scheduledOnAnotherLoop(description) }
+        do { try loop.add(source, forMode: mode) } catch { throw .runLoop(error) }
+    }
+
+    /// Stops receiving on `loop` in `mode`; messages wait in the port.
+    public func remove(from loop: RunLoop, forMode mode: RunLoop.Mode) {
+        guard let source = lock.withLock({ self.source }) else { return }
+        loop.remove(source, forMode: mode)
+    }
+
+    /// On the loop thread: one message to the handler.
+    private func receiveOne() {
+        guard let receiver, let message = receiver.receive(on: self) else { return }
+        guard let handler = lock.withLock({ self.handler }) else {
+            Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped")
+            return
+        }
+        handler(message)
+    }
+
+    // MARK: - Sending
+
+    /// Sends a message to this port (NSPort `sendBeforeDate:`), waiting for
+    /// room until `deadline` if the port's queue is full (S-PORT-4).
+    ///
+    /// - Throws: `.invalidPort` / `.peerDied` if the port is invalid;
+    ///   `.componentNotTransferable` if a port component or the reply port
+    ///   cannot reach this port's process (an inproc port to another
+    ///   process); `.messageTooLarge` past the wire format's limits;
+    ///   `.timedOut` if there was no room by the deadline. Nothing is sent
+    ///   when it throws.
+    public func send(
+        msgid: UInt32 = 0, components: [PortMessage.Component] = [], replyPort: Port? = nil, before deadline: Date
+    ) throws(PortError) {
+        try send(msgid: msgid, components: components, replyPort: replyPort, deadline: MonotonicClock.instant(for: deadline))
+    }
+
+    /// Sends `message`'s msgid, components and reply port to this port.
+    public func send(_ message: PortMessage, before deadline: Date) throws(PortError) {
+        try send(msgid: message.msgid, components: message.components, replyPort: message.replyPort,
+                 deadline: MonotonicClock.instant(for: deadline))
+    }
+
+    func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: UInt64) throws(PortError) {
+        if !isValid { throw invalidError() }
+        guard components.count <= WireFormat.maxComponents else {
+            throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
+        }
+        var portDescriptors: [[UInt8]] = []
+        var totalBytes = 0
+        for component in components {
+            switch component {
+            case let .data(data):
+                guard data.count <= WireFormat.maxFrameBytes else {
+                    throw .messageTooLarge("a data component of \(data.count) bytes, over the limit of \(WireFormat.maxFrameBytes)")
+                }
+                totalBytes += data.count
+            case let .port(port):
+                try checkCanCarry(port, as: "a port component")
+                portDescriptors.append(WireFormat.encodeDescriptor(port.address))
+            }
+        }
+        guard totalBytes <= WireFormat.maxMessageBytes else {
+            throw .messageTooLarge("\(totalBytes) bytes in all, over the limit of \(WireFormat.maxMessageBytes)")
+        }
+        var replyDescriptor: [UInt8]?
+        if let replyPort {
+            try checkCanCarry(replyPort, as: "the reply port")
+            replyDescriptor = WireFormat.encodeDescriptor(replyPort.address)
+        }
+        let channel = sendChannel()
+        let headerSize = WireFormat.headerFixedSize + components.count
+        do {
+            try withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { buffer in
+                let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil, components: components)
+                let frames = OutgoingFrames(
+                    header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
+                    portDescriptors: portDescriptors, replyDescriptor: replyDescriptor)
+                try channel.send(frames, deadline: deadline) { [self] in destinationError() }
+            }
+        } catch let error as PortError {
+            throw error
+        } catch {
+            throw .invalidPort("\(self): \(error)")
+        }
+    }
+
+    /// An inproc-only port cannot reach another process (S-PORT-2): say so
+    /// at send time, not with a silent nil at the other end.
+    private func checkCanCarry(_ port: Port, as role: String) throws(PortError) {
+        guard port.isValid else { throw .componentNotTransferable("\(role) \(port) is invalid") }
+        if !address.isInThisProcess && port.address.ipcPath == nil {
+            throw .componentNotTransferable(
+                "\(role) \(port) is inproc-only and this message goes to process \(address.pid); make it with Port(transport: .ipc)")
+        }
+    }
+
+    private func sendChannel() -> SendChannel {
+        lock.withLock {
+            if let channel { return channel }
+            let made = SendChannel(address: address)
+            channel = made
+            return made
+        }
+    }
+
+    /// Whether a send waiting for room should give up: the port became
+    /// invalid, or (for another process's port) its socket is gone.
+    private func destinationError() -> PortError? {
+        if !isValid { return invalidError() }
+        if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
+            let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)
+            invalidate(because: process.isAlive ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
+            return invalidError()
+        }
+        return nil
+    }
+
+    func withStateLock<T>(_ body: () -> T) -> T { lock.withLock(body) }
+
+    func invalidError() -> PortError {
+        lock.withLock { invalidation } ?? .invalidPort(description)
+    }
+
+    // MARK: - Invalidation (S-PORT-5)
+
+    /// Closes the port: a local port stops receiving, its socket and names
+    /// are released, and sends to it fail with `.invalidPort`. Its
+    /// invalidation handlers run once, on the calling thread. Idempotent.
+    public func invalidate() { invalidate(because: nil) }
+
+    func invalidate(because reason: PortError?) {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let (source, handlers, names): (SocketSource?, [@Sendable (Port) -> Void], [String]) = lock.withLock {
+            invalidation = reason ?? .invalidPort(description)
+            defer {
+                invalidationHandlers.removeAll()
+                registeredNames.removeAll()
+            }
+            return (self.source, invalidationHandlers.map(\.body), registeredNames)
+        }
+        source?.invalidate()
+        receiver?.close()
+        for name in names { PortNameServer.release(name) }
+        if isLocal { PortRegistry.shared.removeLocal(address) }
+        for handler in handlers { handler(self) }
+    }
+
+    /// Runs `body` once when the port becomes invalid (NSPortDidBecomeInvalid),
+    /// on the thread that invalidates it (for a dead peer, RunLoopKit's
+    /// process-watcher thread). If the port is already invalid, runs it now.
+    /// - Returns: a token for `removeInvalidationHandler(_:)`.
+    @discardableResult
+    public func addInvalidationHandler(_ body: @escaping @Sendable (Port) -> Void) -> UInt64 {
+        let id: UInt64? = lock.withLock {
+            guard valid.load(ordering: .acquiring) else { return nil }
+            nextHandlerID += 1
+            invalidationHandlers.append((nextHandlerID, body))
+            return nextHandlerID
+        }
+        guard let id else {
+            body(self)
+            return 0
+        }
+        return id
+    }
+
+    public func removeInvalidationHandler(_ token: UInt64) {
+        lock.withLock { invalidationHandlers.removeAll { $0.id == token } }
+    }
+
+    // MARK: - Resolving descriptors
+
+    /// The port a descriptor names: the local port itself when it is in this
+    /// process (S-PORT-3: the same object comes back), else one shared send
+    /// right per remote port, watched for its process's death.
+    static func resolve(_ address: PortAddress) -> Port {
+        PortRegistry.shared.resolve(address)
+    }
+}

@@ -1,0 +1,212 @@
+internal import CLinuxSupport
+import Glibc
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// The receiving half of a local port: a ZeroMQ PULL socket bound at the
+/// port's inproc endpoint and at its ipc paths, read by the port's socket
+/// source on its loop's thread, one message per pass (S-SRC1-1).
+///
+/// Input from any peer is checked against docs/wire-format.md before it
+/// becomes a PortMessage: a malformed, truncated, oversized or wrong-version
+/// message is read to its end, dropped, counted and logged, and the next one
+/// is served (S-PORT-7). ZMQ_MAXMSGSIZE makes libzmq itself disconnect an
+/// ipc peer that announces a frame over the limit.
+final class PortReceiver: @unchecked Sendable {
+    // @unchecked Sendable: the socket and scratch messages are used under
+    // `lock` only: by the loop thread receiving, or by invalidate closing.
+    let socket: Socket
+    private let lock = Lock()
+    // Guarded by lock.
+    private var isClosed = false
+    // Guarded by lock: the ipc paths bound, unlinked at close: libzmq closes
+    // listeners later, on its own thread, and not at all if the process
+    // exits first.
+    private var ipcPaths: [String] = []
+    // Guarded by lock: reused for every message, so receiving allocates only
+    // the components it hands on.
+    private let headerFrame = Message()
+    private let frame = Message()
+    private let dropped = Atomic<UInt64>(0)
+    /// ZMQ_FD, read once at creation.
+    let pollDescriptor: Int32
+
+    /// Messages a port's receive queue holds before senders wait (ZMQ_RCVHWM).
+    static let highWaterMark: Int32 = 1000
+    private static let logger = Logger(label: "RunLoopKit.Port")
+    /// umask is per process: binds that set it are serialised.
+    private static let umaskLock = Lock()
+
+    init(address: PortAddress) throws(PortError) {
+        do {
+            socket = try ZMQContext.shared.makeSocket(.pull)
+            try socket.setReceiveHighWaterMark(Self.highWaterMark)
+            try socket.setMaxMessageSize(Int64(WireFormat.maxFrameBytes))
+            try socket.setLinger(milliseconds: 0)
+            try socket.bind(address.inprocEndpoint)
+            pollDescriptor = try socket.fileDescriptor
+        } catch {
+            throw .zeroMQ(error)
+        }
+        if let path = address.ipcPath {
+            PortRegistry.shared.cleanUpAtExit()
+            do {
+                try bindIPC(path)
+            } catch {
+                socket.close()
+                throw error
+            }
+        }
+        socket.releaseOwnership()
+    }
+
+    var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
+
+    /// Binds an ipc path, readable and writable by this user only: the umask
+    /// is 0177 during the bind, so the socket file is never open to others,
+    /// not even for a moment (S-PORT-6).
+    func bindIPC(_ path: String) throws(PortError) {
+        guard path.utf8.count <= WireFormat.maxIPCPathBytes else {
+            throw .pathTooLong(path, limit: WireFormat.maxIPCPathBytes)
+        }
+        try lock.withLock { () throws(PortError) -> Void in
+            guard !isClosed else { throw .invalidPort(path) }
+            defer { socket.releaseOwnership() }
+            try Self.umaskLock.withLock { () throws(PortError) -> Void in
+                let previous = rlk_umask(0o177)
+                defer { _ = rlk_umask(previous) }
+                do throws(ZMQError) { try socket.bind("ipc://" + path) } catch { throw .zeroMQ(error) }
+            }
+            ipcPaths.append(path)
+        }
+    }
+
+    func unbindIPC(_ path: String) {
+        lock.withLock {
+            guard !isClosed else { return }
+            try? socket.unbind("ipc://" + path)
+            socket.releaseOwnership()
+            if ipcPaths.contains(path) { unlink(path) }
+            ipcPaths.removeAll { $0 == path }
+        }
+    }
+
+    /// On the loop thread: whether a message is waiting (ZMQ_EVENTS, which
+    /// also re-arms ZMQ_FD's edge).
+    func hasInput() -> Bool {
+        lock.withLock {
+            guard !isClosed else { return false }
+            defer { socket.releaseOwnership() }
+            return (try? socket.events.contains(.pollIn)) ?? false
+        }
+    }
+
+    /// At process exit: removes the socket files without touching libzmq
+    /// (which may be mid-shutdown), so that no file outlives the process.
+    func unlinkFilesAtExit() {
+        lock.withLock { for path in ipcPaths { unlink(path) } }
+    }
+
+    /// Closes the socket (unbinding and unlinking its ipc files). Any thread.
+    func close() {
+        lock.withLock {
+            guard !isClosed else { return }
+            isClosed = true
+            socket.close()
+            for path in ipcPaths { unlink(path) }
+            ipcPaths.removeAll()
+        }
+    }
+
+    /// On the loop thread: receives and decodes one message. Returns nil when
+    /// there was nothing to read, or the message was dropped as malformed.
+    func receive(on port: Port) -> PortMessage? {
+        lock.withLock {
+            guard !isClosed else { return nil }
+            defer { socket.releaseOwnership() }
+            do {
+                guard try socket.receive(into: headerFrame, dontWait: true) else { return nil }
+            } catch {
+                Self.logger.error("port \(port): receive failed: \(error)")
+                return nil
+            }
+            switch decode(on: port) {
+            case let .success(message):
+                return message
+            case let .failure(error):
+                let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
+                // Every one is counted; the log is thinned so that a flood of
+                // bad input cannot flood the log too.
+                if count <= 10 || count % 1000 == 0 {
+                    Self.logger.warning("port \(port): dropped malformed message #\(count): \(error)")
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Reads the rest of the message after its first frame (always to its
+    /// end, so that a bad message never leaves frames behind) and checks it.
+    private func decode(on port: Port) -> Result<PortMessage, WireFormat.DecodeError> {
+        var failure: WireFormat.DecodeError?
+        var header: WireFormat.Header?
+        var totalBytes = headerFrame.count
+        do {
+            header = try headerFrame.withUnsafeBytes { bytes in try WireFormat.readHeader(bytes) }
+        } catch let error as WireFormat.DecodeError {
+            failure = error
+        } catch {
+            failure = .badMagic
+        }
+        var message = PortMessage(msgid: header?.msgid ?? 0, sendPort: port)
+        if let header { message.components.reserveCapacity(header.kinds.count) }
+        var frames = 1
+        var hasMore = headerFrame.hasMore
+        while hasMore {
+            do {
+                guard try socket.receive(into: frame, dontWait: true) else { break }
+            } catch {
+                failure = failure ?? .shortFrame("message: \(error)")
+                break
+            }
+            hasMore = frame.hasMore
+            let index = frames - 1  // component index of this frame
+            frames += 1
+            totalBytes += frame.count
+            guard failure == nil, let header else { continue }
+            if frame.count > WireFormat.maxFrameBytes { failure = .frameTooLarge(frame.count); continue }
+            if totalBytes > WireFormat.maxMessageBytes { failure = .messageTooLarge(totalBytes); continue }
+            if index < header.kinds.count {
+                if header.kinds[index] == WireFormat.kindData {
+                    message.components.append(.data(frame.data))
+                } else {
+                    switch decodePort() {
+                    case let .success(component): message.components.append(.port(component))
+                    case let .failure(error): failure = error
+                    }
+                }
+            } else if index == header.kinds.count && header.hasReplyPort {
+                switch decodePort() {
+                case let .success(reply): message.replyPort = reply
+                case let .failure(error): failure = error
+                }
+            }
+        }
+        if let failure { return .failure(failure) }
+        guard let header else { return .failure(.badMagic) }
+        guard frames == header.frameCount else { return .failure(.frameCountMismatch(expected: header.frameCount, got: frames)) }
+        return .success(message)
+    }
+
+    private func decodePort() -> Result<Port, WireFormat.DecodeError> {
+        do {
+            let address = try frame.withUnsafeBytes { bytes in try WireFormat.decodeDescriptor(bytes) }
+            return .success(Port.resolve(address))
+        } catch let error as WireFormat.DecodeError {
+            return .failure(error)
+        } catch {
+            return .failure(.badDescriptor("\(error)"))
+        }
+    }
+}

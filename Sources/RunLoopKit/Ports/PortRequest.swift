@@ -1,0 +1,234 @@
+import Glibc
+import Synchronization
+
+extension Port {
+    /// After a request's destination dies, how long a reply it sent just
+    /// before may still arrive: the request fails after this grace.
+    static let replyGraceNanoseconds: UInt64 = 100_000_000
+
+    // MARK: - Synchronous request (CFMessagePortSendRequest)
+
+    /// Sends a request with a reply port and waits for the reply, running
+    /// the current thread's loop in a private mode meanwhile (as
+    /// CFMessagePortSendRequest does), so that a loop thread can call it: its
+    /// loop keeps its other modes' items waiting, nothing is lost, and the
+    /// thread does not block outside its loop.
+    ///
+    /// The first message that reaches the reply port is the reply. Each
+    /// thread reuses one reply port per nesting level; after a timeout that
+    /// port is discarded, so that a late reply can never answer the next
+    /// request.
+    ///
+    /// - Parameters:
+    ///   - sendTimeout: how long the send may wait for room (S-PORT-4).
+    ///   - receiveTimeout: how long to wait for the reply after sending.
+    /// - Throws: what `send` throws; `.timedOut` when no reply came in time;
+    ///   `.peerDied` / `.invalidPort` as soon as this port becomes invalid
+    ///   while waiting.
+    public func sendRequest(
+        msgid: UInt32, components: [PortMessage.Component] = [],
+        sendTimeout: TimeInterval, receiveTimeout: TimeInterval
+    ) throws(PortError) -> PortMessage {
+        do {
+            try RunLoopError.validate(sendTimeout, "send timeout")
+            try RunLoopError.validate(receiveTimeout, "receive timeout")
+        } catch {
+            throw .runLoop(error)
+        }
+        let loop: RunLoop
+        do { loop = try RunLoop.forCurrentThread() } catch { throw .runLoop(error) }
+        let context = RequestContext.current()
+        let level = context.enter()
+        defer { context.leave() }
+        let mode = RunLoop.Mode("com.runloopkit.request.\(level)")
+        let replyPort = try context.replyPort(level: level, transport: address.isInThisProcess ? .inproc : .ipc, loop: loop, mode: mode)
+        context.clearReply(level)
+        // Wake the private run at once if this port dies meanwhile.
+        let token = addInvalidationHandler { _ in loop.stop() }
+        defer { removeInvalidationHandler(token) }
+
+        try send(msgid: msgid, components: components, replyPort: replyPort,
+                 deadline: MonotonicClock.instant(secondsFromNow: sendTimeout))
+        var deadline = MonotonicClock.instant(secondsFromNow: receiveTimeout)
+        var deathNoticed = false
+        while true {
+            if let reply = context.takeReply(level) { return reply }
+            let now = MonotonicClock.now()
+            if !isValid {
+                // A peer that replied and then exited: its reply may still be
+                // on its way behind the news of its death. Wait a little more.
+                if !deathNoticed {
+                    deathNoticed = true
+                    deadline = min(deadline, now + Port.replyGraceNanoseconds)
+                } else if now >= deadline {
+                    throw invalidError()
+                }
+            }
+            guard now < deadline else {
+                context.discardReplyPort(level: level, transport: replyPort.transport)
+                throw .timedOut(operation: "request \(msgid) to \(self): no reply within \(receiveTimeout) s")
+            }
+            loop.run(mode: mode, seconds: MonotonicClock.seconds(deadline - now), returnAfterSourceHandled: true)
+        }
+    }
+
+    // MARK: - Asynchronous request
+
+    /// Sends a request with a fresh reply port and awaits the reply, without
+    /// blocking any thread: the reply port receives on RunLoopKit's
+    /// `rlk-async-ports` loop thread.
+    /// - Throws: what `send` throws; `.timedOut` after `timeout`; `.peerDied`
+    ///   / `.invalidPort` if this port becomes invalid first.
+    public func request(
+        msgid: UInt32, components: [PortMessage.Component] = [], timeout: TimeInterval
+    ) async throws(PortError) -> PortMessage {
+        do { try RunLoopError.validate(timeout, "timeout") } catch { throw .runLoop(error) }
+        let loop = try AsyncPorts.loop()
+        let replyPort = try Port(transport: address.isInThisProcess ? .inproc : .ipc)
+        defer { replyPort.invalidate() }
+        let outcome = AsyncOutcome()
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PortMessage, any Error>) in
+                outcome.arm(continuation)
+                replyPort.setMessageHandler { reply in outcome.finish(.success(reply)) }
+                // On the port's death, a reply the peer sent just before may
+                // still be on its way: fail only after a short grace.
+                let token = addInvalidationHandler { [self] _ in
+                    let grace = try? loop.perform(afterDelay: MonotonicClock.seconds(Port.replyGraceNanoseconds)) { [self] in
+                        outcome.finish(.failure(invalidError()))
+                    }
+                    if grace == nil { outcome.finish(.failure(invalidError())) }
+                    outcome.onFinish { grace?.invalidate() }
+                }
+                outcome.onFinish { [self] in removeInvalidationHandler(token) }
+                do throws(PortError) {
+                    try replyPort.schedule(in: loop, forMode: .default)
+                    let timer = try? loop.perform(afterDelay: timeout) {
+                        outcome.finish(.failure(PortError.timedOut(operation: "request \(msgid) to \(self): no reply within \(timeout) s")))
+                    }
+                    outcome.onFinish { timer?.invalidate() }
+                    try send(msgid: msgid, components: components, replyPort: replyPort,
+                             deadline: MonotonicClock.instant(secondsFromNow: timeout))
+                } catch {
+                    outcome.finish(.failure(error))
+                }
+            }
+        } catch let error as PortError {
+            throw error
+        } catch {
+            throw .invalidPort("\(self): \(error)")
+        }
+    }
+
+    // MARK: - Messages as an AsyncSequence
+
+    /// The messages that reach this local port, as an AsyncSequence. The port
+    /// receives on RunLoopKit's `rlk-async-ports` loop thread; the sequence
+    /// ends when the port is invalidated. Messages are buffered without
+    /// bound until iterated (nothing is dropped). Replaces any message handler.
+    /// - Throws: `.notLocal`, `.invalidPort`, `.scheduledOnAnotherLoop`.
+    public func messages() throws(PortError) -> AsyncStream<PortMessage> {
+        guard isLocal else { throw .notLocal(description) }
+        let (stream, continuation) = AsyncStream.makeStream(of: PortMessage.self, bufferingPolicy: .unbounded)
+        setMessageHandler { continuation.yield($0) }
+        addInvalidationHandler { _ in continuation.finish() }
+        try schedule(in: try AsyncPorts.loop(), forMode: .default)
+        return stream
+    }
+}
+
+/// The loop thread on which async requests and message sequences receive.
+enum AsyncPorts {
+    private static let lock = Lock()
+    nonisolated(unsafe) private static var thread: LoopThread?  // guarded by lock
+
+    static func loop() throws(PortError) -> RunLoop {
+        try lock.withLock { () throws(PortError) -> RunLoop in
+            if let loop = thread?.runLoop { return loop }
+            let made = LoopThread(name: "rlk-async-ports")
+            do { try made.start() } catch { throw .runLoop(.systemCallFailed(call: "starting rlk-async-ports: \(error)", errno: 0)) }
+            thread = made
+            return made.runLoop!
+        }
+    }
+}
+
+/// Resumes a continuation once, whichever of reply, timeout or port death
+/// comes first, and runs the clean-ups registered with it.
+private final class AsyncOutcome: @unchecked Sendable {
+    // @unchecked Sendable: guarded by `lock`.
+    private let lock = Lock()
+    private var continuation: CheckedContinuation<PortMessage, any Error>?
+    private var result: Result<PortMessage, PortError>?
+    private var cleanups: [@Sendable () -> Void] = []
+
+    func arm(_ continuation: CheckedContinuation<PortMessage, any Error>) {
+        lock.withLock { self.continuation = continuation }
+    }
+
+    func onFinish(_ body: @escaping @Sendable () -> Void) {
+        let runNow = lock.withLock { () -> Bool in
+            if result != nil { return true }
+            cleanups.append(body)
+            return false
+        }
+        if runNow { body() }
+    }
+
+    func finish(_ outcome: Result<PortMessage, PortError>) {
+        let (continuation, cleanups) = lock.withLock { () -> (CheckedContinuation<PortMessage, any Error>?, [@Sendable () -> Void]) in
+            guard result == nil else { return (nil, []) }
+            result = outcome
+            defer { self.continuation = nil; self.cleanups = [] }
+            return (self.continuation, self.cleanups)
+        }
+        for cleanup in cleanups { cleanup() }
+        continuation?.resume(with: outcome.mapError { $0 as any Error })
+    }
+}
+
+/// Per thread: the reply ports of `sendRequest`, one per nesting level and
+/// transport, and the reply each level waits for. Used by its thread only.
+final class RequestContext: @unchecked Sendable {
+    // @unchecked Sendable: confined to one thread (the reply handlers run on
+    // it too, inside its own private-mode runs).
+    private var level = 0
+    private var replyPorts: [Int: [Port.Transport: Port]] = [:]
+    private var replies: [Int: PortMessage] = [:]
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            guard let pointer else { return }
+            let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
+            for ports in context.replyPorts.values { for port in ports.values { port.invalidate() } }
+        }
+        return key
+    }()
+
+    static func current() -> RequestContext {
+        if let pointer = pthread_getspecific(key) { return Unmanaged<RequestContext>.fromOpaque(pointer).takeUnretainedValue() }
+        let context = RequestContext()
+        pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
+        return context
+    }
+
+    func enter() -> Int { level += 1; return level }
+    func leave() { level -= 1 }
+    func clearReply(_ level: Int) { replies[level] = nil }
+    func takeReply(_ level: Int) -> PortMessage? { replies.removeValue(forKey: level) }
+
+    func replyPort(level: Int, transport: Port.Transport, loop: RunLoop, mode: RunLoop.Mode) throws(PortError) -> Port {
+        if let port = replyPorts[level]?[transport], port.isValid { return port }
+        let port = try Port(transport: transport)
+        port.setMessageHandler { [self] reply in replies[level] = reply }
+        try port.schedule(in: loop, forMode: mode)
+        replyPorts[level, default: [:]][transport] = port
+        return port
+    }
+
+    func discardReplyPort(level: Int, transport: Port.Transport) {
+        replyPorts[level]?[transport]?.invalidate()
+        replyPorts[level]?[transport] = nil
+    }
+}
