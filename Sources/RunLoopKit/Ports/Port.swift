@@ -119,7 +119,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The pid of the process that owns the port.
     public var ownerProcessID: Int32 { address.pid }
 
-    /// Malformed messages this local port has dropped (S-PORT-7).
+    /// Messages this local port has dropped: malformed ones (S-PORT-7), and
+    /// ones that arrived while it had no message handler.
     public var droppedMessageCount: UInt64 { receiver?.droppedCount ?? 0 }
 
     public var description: String { "Port(\(address))" }
@@ -154,7 +155,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             self.source = made
             return made
         }
-        if let current = source.binding.loop, current !== loop { throw .scheduledOnAnotherLoop(description) }
+        // Check and claim in one step: two threads scheduling on two loops at
+        // once must not both pass a check and then trap in RunLoop.add.
+        guard source.binding.bind(to: loop) else { throw .scheduledOnAnotherLoop(description) }
         do { try loop.add(source, forMode: mode) } catch { throw .runLoop(error) }
     }
 
@@ -168,7 +171,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     private func receiveOne() {
         guard let receiver, let message = receiver.receive(on: self) else { return }
         guard let handler = lock.withLock({ self.handler }) else {
-            Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped")
+            let count = receiver.countDrop()
+            Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
             return
         }
         handler(message)
@@ -203,7 +207,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
         }
         var portDescriptors: [[UInt8]] = []
-        var totalBytes = 0
+        // Every frame counts towards the limit, the header and descriptors
+        // too, as the receiver counts them (docs/wire-format.md, "Limits").
+        var totalBytes = WireFormat.headerFixedSize + components.count
         for component in components {
             switch component {
             case let .data(data):
@@ -213,16 +219,19 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 totalBytes += data.count
             case let .port(port):
                 try checkCanCarry(port, as: "a port component")
-                portDescriptors.append(WireFormat.encodeDescriptor(port.address))
+                let descriptor = WireFormat.encodeDescriptor(port.address)
+                portDescriptors.append(descriptor)
+                totalBytes += descriptor.count
             }
-        }
-        guard totalBytes <= WireFormat.maxMessageBytes else {
-            throw .messageTooLarge("\(totalBytes) bytes in all, over the limit of \(WireFormat.maxMessageBytes)")
         }
         var replyDescriptor: [UInt8]?
         if let replyPort {
             try checkCanCarry(replyPort, as: "the reply port")
             replyDescriptor = WireFormat.encodeDescriptor(replyPort.address)
+            totalBytes += replyDescriptor?.count ?? 0
+        }
+        guard totalBytes <= WireFormat.maxMessageBytes else {
+            throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
         let channel = sendChannel()
         let headerSize = WireFormat.headerFixedSize + components.count

@@ -63,6 +63,9 @@ final class PortReceiver: @unchecked Sendable {
 
     var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
 
+    /// Counts a message dropped after decoding; returns the new count.
+    func countDrop() -> UInt64 { dropped.wrappingAdd(1, ordering: .relaxed).newValue }
+
     /// Binds an ipc path, readable and writable by this user only: the umask
     /// is 0177 during the bind, so the socket file is never open to others,
     /// not even for a moment (S-PORT-6).

@@ -131,8 +131,16 @@ extension Port {
         guard isLocal else { throw .notLocal(description) }
         let (stream, continuation) = AsyncStream.makeStream(of: PortMessage.self, bufferingPolicy: .unbounded)
         setMessageHandler { continuation.yield($0) }
-        addInvalidationHandler { _ in continuation.finish() }
-        try schedule(in: try AsyncPorts.loop(), forMode: .default)
+        let token = addInvalidationHandler { _ in continuation.finish() }
+        do {
+            try schedule(in: try AsyncPorts.loop(), forMode: .default)
+        } catch {
+            // Leave the port as it was: no handler feeding a stream nobody holds.
+            removeInvalidationHandler(token)
+            setMessageHandler(nil)
+            continuation.finish()
+            throw error
+        }
         return stream
     }
 }
