@@ -14,7 +14,9 @@ echo "== swift test"
 swift test
 if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then
     echo "== swift test --sanitize=thread"
-    # A build directory of its own, so that the plain build stays valid.
+    # A build directory of its own, so that the plain build stays valid; the
+    # programs too, because the portsniff tests run them.
+    swift build --sanitize=thread --scratch-path .build/tsan
     swift test --sanitize=thread --scratch-path .build/tsan
 fi
 echo "== all tests passed"

@@ -43,7 +43,8 @@ struct PortMalformedInputTests {
         },
         MalformedInput(name: "version 0") { _ in [RawWire.header(version: 0, msgid: 1)] },
         MalformedInput(name: "version 2") { _ in [RawWire.header(version: 2, msgid: 1, kinds: [0]), data] },
-        MalformedInput(name: "unknown flag bit 1") { _ in [RawWire.header(flags: 0x02, msgid: 1)] },
+        MalformedInput(name: "unknown flag bit 2") { _ in [RawWire.header(flags: 0x04, msgid: 1)] },
+        MalformedInput(name: "the trace flag without the trace id's 8 bytes") { _ in [RawWire.header(flags: 0x02, msgid: 1)] },
         MalformedInput(name: "unknown flag bit 7 beside the reply flag") { port in
             [RawWire.header(flags: 0x81, msgid: 1), RawWire.descriptor(of: port)]
         },

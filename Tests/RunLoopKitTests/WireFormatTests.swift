@@ -124,9 +124,10 @@ struct WireFormatTests {
 
     // MARK: - Round trips
 
-    static func header(msgid: UInt32, hasReplyPort: Bool, components: [PortMessage.Component]) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: WireFormat.headerFixedSize + components.count) { buffer, count in
-            count = WireFormat.writeHeader(into: UnsafeMutableRawBufferPointer(buffer), msgid: msgid, hasReplyPort: hasReplyPort, components: components)
+    static func header(msgid: UInt32, hasReplyPort: Bool, components: [PortMessage.Component], traceID: UInt64? = nil) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)) { buffer, count in
+            count = WireFormat.writeHeader(into: UnsafeMutableRawBufferPointer(buffer), msgid: msgid, hasReplyPort: hasReplyPort,
+                                           components: components, traceID: traceID)
         }
     }
 
@@ -153,6 +154,22 @@ struct WireFormatTests {
             #expect(header.hasReplyPort == hasReplyPort)
             #expect(header.kinds == components.map { if case .port = $0 { 1 } else { 0 } })
             #expect(header.frameCount == 1 + componentCount + (hasReplyPort ? 1 : 0))
+            #expect(header.traceID == nil)
+
+            // With the tap's trace id (flag bit 1): 8 more bytes, read back as written.
+            let traced = Self.header(msgid: msgid, hasReplyPort: hasReplyPort, components: components, traceID: 0x0123_4567_89AB_CDEF)
+            #expect(traced.count == 20 + componentCount)
+            #expect(traced[5] & 0x02 != 0)
+            let tracedHeader = try Self.readHeader(traced)
+            #expect(tracedHeader.traceID == 0x0123_4567_89AB_CDEF)
+            #expect(tracedHeader.msgid == msgid && tracedHeader.kinds == header.kinds)
+            // A trace flag without its 8 bytes, or 8 bytes without the flag, is truncated or too long.
+            var flagOnly = bytes
+            flagOnly[5] |= 0x02
+            #expect(throws: WireFormat.DecodeError.self) { try Self.readHeader(flagOnly) }
+            var bytesOnly = traced
+            bytesOnly[5] &= ~0x02
+            #expect(throws: WireFormat.DecodeError.self) { try Self.readHeader(bytesOnly) }
         }
     }
 
@@ -214,7 +231,7 @@ struct WireFormatTests {
         #expect(Self.headerError(Array(RawWire.header(magic: Array("RLKD".utf8), msgid: 9))) == .badMagic)
         #expect(Self.headerError(Array(RawWire.header(version: 0, msgid: 9))) == .unsupportedVersion(0))
         #expect(Self.headerError(Array(RawWire.header(version: 2, msgid: 9))) == .unsupportedVersion(2))
-        #expect(Self.headerError(Array(RawWire.header(flags: 0x02, msgid: 9))) == .unknownFlags(0x02))
+        #expect(Self.headerError(Array(RawWire.header(flags: 0x04, msgid: 9))) == .unknownFlags(0x04))
         #expect(Self.headerError(Array(RawWire.header(flags: 0xFF, msgid: 9))) == .unknownFlags(0xFF))
         #expect(Self.headerError(Array(RawWire.header(msgid: 9, kinds: Array(repeating: 0, count: 257)))) == .tooManyComponents(257))
         #expect(Self.headerError(Array(RawWire.header(count: 0xFFFF, msgid: 9))) == .tooManyComponents(0xFFFF))

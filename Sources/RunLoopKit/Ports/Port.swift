@@ -64,6 +64,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     private var invalidation: PortError?
     // Guarded by lock: names this port is registered under (S-PORT-6).
     var registeredNames: [String] = []
+    // Guarded by lock: the name a send right was looked up under.
+    var lookedUpName: String?
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")
@@ -82,6 +84,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, ipcPath: ipcPath)
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
+        _ = PortTap.configuredFromEnvironment
     }
 
     /// A send right to the port at `address` (in another process, or a port of
@@ -124,6 +127,12 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     public var droppedMessageCount: UInt64 { receiver?.droppedCount ?? 0 }
 
     public var description: String { "Port(\(address))" }
+
+    /// How the tap and portsniff name the port: a name it is registered or
+    /// was looked up under, else "<pid>/<port id>".
+    var tapLabel: String {
+        lock.withLock { registeredNames.first ?? lookedUpName } ?? "\(address.pid)/\(address.portID)"
+    }
 
     public static func == (lhs: Port, rhs: Port) -> Bool { lhs.address == rhs.address }
     public func hash(into hasher: inout Hasher) { hasher.combine(address) }
@@ -169,7 +178,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// On the loop thread: one message to the handler.
     private func receiveOne() {
-        guard let receiver, let message = receiver.receive(on: self) else { return }
+        guard let receiver, let (message, traceID) = receiver.receive(on: self) else { return }
+        if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
         guard let handler = lock.withLock({ self.handler }) else {
             let count = receiver.countDrop()
             Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
@@ -209,7 +219,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         var portDescriptors: [[UInt8]] = []
         // Every frame counts towards the limit, the header and descriptors
         // too, as the receiver counts them (docs/wire-format.md, "Limits").
-        var totalBytes = WireFormat.headerFixedSize + components.count
+        // The tap, when on, marks the message so that its delivery can be paired with this send.
+        let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
+        var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         for component in components {
             switch component {
             case let .data(data):
@@ -234,10 +246,11 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
         let channel = sendChannel()
-        let headerSize = WireFormat.headerFixedSize + components.count
+        let headerSize = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         do {
             try withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { buffer in
-                let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil, components: components)
+                let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil,
+                                                  components: components, traceID: traceID)
                 let frames = OutgoingFrames(
                     header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
                     portDescriptors: portDescriptors, replyDescriptor: replyDescriptor)
@@ -247,6 +260,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             throw error
         } catch {
             throw .invalidPort("\(self): \(error)")
+        }
+        if let traceID {
+            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID)
         }
     }
 

@@ -72,7 +72,11 @@ public enum PortNameServer {
         let paths = try self.paths(for: name)
         let deadline = MonotonicClock.instant(secondsFromNow: timeout)
         while true {
-            if let address = try lookOnce(paths) { return Port.resolve(address) }
+            if let address = try lookOnce(paths) {
+                let port = Port.resolve(address)
+                port.withStateLock { if port.lookedUpName == nil { port.lookedUpName = name } }
+                return port
+            }
             guard MonotonicClock.now() < deadline else { throw .nameNotFound(name) }
             usleep(2_000)
         }

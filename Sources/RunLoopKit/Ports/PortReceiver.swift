@@ -122,9 +122,10 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// On the loop thread: receives and decodes one message. Returns nil when
-    /// there was nothing to read, or the message was dropped as malformed.
-    func receive(on port: Port) -> PortMessage? {
+    /// On the loop thread: receives and decodes one message, with its trace
+    /// id if the sender's tap was on. Returns nil when there was nothing to
+    /// read, or the message was dropped as malformed.
+    func receive(on port: Port) -> (PortMessage, UInt64?)? {
         lock.withLock {
             guard !isClosed else { return nil }
             defer { socket.releaseOwnership() }
@@ -135,8 +136,8 @@ final class PortReceiver: @unchecked Sendable {
                 return nil
             }
             switch decode(on: port) {
-            case let .success(message):
-                return message
+            case let .success(decoded):
+                return decoded
             case let .failure(error):
                 let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
                 // Every one is counted; the log is thinned so that a flood of
@@ -151,7 +152,7 @@ final class PortReceiver: @unchecked Sendable {
 
     /// Reads the rest of the message after its first frame (always to its
     /// end, so that a bad message never leaves frames behind) and checks it.
-    private func decode(on port: Port) -> Result<PortMessage, WireFormat.DecodeError> {
+    private func decode(on port: Port) -> Result<(PortMessage, UInt64?), WireFormat.DecodeError> {
         var failure: WireFormat.DecodeError?
         var header: WireFormat.Header?
         var totalBytes = headerFrame.count
@@ -199,7 +200,7 @@ final class PortReceiver: @unchecked Sendable {
         if let failure { return .failure(failure) }
         guard let header else { return .failure(.badMagic) }
         guard frames == header.frameCount else { return .failure(.frameCountMismatch(expected: header.frameCount, got: frames)) }
-        return .success(message)
+        return .success((message, header.traceID))
     }
 
     private func decodePort() -> Result<Port, WireFormat.DecodeError> {

@@ -170,11 +170,25 @@ final class OutboundFlush: @unchecked Sendable {
     private var channels: [ObjectIdentifier: WeakChannel] = [:]
     // Guarded by lock.
     private var installed = false
+    // Guarded by lock: run first at exit (the tap sends what it has queued).
+    private var beforeClosing: [@Sendable () -> Void] = []
 
     func track(_ channel: SendChannel) {
-        let install: Bool = lock.withLock {
+        lock.withLock {
             channels[ObjectIdentifier(channel)] = WeakChannel(channel: channel)
             if channels.count % 256 == 0 { channels = channels.filter { $0.value.channel != nil } }
+        }
+        installAtExit()
+    }
+
+    /// Runs `body` at exit before the channels close and the context terminates.
+    func atExit(_ body: @escaping @Sendable () -> Void) {
+        lock.withLock { beforeClosing.append(body) }
+        installAtExit()
+    }
+
+    private func installAtExit() {
+        let install: Bool = lock.withLock {
             defer { installed = true }
             return !installed
         }
@@ -182,7 +196,8 @@ final class OutboundFlush: @unchecked Sendable {
     }
 
     private func flushAtExit() {
-        let open = lock.withLock { channels.values.compactMap(\.channel) }
+        let (first, open) = lock.withLock { (beforeClosing, channels.values.compactMap(\.channel)) }
+        for body in first { body() }
         for channel in open { channel.closeForExit() }
         context.terminate()
     }

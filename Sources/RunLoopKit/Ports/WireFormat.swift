@@ -14,7 +14,11 @@ enum WireFormat {
     static let descriptorFixedSize = 28
 
     static let flagHasReplyPort: UInt8 = 1 << 0
-    static let knownFlags: UInt8 = flagHasReplyPort
+    /// Set while the traffic tap is on: 8 bytes of trace id follow the
+    /// kinds, so that the sniffer can pair each send with its delivery.
+    static let flagHasTraceID: UInt8 = 1 << 1
+    static let knownFlags: UInt8 = flagHasReplyPort | flagHasTraceID
+    static let traceIDSize = 8
 
     static let kindData: UInt8 = 0
     static let kindPort: UInt8 = 1
@@ -55,23 +59,31 @@ enum WireFormat {
 
     // MARK: - Header
 
-    /// Writes the header for `kinds` into `buffer` (at least
-    /// `headerFixedSize + kinds.count` bytes); returns the size used.
+    /// The header's size for `componentCount` components.
+    static func headerSize(componentCount: Int, traced: Bool) -> Int {
+        headerFixedSize + componentCount + (traced ? traceIDSize : 0)
+    }
+
+    /// Writes the header into `buffer` (at least `headerSize` bytes);
+    /// returns the size used.
     static func writeHeader(
-        into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool, components: [PortMessage.Component]
+        into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
+        components: [PortMessage.Component], traceID: UInt64? = nil
     ) -> Int {
         buffer[0] = headerMagic.0
         buffer[1] = headerMagic.1
         buffer[2] = headerMagic.2
         buffer[3] = headerMagic.3
         buffer[4] = version
-        buffer[5] = hasReplyPort ? flagHasReplyPort : 0
+        buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
         buffer.storeBytes(of: UInt16(components.count).littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
         for (index, component) in components.enumerated() {
             if case .port = component { buffer[headerFixedSize + index] = kindPort } else { buffer[headerFixedSize + index] = kindData }
         }
-        return headerFixedSize + components.count
+        guard let traceID else { return headerFixedSize + components.count }
+        buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + components.count, as: UInt64.self)
+        return headerFixedSize + components.count + traceIDSize
     }
 
     struct Header {
@@ -79,6 +91,8 @@ enum WireFormat {
         let hasReplyPort: Bool
         /// `kindData` or `kindPort`, one per component.
         let kinds: [UInt8]
+        /// Present when the sender's tap was on.
+        let traceID: UInt64?
         var frameCount: Int { 1 + kinds.count + (hasReplyPort ? 1 : 0) }
     }
 
@@ -92,8 +106,9 @@ enum WireFormat {
         guard flags & ~knownFlags == 0 else { throw .unknownFlags(flags) }
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         guard count <= maxComponents else { throw .tooManyComponents(count) }
-        guard bytes.count == headerFixedSize + count else {
-            throw .shortFrame("header: \(bytes.count) bytes for \(count) components")
+        let traced = flags & flagHasTraceID != 0
+        guard bytes.count == headerSize(componentCount: count, traced: traced) else {
+            throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
         }
         let msgid = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         var kinds = [UInt8]()
@@ -103,7 +118,9 @@ enum WireFormat {
             guard kind == kindData || kind == kindPort else { throw .unknownComponentKind(kind) }
             kinds.append(kind)
         }
-        return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, kinds: kinds)
+        let traceID = traced
+            ? UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: headerFixedSize + count, as: UInt64.self)) : nil
+        return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, kinds: kinds, traceID: traceID)
     }
 
     // MARK: - Port descriptors

@@ -17,6 +17,31 @@ enum ThreadIdentity {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The calling thread's name for diagnostics: its loop's name if it has
+    /// a loop, else its OS-level name, read once per thread.
+    static var cachedName: String {
+        if let loop = RunLoop.existingForCurrentThread { return loop.threadName }
+        if let pointer = pthread_getspecific(nameKey) {
+            return Unmanaged<NameBox>.fromOpaque(pointer).takeUnretainedValue().name
+        }
+        let box = NameBox(currentName)
+        pthread_setspecific(nameKey, Unmanaged.passRetained(box).toOpaque())
+        return box.name
+    }
+
+    private final class NameBox {
+        let name: String
+        init(_ name: String) { self.name = name }
+    }
+
+    private static let nameKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            if let pointer { Unmanaged<NameBox>.fromOpaque(pointer).release() }
+        }
+        return key
+    }()
+
     /// Sets the calling thread's OS-level name. Linux keeps at most 15 bytes;
     /// the cut never splits a UTF-8 character.
     static func setCurrentName(_ name: String) {

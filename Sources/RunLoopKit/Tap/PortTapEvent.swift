@@ -1,0 +1,60 @@
+/// One event of the port traffic tap: a message sent or delivered, as the
+/// tap reports it and `portsniff` shows it. Encoded as one JSON object per
+/// line on the tap socket (and in `portsniff --json` / `--write`).
+public struct PortTapEvent: Codable, Sendable, Hashable {
+    public enum Kind: String, Codable, Sendable {
+        /// A thread sent the message (reported by the sender's process).
+        case send
+        /// A port's handler received it (reported by the receiver's process).
+        case deliver
+    }
+
+    /// One component of the message: its kind, its size, and its first bytes
+    /// (data components only, as many as the tap was told to keep).
+    public struct Component: Codable, Sendable, Hashable {
+        public var kind: String   // "data" or "port"
+        public var size: Int
+        /// The first bytes of a data component, in hexadecimal.
+        public var head: String?
+
+        public init(kind: String, size: Int, head: String? = nil) {
+            self.kind = kind
+            self.size = size
+            self.head = head
+        }
+    }
+
+    public var kind: Kind
+    /// Wall-clock time of the event, in nanoseconds since 1970.
+    public var time: Int64
+    public var pid: Int32
+    /// The name of the thread that sent, or on whose loop it was delivered.
+    public var thread: String
+    /// The port the message came from: its reply port, if it had one.
+    public var source: String?
+    /// The port the message was sent to.
+    public var destination: String
+    public var msgid: UInt32
+    public var components: [Component]
+    /// Pairs a send with its delivery; the same in both events (hexadecimal).
+    public var trace: String?
+    /// Events this process's tap could not pass on so far (its queue was
+    /// full or no sniffer was listening), counted from the tap's start.
+    public var dropped: UInt64
+
+    public init(
+        kind: Kind, time: Int64, pid: Int32, thread: String, source: String?, destination: String,
+        msgid: UInt32, components: [Component], trace: String?, dropped: UInt64
+    ) {
+        self.kind = kind
+        self.time = time
+        self.pid = pid
+        self.thread = thread
+        self.source = source
+        self.destination = destination
+        self.msgid = msgid
+        self.components = components
+        self.trace = trace
+        self.dropped = dropped
+    }
+}

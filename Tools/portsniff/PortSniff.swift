@@ -1,0 +1,255 @@
+import ArgumentParser
+import Glibc
+import RunLoopKit
+import ZeroMQ
+
+/// portsniff: shows the port traffic of processes whose tap is on
+/// (RUNLOOPKIT_TAP=1), live, filtered, as statistics or JSON, and records
+/// and replays it.
+@main
+struct PortSniff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "portsniff",
+        abstract: "Show RunLoopKit port traffic live: every send and delivery of processes started with RUNLOOPKIT_TAP=1.",
+        discussion: """
+            Start it before or after the processes it watches. Filters combine: an event is shown when it \
+            matches every filter given; several values of one filter match any of them. Ctrl-C prints a summary.
+            """)
+
+    @Option(help: "The tap endpoint to listen on (default: ipc://<runtime dir>/tap.sock, where RUNLOOPKIT_TAP=1 reports).")
+    var endpoint: String?
+
+    @Option(name: .customLong("msgid"), help: "Only messages with this msgid (repeatable).")
+    var msgids: [UInt32] = []
+
+    @Option(name: .customLong("port"), help: "Only messages from or to this port: a registered name, or <pid>/<port id> (repeatable).")
+    var ports: [String] = []
+
+    @Option(name: .customLong("thread"), help: "Only events on this thread name (repeatable).")
+    var threads: [String] = []
+
+    @Option(name: .customLong("pid"), help: "Only events of this process (repeatable).")
+    var pids: [Int32] = []
+
+    @Option(help: "Show the first N bytes of each data component, in hex (the tap sends RUNLOOPKIT_TAP_BYTES, default 16).")
+    var hex: Int?
+
+    @Flag(help: "A table refreshed every second: per port and msgid, messages/s, bytes/s, latency p50/p99, drops.")
+    var stats = false
+
+    @Flag(help: "JSON Lines: one object per event.")
+    var json = false
+
+    @Option(help: "Record every event received (before filters) to this file, as JSON Lines.")
+    var write: String?
+
+    @Option(help: "Replay a recording made with --write through the same filters and views, instead of listening.")
+    var read: String?
+
+    @Option(help: "Exit after N events (after filters).")
+    var count: Int?
+
+    @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
+    var noColor = false
+
+    func validate() throws {
+        if let count, count <= 0 { throw ValidationError("--count must be above zero") }
+        if let hex, hex < 0 { throw ValidationError("--hex must not be negative") }
+        if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
+        if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
+    }
+
+    func run() throws {
+        let colour = !noColor && getenv("NO_COLOR") == nil && isatty(1) == 1
+        let sniffer = Sniffer(
+            filter: EventFilter(msgids: Set(msgids), ports: Set(ports), threads: Set(threads), pids: Set(pids)),
+            view: json ? .json : (stats ? .stats : .live), live: LiveView(colour: colour, hexBytes: hex),
+            limit: count)
+        if let read {
+            try sniffer.replay(path: read)
+            return
+        }
+        let target = try endpoint ?? PortTap.defaultEndpoint()
+        try sniffer.listen(on: target, recordingTo: write)
+    }
+}
+
+/// The sniffer's state. It lives on the main thread's run loop: the tap
+/// socket, the stats timer and the Ctrl-C pipe are sources of that loop.
+final class Sniffer: @unchecked Sendable {
+    // @unchecked Sendable: used only on the main thread (its loop's callouts
+    // run there).
+    enum View { case live, json, stats }
+
+    private let filter: EventFilter
+    private let view: View
+    private let live: LiveView
+    private let limit: Int?
+    private var matcher = LatencyMatcher()
+    private var statsView = StatsView()
+    private var summary = SniffSummary()
+    private var shown = 0
+    private var recording: Int32 = -1
+    private let decoder = JSONDecoder()
+    private var lastTable = MonotonicNow.nanoseconds()
+
+    init(filter: EventFilter, view: View, live: LiveView, limit: Int?) {
+        self.filter = filter
+        self.view = view
+        self.live = live
+        self.limit = limit
+    }
+
+    // MARK: - Sources of events
+
+    func listen(on endpoint: String, recordingTo path: String?) throws {
+        if let path {
+            recording = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard recording >= 0 else { throw ValidationError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
+        }
+        let socket = try ZMQContext.shared.makeSocket(.pull)
+        try socket.setLinger(milliseconds: 0)
+        try socket.bind(endpoint)
+        let loop = RunLoop.current
+        let source = SocketSource(socket: socket) { [self] _, socket in
+            while let frames = try? socket.receiveMultipart(dontWait: true) {
+                guard let line = frames.first else { continue }
+                if recording >= 0 { writeAll(recording, line + [UInt8(ascii: "\n")]) }
+                guard let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
+                if handle(event) {
+                    finish(loop)
+                    return
+                }
+            }
+        }
+        try loop.add(source, forMode: .default)
+        if view == .stats {
+            let timer = try Timer(timeInterval: 1, repeats: true) { [self] _ in printTable() }
+            loop.add(timer, forMode: .default)
+        }
+        try catchInterrupt(on: loop)
+        standardError("portsniff: listening on \(endpoint)\n")
+        loop.runUntilStopped()
+        socket.close()
+        if recording >= 0 { close(recording) }
+    }
+
+    func replay(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = Glibc.read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            bytes += buffer[..<count]
+        }
+        var lastTime: Int64?
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            guard let event = try? decoder.decode(PortTapEvent.self, from: Data(line)) else { continue }
+            if view == .stats, statsView.isDue(at: event.time) {
+                emit(statsView.table(seconds: 1, clock: LiveView.clock(event.time)))
+            }
+            lastTime = event.time
+            if handle(event) { break }
+        }
+        if view == .stats, let lastTime { emit(statsView.table(seconds: 1, clock: LiveView.clock(lastTime))) }
+        standardError(summary.text + "\n")
+    }
+
+    // MARK: - Events
+
+    /// Shows one event; true when --count is reached.
+    private func handle(_ event: PortTapEvent) -> Bool {
+        let latency = matcher.match(event)
+        guard filter.accepts(event) else { return false }
+        let newDrops = summary.add(event, latency: latency)
+        switch view {
+        case .live:
+            if newDrops > 0 { emit(live.dropLine(pid: event.pid, newDrops: newDrops, total: event.dropped)) }
+            emit(live.line(for: event, latency: latency))
+        case .json:
+            emit(json(event, latency: latency))
+        case .stats:
+            statsView.add(event, latency: latency, newDrops: newDrops)
+        }
+        shown += 1
+        if let limit, shown >= limit { return true }
+        return false
+    }
+
+    private func json(_ event: PortTapEvent, latency: Int64?) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var text = (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        if let latency, text.hasSuffix("}") {
+            text.removeLast()
+            text += ",\"latency\":\(latency)}"
+        }
+        return text
+    }
+
+    private func printTable() {
+        let now = MonotonicNow.nanoseconds()
+        let seconds = Double(now - lastTable) / 1e9
+        lastTable = now
+        let table = statsView.table(seconds: seconds, clock: LiveView.clock(Int64(Date().timeIntervalSince1970 * 1e9)))
+        emit((live.colour ? "\u{1B}[H\u{1B}[2J" : "") + table)
+    }
+
+    private func finish(_ loop: RunLoop) {
+        if view == .stats { printTable() }
+        standardError(summary.text + "\n")
+        loop.stop()
+    }
+
+    // MARK: - Ctrl-C
+
+    /// SIGINT writes a byte into a pipe whose read end is a source of the
+    /// loop: the summary is printed from the loop, not from the handler.
+    private func catchInterrupt(on loop: RunLoop) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw ValidationError("pipe: \(String(cString: strerror(errno)))") }
+        interruptWriteEnd = fds[1]
+        signal(SIGINT) { _ in
+            var byte: UInt8 = 1
+            _ = Glibc.write(interruptWriteEnd, &byte, 1)
+        }
+        let source = SocketSource(fileDescriptor: fds[0]) { [self] source, fd in
+            var byte: UInt8 = 0
+            _ = Glibc.read(fd, &byte, 1)
+            source.invalidate()
+            finish(loop)
+        }
+        try loop.add(source, forMode: .default)
+    }
+}
+
+/// Written by the SIGINT handler, which cannot capture anything.
+nonisolated(unsafe) var interruptWriteEnd: Int32 = -1
+
+enum MonotonicNow {
+    static func nanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}
+
+/// Unbuffered output, so that lines appear as events arrive, even in a pipe.
+func emit(_ line: String) { writeAll(1, Array((line + "\n").utf8)) }
+
+func standardError(_ text: String) { writeAll(2, Array(text.utf8)) }
+
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
+    }
+}
