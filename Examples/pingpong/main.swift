@@ -1,6 +1,7 @@
-// pingpong: two named LoopThreads exchange PortMessages. "ping" sends a
-// message with a msgid, a data component and its own port as the reply port;
-// "pong" answers on the reply port with msgid + 1. `--count N` runs N round
+// pingpong: two named LoopThreads exchange PortMessages. "ping" sends
+// msgid 1 with a 64-byte data component (its sequence number in the first 8
+// bytes, little-endian) and its own port as the reply port; "pong" answers on
+// the reply port with msgid 2 and the same data. `--count N` runs N round
 // trips and prints the mean round-trip time.
 import RunLoopKit
 import Synchronization
@@ -29,7 +30,15 @@ try pongThread.start()
 
 let pingPort = try Port(transport: .inproc)
 let pongPort = try Port(transport: .inproc)
-let payload = Data(repeating: 0x2A, count: 64)
+let pingMsgid: UInt32 = 1
+let pongMsgid: UInt32 = 2
+
+/// 64 bytes: the sequence number, then filler.
+func payload(_ sequence: Int) -> Data {
+    var data = Data(repeating: 0x2A, count: 64)
+    withUnsafeBytes(of: UInt64(sequence).littleEndian) { data.replaceSubrange(0..<8, with: $0) }
+    return data
+}
 let finished = DispatchSemaphore(value: 0)
 let state = Mutex((sent: 0, start: UInt64(0), end: UInt64(0)))
 
@@ -42,7 +51,7 @@ func now() -> UInt64 {
 // pong: answer every ping on its reply port.
 pongPort.setMessageHandler { message in
     do {
-        try message.replyPort?.send(msgid: message.msgid + 1, components: message.components, before: Date() + 5)
+        try message.replyPort?.send(msgid: pongMsgid, components: message.components, before: Date() + 5)
     } catch {
         print("pong: reply failed: \(error)")
     }
@@ -56,7 +65,7 @@ pingPort.setMessageHandler { message in
     }
     guard let next else { finished.signal(); return }
     do {
-        try pongPort.send(msgid: UInt32(next * 2), components: [.data(payload)], replyPort: pingPort, before: Date() + 5)
+        try pongPort.send(msgid: pingMsgid, components: [.data(payload(next))], replyPort: pingPort, before: Date() + 5)
     } catch {
         print("ping: send failed: \(error)")
         finished.signal()
@@ -69,7 +78,7 @@ try pingPort.schedule(in: pingThread.runLoop!, forMode: .default)
 try pingThread.perform {
     state.withLock { $0.sent = 1; $0.start = now() }
     do {
-        try pongPort.send(msgid: 2, components: [.data(payload)], replyPort: pingPort, before: Date() + 5)
+        try pongPort.send(msgid: pingMsgid, components: [.data(payload(1))], replyPort: pingPort, before: Date() + 5)
     } catch {
         print("ping: first send failed: \(error)")
         finished.signal()

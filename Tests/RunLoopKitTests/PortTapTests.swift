@@ -117,15 +117,28 @@ struct PortTapTests {
 
         let events = decodeEvents(sniff.output)
         #expect(events.count == 4 * roundTrips)
-        let pings = (1...roundTrips).map { UInt32($0 * 2) }, pongs = pings.map { $0 + 1 }
+        // Pings are msgid 1, pongs msgid 2; the data's first 8 bytes are the
+        // round trip's sequence number (the tap shows the first 16 bytes).
+        func sequence(_ event: PortTapEvent) -> Int? {
+            guard let head = event.components.first?.head, head.count >= 16 else { return nil }
+            var value = 0
+            for index in stride(from: 14, through: 0, by: -2) {
+                let start = head.index(head.startIndex, offsetBy: index)
+                value = value << 8 | Int(head[start..<head.index(start, offsetBy: 2)], radix: 16)!
+            }
+            return value
+        }
         for kind in [PortTapEvent.Kind.send, .deliver] {
-            let msgids = events.filter { $0.kind == kind }.map(\.msgid)
-            #expect(msgids.filter { $0 % 2 == 0 } == pings, "\(kind) of pings")
-            #expect(msgids.filter { $0 % 2 == 1 } == pongs, "\(kind) of pongs")
+            for msgid: UInt32 in [1, 2] {
+                let sequences = events.filter { $0.kind == kind && $0.msgid == msgid }.compactMap(sequence)
+                #expect(sequences == Array(1...roundTrips), "\(kind) of msgid \(msgid): every round trip once, in order")
+            }
         }
         // Both directions, on the right threads.
-        #expect(events.filter { $0.kind == .deliver && $0.msgid % 2 == 0 }.allSatisfy { $0.thread == "pong" })
-        #expect(events.filter { $0.kind == .deliver && $0.msgid % 2 == 1 }.allSatisfy { $0.thread == "ping" })
+        #expect(events.filter { $0.kind == .deliver && $0.msgid == 1 }.allSatisfy { $0.thread == "pong" })
+        #expect(events.filter { $0.kind == .deliver && $0.msgid == 2 }.allSatisfy { $0.thread == "ping" })
+        #expect(events.filter { $0.kind == .send && $0.msgid == 1 }.allSatisfy { $0.thread == "ping" })
+        #expect(events.filter { $0.kind == .send && $0.msgid == 2 }.allSatisfy { $0.thread == "pong" })
         let traces = Dictionary(grouping: events, by: { $0.trace ?? "" })
         #expect(traces.count == 2 * roundTrips && traces.values.allSatisfy { Set($0.map(\.kind)) == [.send, .deliver] })
         #expect(events.allSatisfy { $0.pid == pingpong.pid && $0.dropped == 0 })

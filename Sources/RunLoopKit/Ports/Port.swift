@@ -246,6 +246,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
         let channel = sendChannel()
+        // Taken before sending: a delivery may be reported before the send returns.
+        let sendTime = traceID == nil ? 0 : PortTap.now()
         let headerSize = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         do {
             try withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { buffer in
@@ -262,7 +264,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             throw .invalidPort("\(self): \(error)")
         }
         if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID)
+            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
         }
     }
 

@@ -71,13 +71,18 @@ public enum PortTap {
         (UInt64(UInt32(bitPattern: ProcessIdentity.current.pid)) << 40) | (nextTrace.wrappingAdd(1, ordering: .relaxed).oldValue & 0xFF_FFFF_FFFF)
     }
 
-    static func recordSend(to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64) {
-        TapPipeline.shared.record(kind: .send, destination: destination, msgid: msgid, components: components,
+    /// Wall-clock nanoseconds, as events carry them.
+    static func now() -> Int64 { rlk_realtime_nanoseconds() }
+
+    static func recordSend(
+        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64, time: Int64
+    ) {
+        TapPipeline.shared.record(kind: .send, time: time, destination: destination, msgid: msgid, components: components,
                                   source: replyPort, traceID: traceID)
     }
 
     static func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
-        TapPipeline.shared.record(kind: .deliver, destination: port, msgid: message.msgid, components: message.components,
-                                  source: message.replyPort, traceID: traceID)
+        TapPipeline.shared.record(kind: .deliver, time: now(), destination: port, msgid: message.msgid,
+                                  components: message.components, source: message.replyPort, traceID: traceID)
     }
 }

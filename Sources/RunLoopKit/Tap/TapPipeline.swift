@@ -82,12 +82,12 @@ final class TapPipeline: @unchecked Sendable {
     /// Any thread: queues one event, or counts it as dropped. Bounded cost:
     /// building the summary, a short lock, and at most one wake-up per batch.
     func record(
-        kind: PortTapEvent.Kind, destination: Port, msgid: UInt32, components: [PortMessage.Component],
+        kind: PortTapEvent.Kind, time: Int64, destination: Port, msgid: UInt32, components: [PortMessage.Component],
         source: Port?, traceID: UInt64?
     ) {
         let headBytes = lock.withLock { dataBytes }
         let event = PortTapEvent(
-            kind: kind, time: rlk_realtime_nanoseconds(), pid: ProcessIdentity.current.pid,
+            kind: kind, time: time, pid: ProcessIdentity.current.pid,
             thread: ThreadIdentity.cachedName, source: source?.tapLabel, destination: destination.tapLabel,
             msgid: msgid, components: components.map { Self.summary(of: $0, headBytes: headBytes) },
             trace: traceID.map { String($0, radix: 16) }, dropped: 0)
