@@ -256,43 +256,44 @@ extension RunLoop {
 
     // MARK: - Socket sources
 
-    private func appendToReadyList(_ source: SocketSource) {
-        guard !source.isOnReadyList else { return }
-        source.isOnReadyList = true
-        source.isConfirmedReady = false
-        readyList.append(source)
+    private func appendToReadyList(_ source: SocketSource, confirmed: Bool = false) {
+        guard readyMembers.insert(ObjectIdentifier(source)).inserted else { return }
+        readyList.append((source, confirmed))
     }
 
     /// Step 6: is a socket source of this mode ready now? Sockets that can
     /// send are looked at first, since a send outside their handler may have
     /// consumed their readiness edge.
     private func hasReadySocketSource(_ snapshot: inout ModeSnapshot) -> Bool {
-        for source in snapshot.socketsToCheckBeforeSleeping where !source.isOnReadyList && source.isValid {
-            if source.hasInput() {
-                appendToReadyList(source)
-                source.isConfirmedReady = true
-            }
+        for source in snapshot.socketsToCheckBeforeSleeping
+        where !readyMembers.contains(ObjectIdentifier(source)) && source.isValid && source.hasInput() {
+            appendToReadyList(source, confirmed: true)
         }
         return firstReadyIndex(snapshot) != nil
     }
 
     /// The first source on the ready list that is in this mode and has
     /// input. Entries without input leave the list; entries of other modes
-    /// stay for when the loop runs one of theirs (S-SRC1-2).
+    /// stay for when the loop runs one of theirs (S-SRC1-2), unless their
+    /// source has left this loop.
     private func firstReadyIndex(_ snapshot: ModeSnapshot) -> Int? {
         var index = 0
         while index < readyList.count {
-            let source = readyList[index]
+            let source = readyList[index].source
             if !source.isValid {
                 removeFromReadyList(at: index)
                 continue
             }
             guard snapshot.socketSourceIDs.contains(ObjectIdentifier(source)) else {
-                index += 1
+                if source.binding.loop !== self {
+                    removeFromReadyList(at: index)
+                } else {
+                    index += 1
+                }
                 continue
             }
-            if source.isConfirmedReady || source.hasInput() {
-                source.isConfirmedReady = true
+            if readyList[index].confirmed || source.hasInput() {
+                readyList[index].confirmed = true
                 return index
             }
             removeFromReadyList(at: index)
@@ -301,9 +302,8 @@ extension RunLoop {
     }
 
     private func removeFromReadyList(at index: Int) {
-        let source = readyList.remove(at: index)
-        source.isOnReadyList = false
-        source.isConfirmedReady = false
+        let entry = readyList.remove(at: index)
+        readyMembers.remove(ObjectIdentifier(entry.source))
     }
 
     /// Step 9, second half: one socket source event per pass (S-SRC1-1). A
@@ -311,7 +311,7 @@ extension RunLoop {
     /// cannot starve the others, and is looked at again before the loop sleeps.
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
         guard !isStopPending, let index = firstReadyIndex(snapshot) else { return false }
-        let source = readyList[index]
+        let source = readyList[index].source
         removeFromReadyList(at: index)
         callout(.socketSource, snapshot, mode: mode) { source.handle() }
         if source.isSocket && source.isValid { appendToReadyList(source) }

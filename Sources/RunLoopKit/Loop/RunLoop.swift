@@ -52,7 +52,11 @@ public final class RunLoop: @unchecked Sendable {
     static let eventBufferCapacity: Int32 = 64
     /// Socket sources that may have input, in arrival order: the answer to
     /// step 6 of S-RUN-2 without a system call (DESIGN.md, ready list).
-    var readyList: [SocketSource] = []
+    /// `confirmed`: ZMQ_EVENTS showed input since the source was last handled.
+    var readyList: [(source: SocketSource, confirmed: Bool)] = []
+    /// Who is on `readyList`. Kept here, not in the source, because a source
+    /// may move to another loop, whose thread must not share these flags.
+    var readyMembers: Set<ObjectIdentifier> = []
     /// Scratch for the timers due in one pass, reused to avoid allocating.
     var dueTimers: [Timer] = []
 
@@ -681,6 +685,7 @@ public final class RunLoop: @unchecked Sendable {
         for source in sockets { source.detach() }
         for block in pending { block.discarded?() }
         readyList.removeAll()
+        readyMembers.removeAll()
         dueTimers.removeAll()
         baseWaitSet = nil
         wakeUpTimer = nil

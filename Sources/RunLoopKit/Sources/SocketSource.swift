@@ -51,10 +51,6 @@ public final class SocketSource: @unchecked Sendable {
 
     // Guarded by the loop's lock: what the loop registered with epoll.
     var registeredDescriptor: (fd: Int32, edgeTriggered: Bool) = (-1, false)
-    // Loop thread only: on the loop's ready list, and whether ZMQ_EVENTS
-    // confirmed input since the source was last handled.
-    var isOnReadyList = false
-    var isConfirmedReady = false
 
     /// A source on a ZeroMQ socket. The handler gets the source and the socket.
     public init(socket: Socket, order: Int = 0, handler: @escaping @Sendable (SocketSource, Socket) -> Void) {
