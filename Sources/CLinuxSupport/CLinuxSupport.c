@@ -7,6 +7,10 @@
 #include <unistd.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 int32_t rlk_gettid(void) { return (int32_t)syscall(SYS_gettid); }
 
@@ -68,3 +72,20 @@ int rlk_pidfd_open(pid_t pid) {
 }
 
 unsigned rlk_umask(unsigned mask) { return (unsigned)umask((mode_t)mask); }
+
+long long rlk_unread_socket_bytes(void) {
+    DIR *directory = opendir("/proc/self/fd");
+    if (directory == NULL) return 0;
+    long long total = 0;
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        int fd = atoi(entry->d_name);
+        struct stat info;
+        if (fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
+        int queued = 0;
+        if (ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) total += queued;
+    }
+    closedir(directory);
+    return total;
+}

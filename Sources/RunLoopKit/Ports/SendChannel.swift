@@ -1,3 +1,4 @@
+internal import CLinuxSupport
 import Glibc
 import ZeroMQ
 
@@ -195,10 +196,30 @@ final class OutboundFlush: @unchecked Sendable {
         if install { atexit { OutboundFlush.shared.flushAtExit() } }
     }
 
+    /// How long an exiting process waits for its peers to read what it sent.
+    static let exitWaitSeconds: TimeInterval = 10
+
     private func flushAtExit() {
         let (first, open) = lock.withLock { (beforeClosing, channels.values.compactMap(\.channel)) }
         for body in first { body() }
+        waitUntilPeersHaveRead()
         for channel in open { channel.closeForExit() }
         context.terminate()
+    }
+
+    /// libzmq drops what is still in the kernel socket when the peer hangs
+    /// up while the receiving side is paused at its high-water mark (its
+    /// stream engine turns the hang-up into an error once input resumes). So
+    /// before closing, wait until the kernel says our peers have read every
+    /// byte we wrote (SIOCOUTQ), steadily for a few milliseconds (libzmq's
+    /// I/O thread may still be moving queued messages into the socket), or
+    /// `exitWaitSeconds` at most.
+    private func waitUntilPeersHaveRead() {
+        let deadline = MonotonicClock.instant(secondsFromNow: Self.exitWaitSeconds)
+        var quietChecks = 0
+        while quietChecks < 10 && MonotonicClock.now() < deadline {
+            quietChecks = rlk_unread_socket_bytes() == 0 ? quietChecks + 1 : 0
+            usleep(1_000)
+        }
     }
 }
