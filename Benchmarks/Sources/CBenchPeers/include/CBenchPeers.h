@@ -1,0 +1,123 @@
+#ifndef CBENCHPEERS_H
+#define CBENCHPEERS_H
+// The peers written in C, so that what they measure is the transport or the
+// kernel and not a language runtime: raw libzmq (PAIR ping-pong, PUSH/PULL
+// throughput, inproc and ipc), the OS floor (eventfd + poll between two
+// threads), a PULL reader for the tap, bare libzmq sockets and bare pthreads
+// for the memory and churn comparisons; plus the few Linux calls the Swift
+// side needs (clocks, another thread's CPU time, fd limits, parent death).
+//
+// Every function returns 0 on success or a negative errno-style code, and
+// never blocks longer than its `timeout_ms` (where it has one), so that a
+// broken peer turns into an error in the report instead of a hung run.
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+// MARK: - Clocks and process support
+
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t bench_now_ns(void);
+/// The kernel thread id of the calling thread.
+int32_t bench_gettid(void);
+/// CPU time (user + system) of thread `tid` of this process, in nanoseconds,
+/// read without disturbing that thread; UINT64_MAX if it cannot be read.
+uint64_t bench_thread_cpu_ns(int32_t tid);
+/// Voluntary context switches of thread `tid` (each sleep that ended is one:
+/// an OS-level count of wake-ups); -1 if it cannot be read.
+int64_t bench_thread_voluntary_switches(int32_t tid);
+/// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
+int64_t bench_raise_fd_limit(void);
+/// In a child: be killed when the parent dies, and exit now if the parent
+/// `parent` is already gone (the race between spawn and prctl).
+void bench_die_with_parent(pid_t parent);
+
+/// The libzmq version linked in.
+void bench_zmq_version(int *major, int *minor, int *patch);
+
+// MARK: - Thread placement
+
+/// Pins thread `tid` of this process (0: the calling thread) to CPU `cpu`;
+/// `cpu` < 0 leaves it alone. 0 or -errno.
+int bench_pin_thread(int32_t tid, int cpu);
+/// Lets thread `tid` (0: the calling thread) run on every online CPU again.
+int bench_unpin_thread(int32_t tid);
+
+// MARK: - Raw libzmq: threads of one process
+
+/// Ping-pong of 64-byte messages over a PAIR pair at `endpoint` (inproc:// or
+/// ipc://) between the calling thread and one echo thread. Runs `warmup`
+/// round trips, then records `iterations` round-trip times in `samples_ns`.
+/// The calling thread runs on `caller_cpu` meanwhile and the echo thread on
+/// `peer_cpu` (-1: wherever the scheduler puts them).
+int bench_zmq_pingpong_threads(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
+                               int caller_cpu, int peer_cpu);
+/// One-way throughput: the calling thread PUSHes `count` 64-byte messages to a
+/// PULL thread at `endpoint`; `elapsed_ns` is from the first send until the
+/// receiver has taken the last one. CPUs as above.
+int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
+                                 int caller_cpu, int peer_cpu);
+
+// MARK: - Raw libzmq: two processes over ipc
+
+typedef struct bench_zmq_link bench_zmq_link;
+/// Parent side: binds a PAIR (echo), a PUSH (sink) and a PULL (acks) at the
+/// three endpoints. NULL on failure (errno set).
+bench_zmq_link *bench_zmq_link_open(const char *pair_endpoint, const char *push_endpoint, const char *ack_endpoint);
+/// Waits until the child has connected (one echo answered); 0 or -ETIMEDOUT.
+int bench_zmq_link_wait_ready(bench_zmq_link *link, int timeout_ms);
+/// Round trips through the child's echo; as bench_zmq_pingpong_threads.
+int bench_zmq_link_pingpong(bench_zmq_link *link, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms);
+/// Sends `count` 64-byte messages to the child's sink, then an end marker,
+/// and waits for its acknowledgement (carrying the count it saw).
+int bench_zmq_link_throughput(bench_zmq_link *link, int count, uint64_t *elapsed_ns, int timeout_ms);
+/// Tells the child to exit, and closes everything (linger 0).
+void bench_zmq_link_close(bench_zmq_link *link);
+/// Child side: connects to the three endpoints and serves echo and sink until
+/// told to quit or until `idle_timeout_ms` passes with no traffic. Returns 0.
+int bench_zmq_child_serve(const char *pair_endpoint, const char *push_endpoint, const char *ack_endpoint, int idle_timeout_ms);
+
+// MARK: - The OS floor
+
+/// Ping-pong between the calling thread and one other thread through two
+/// eventfds, each side sleeping in poll(2): what any cross-thread wake-up
+/// costs on this kernel before any library is involved.
+int bench_eventfd_pingpong(int warmup, int iterations, uint64_t *samples_ns, int timeout_ms, int caller_cpu, int peer_cpu);
+
+// MARK: - Helpers for other scenarios
+
+typedef struct bench_pull_reader bench_pull_reader;
+/// A thread that binds a PULL socket at `endpoint` and reads and discards
+/// everything (the tap's sniffer stand-in). NULL on failure.
+bench_pull_reader *bench_pull_reader_start(const char *endpoint);
+/// Stops the reader; returns how many messages it read.
+uint64_t bench_pull_reader_stop(bench_pull_reader *reader);
+
+typedef struct bench_zmq_sockets bench_zmq_sockets;
+/// `count` PULL sockets, each bound at its own inproc endpoint, in one
+/// context: libzmq's own cost per receiving socket. NULL on failure.
+bench_zmq_sockets *bench_zmq_sockets_open(int count);
+/// `count` more PULL sockets in the same context; 0 or -errno.
+int bench_zmq_sockets_add(bench_zmq_sockets *sockets, int count);
+void bench_zmq_sockets_close(bench_zmq_sockets *sockets);
+
+/// Starts and joins `count` pthreads, one after another, each running one
+/// trivial task: the OS floor for the keep-alive churn. Records each
+/// start-to-joined time in `samples_ns` (count entries). 0 or -errno.
+int bench_pthread_churn(int count, uint64_t *samples_ns, uint64_t *checksum);
+
+// MARK: - Children and clean-up
+
+/// Remembers a child process, so that a signal or exit kills and reaps it.
+void bench_track_child(pid_t pid);
+/// Forgets a child that has been reaped.
+void bench_untrack_child(pid_t pid);
+/// The private runtime directory, removed (with its files) at exit or on a signal.
+void bench_set_cleanup_directory(const char *path);
+/// Installs the SIGINT/SIGTERM/SIGHUP handler and the atexit handler that
+/// kill and reap tracked children and remove the directory. Call once, early.
+void bench_install_cleanup(void);
+/// Kills (SIGKILL) and reaps every tracked child, and removes the directory, now.
+void bench_cleanup_now(void);
+
+#endif

@@ -1,0 +1,74 @@
+import RunLoopKit
+
+/// RunLoopKit's one-way throughput: the calling thread sends `count` 64-byte
+/// PortMessages to one port as fast as `send` takes them (it waits for room
+/// when the port's queue is full, never drops); the batch ends when the
+/// receiving loop's handler has seen the last one. One sample per batch,
+/// in messages per second.
+final class PortFlood: Contender {
+    let label: String
+    private let count: Int
+    private let timeout: Double
+    private let placement: Placement
+    private var thread: LoopThread?
+    private var port: Port?
+    private let counter = ArrivalCounter()
+
+    init(label: String, count: Int, timeout: Double, placement: Placement) {
+        self.label = label
+        self.count = count
+        self.timeout = timeout
+        self.placement = placement
+    }
+
+    func setUp() throws {
+        let thread = LoopThread(name: "bench-sink")
+        try thread.start()
+        if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
+        self.thread = thread
+        let port = try Port(transport: .inproc)
+        let counter = self.counter
+        port.setMessageHandler { _ in counter.arrive() }
+        try port.schedule(in: thread.runLoop!, forMode: .default)
+        self.port = port
+    }
+
+    func measure() throws -> [Double] {
+        guard let port else { throw BenchError("not set up") }
+        let elapsed = try Placement.whilePinned(to: placement.first) {
+            try PortFlood.sendBatch(to: [port], count: count, counter: counter, timeout: timeout, what: label)
+        }
+        return [Double(count) / (Double(elapsed) / 1e9)]
+    }
+
+    /// Sends `count` messages round-robin over `ports` from this thread and
+    /// waits until `counter` has seen them all; returns the nanoseconds from
+    /// the first send to the last arrival.
+    static func sendBatch(to ports: [Port], count: Int, counter: ArrivalCounter, timeout: Double, what: String) throws -> UInt64 {
+        counter.reset(expecting: count)
+        let payload: [PortMessage.Component] = [.data(Data(repeating: 0x2A, count: 64))]
+        let deadline = Date() + timeout
+        let start = monotonicNanoseconds()
+        if ports.count == 1 {
+            let port = ports[0]
+            for _ in 0..<count { try port.send(msgid: 1, components: payload, before: deadline) }
+        } else {
+            var next = 0
+            for _ in 0..<count {
+                try ports[next].send(msgid: 1, components: payload, before: deadline)
+                next += 1
+                if next == ports.count { next = 0 }
+            }
+        }
+        try counter.done.wait(seconds: timeout, for: "\(what): \(count) messages delivered (\(counter.received) so far)")
+        return counter.lastArrival - start
+    }
+
+    func tearDown() {
+        port?.setMessageHandler(nil)
+        port?.invalidate()
+        thread?.stop()
+        port = nil
+        thread = nil
+    }
+}

@@ -1,0 +1,123 @@
+import CBenchPeers
+import Glibc
+
+/// A C peer's return code as a Swift error.
+func checkC(_ result: Int32, _ what: String) throws {
+    if result != 0 { throw BenchError("\(what) failed: \(String(cString: strerror(-result))) (\(result))") }
+}
+
+/// Raw libzmq round trip between two threads of this process: PAIR sockets,
+/// 64-byte messages, the calling thread pings, a C thread echoes. The
+/// transport's own limit for RunLoopKit's inproc round trip.
+final class RawZMQPingPong: Contender {
+    let label: String
+    private let endpoint: String
+    private let iterations: Int
+    private let warmup: Int
+    private let timeoutMilliseconds: Int32
+    private let placement: Placement
+
+    init(label: String, endpoint: String, iterations: Int, warmup: Int, timeout: Double, placement: Placement) {
+        self.label = label
+        self.endpoint = endpoint
+        self.iterations = iterations
+        self.warmup = warmup
+        self.placement = placement
+        timeoutMilliseconds = Int32(timeout * 1000)
+    }
+
+    func measure() throws -> [Double] {
+        var samples = [UInt64](repeating: 0, count: iterations)
+        try checkC(bench_zmq_pingpong_threads(endpoint, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds,
+                                              placement.first, placement.second),
+                   "\(label) ping-pong")
+        return samples.map { Double($0) / 1000 }
+    }
+}
+
+/// Raw libzmq one-way throughput between two threads: PUSH from the calling
+/// thread, PULL in a C thread, 64-byte messages. One sample per batch, in
+/// messages per second.
+final class RawZMQFlood: Contender {
+    let label: String
+    private let endpoint: String
+    private let count: Int
+    private let timeoutMilliseconds: Int32
+    private let placement: Placement
+
+    init(label: String, endpoint: String, count: Int, timeout: Double, placement: Placement) {
+        self.label = label
+        self.endpoint = endpoint
+        self.count = count
+        self.placement = placement
+        timeoutMilliseconds = Int32(timeout * 1000)
+    }
+
+    func measure() throws -> [Double] {
+        var elapsed: UInt64 = 0
+        try checkC(bench_zmq_throughput_threads(endpoint, Int32(count), &elapsed, timeoutMilliseconds,
+                                                placement.first, placement.second), "\(label) throughput")
+        return [Double(count) / (Double(elapsed) / 1e9)]
+    }
+}
+
+/// Raw libzmq between two processes over ipc: this process binds a PAIR, a
+/// PUSH and an acknowledgement PULL in the run directory; a child
+/// (`rlk-bench --child zmq-peer`) connects, echoes the PAIR and counts what
+/// the PUSH sends. Round trips or throughput, depending on `mode`.
+final class RawZMQProcessPeer: Contender {
+    enum Mode { case roundTrip(iterations: Int, warmup: Int), throughput(count: Int) }
+
+    let label: String
+    private let mode: Mode
+    private let timeoutMilliseconds: Int32
+    private let placement: Placement
+    private var link: OpaquePointer?
+    private var child: ChildProcess?
+
+    init(label: String, mode: Mode, timeout: Double, placement: Placement) {
+        self.label = label
+        self.mode = mode
+        self.placement = placement
+        timeoutMilliseconds = Int32(timeout * 1000)
+    }
+
+    func setUp() throws {
+        let pair = RunDirectory.ipcEndpoint("zmq-pair.sock")
+        let push = RunDirectory.ipcEndpoint("zmq-push.sock")
+        let acks = RunDirectory.ipcEndpoint("zmq-acks.sock")
+        guard let link = bench_zmq_link_open(pair, push, acks) else {
+            throw BenchError("binding the raw libzmq ipc sockets failed: \(String(cString: strerror(errno)))")
+        }
+        self.link = link
+        child = try ChildProcess(role: "zmq-peer", cpu: placement.second, arguments: [pair, push, acks])
+        try checkC(bench_zmq_link_wait_ready(link, 10_000), "waiting for the zmq-peer child")
+    }
+
+    func measure() throws -> [Double] {
+        try Placement.whilePinned(to: placement.first) { try measurePinned() }
+    }
+
+    private func measurePinned() throws -> [Double] {
+        guard let link else { throw BenchError("not set up") }
+        switch mode {
+        case let .roundTrip(iterations, warmup):
+            var samples = [UInt64](repeating: 0, count: iterations)
+            try checkC(bench_zmq_link_pingpong(link, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds),
+                       "\(label) ping-pong")
+            return samples.map { Double($0) / 1000 }
+        case let .throughput(count):
+            var elapsed: UInt64 = 0
+            try checkC(bench_zmq_link_throughput(link, Int32(count), &elapsed, timeoutMilliseconds), "\(label) throughput")
+            return [Double(count) / (Double(elapsed) / 1e9)]
+        }
+    }
+
+    func tearDown() {
+        if let link { bench_zmq_link_close(link) }
+        link = nil
+        child?.finish(within: 3)
+        child = nil
+        for name in ["zmq-pair.sock", "zmq-push.sock", "zmq-acks.sock"] { unlink(RunDirectory.path + "/" + name) }
+    }
+}

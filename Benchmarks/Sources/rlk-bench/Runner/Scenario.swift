@@ -1,0 +1,73 @@
+/// Sizes of a run: the full run (docs/performance.md) or `--quick` (CI,
+/// under a minute). Every scenario reads its counts from here, so that what
+/// --quick shrinks is in one place and each row can say so.
+struct RunConfig: Sendable {
+    let quick: Bool
+    /// Where the two threads of a measurement run (see Placement).
+    let placement: Placement
+
+    /// Round trips: repetitions, and round trips timed per repetition.
+    var roundTripRepetitions: Int { quick ? 2 : 5 }
+    var roundTripIterations: Int { quick ? 1_000 : 4_000 }
+    /// Round trips dropped at the start of each repetition.
+    var roundTripWarmup: Int { 200 }
+    /// Foundation's SocketPort is slow; fewer round trips for it and ours beside it.
+    var socketPortIterations: Int { quick ? 400 : 2_000 }
+
+    /// Throughput: timed batches per side, and messages per batch.
+    var throughputRepetitions: Int { quick ? 3 : 10 }
+    var throughputMessages: Int { quick ? 50_000 : 300_000 }
+    var performMessages: Int { quick ? 100_000 : 500_000 }
+
+    /// The idle loop's observation window.
+    var idleSeconds: Double { quick ? 2 : 10 }
+
+    /// Timer lateness: seconds observed per repetition, repetitions per side.
+    var timerSeconds: Double { quick ? 1.2 : 2.5 }
+    var timerRepetitions: Int { quick ? 1 : 2 }
+
+    /// Port scaling: port counts, messages per batch, batches per count.
+    var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
+    var scalingMessages: Int { quick ? 10_000 : 200_000 }
+    var scalingRepetitions: Int { quick ? 2 : 5 }
+
+    /// Memory: units made per measurement, measurements per side.
+    var memoryUnits: Int { quick ? 200 : 1_000 }
+    var memoryRepetitions: Int { quick ? 1 : 3 }
+
+    /// Tap: messages per batch, batches per side.
+    var tapMessages: Int { quick ? 10_000 : 100_000 }
+    var tapRepetitions: Int { quick ? 2 : 6 }
+
+    /// Keep-alive churn: LoopThreads started and stopped.
+    var churnCount: Int { quick ? 2_000 : 100_000 }
+
+    /// How long any single wait for the code under test may take.
+    var timeoutSeconds: Double { 60 }
+}
+
+/// A scenario: one file under Scenarios/, one or more rows of the report.
+protocol Scenario: Sendable {
+    /// The name --filter matches and rows start with.
+    var name: String { get }
+    /// One line for --list.
+    var summary: String { get }
+    func run(_ config: RunConfig) -> [ScenarioResult]
+}
+
+/// Every scenario, in report order.
+let allScenarios: [any Scenario] = [
+    RoundTripInproc(),
+    ThroughputInproc(),
+    RoundTripIPC(),
+    ThroughputIPC(),
+    PerformRoundTrip(),
+    PerformThroughput(),
+    FoundationRoundTrip(),
+    IdleLoop(),
+    TimerLateness(),
+    PortScaling(),
+    MemoryFootprint(),
+    TapCost(),
+    KeepAliveChurn(),
+]

@@ -1,0 +1,82 @@
+import CBenchPeers
+import RunLoopKit
+
+/// The tutorials' leak experiment at full size (S-KEEP-3, and
+/// Examples/keepalive-churn): start a LoopThread, run one task on it, stop
+/// it, 100,000 times in a row; then compare open fds and RSS with the start.
+/// The peer is the bare cost of starting and joining a pthread that runs
+/// one task (C), the floor under any keep-alive thread.
+struct KeepAliveChurn: Scenario {
+    let name = "keepalive-churn"
+    let summary = "start/perform/stop 100,000 LoopThreads: time per thread (vs bare pthread), fds and RSS growth"
+
+    /// RSS may wander a little (allocator caches); Examples/keepalive-churn's bound.
+    static let rssBound = 8.0
+
+    func run(_ config: RunConfig) -> [ScenarioResult] {
+        let count = config.churnCount
+        let countNote = config.quick ? "\(count) threads (--quick; the full run churns 100,000)" : "\(count) threads"
+        var ours = Measurement(label: "RunLoopKit LoopThread start + performAndWait + stop", samples: [], better: .lower)
+        var peer = Measurement(label: "bare pthread create + join (C)", samples: [], better: .lower)
+        var fdGrowth = Measurement(label: "RunLoopKit LoopThread", samples: [], better: .lower)
+        var rssGrowth = fdGrowth
+        var notes = [countNote, "one after another on this thread, after 200 warm-up threads"]
+        do {
+            for index in 0..<200 { _ = try Self.churnOne(index) }
+            let fds0 = ProcessStats.openFileDescriptors(), rss0 = ProcessStats.residentBytes()
+            var samples = [Double]()
+            samples.reserveCapacity(count)
+            var checksum = 0
+            let started = monotonicNanoseconds()
+            for index in 0..<count {
+                let start = monotonicNanoseconds()
+                checksum &+= try Self.churnOne(index)
+                samples.append(Double(monotonicNanoseconds() - start) / 1000)
+            }
+            let elapsed = secondsSince(started)
+            let fds1 = ProcessStats.openFileDescriptors(), rss1 = ProcessStats.residentBytes()
+            guard checksum == (count - 1) * count / 2 else { throw BenchError("tasks missing or repeated (checksum \(checksum))") }
+            ours.samples = samples
+            fdGrowth.samples = [Double(fds1 - fds0)]
+            rssGrowth.samples = [Double(rss1 - rss0) / 1_048_576]
+            notes.append("RunLoopKit: \(format(elapsed)) s in all; fds \(fds0) → \(fds1); RSS \(format(Double(rss0) / 1_048_576)) → \(format(Double(rss1) / 1_048_576)) MiB")
+        } catch {
+            ours.error = "\(error)"
+            fdGrowth.error = "\(error)"
+            rssGrowth.error = "\(error)"
+        }
+        var peerSamples = [UInt64](repeating: 0, count: count)
+        var peerChecksum: UInt64 = 0
+        do {
+            let started = monotonicNanoseconds()
+            try checkC(bench_pthread_churn(Int32(count), &peerSamples, &peerChecksum), "pthread churn")
+            peer.samples = peerSamples.map { Double($0) / 1000 }
+            notes.append("bare pthreads: \(format(secondsSince(started))) s in all")
+        } catch {
+            peer.error = "\(error)"
+        }
+        return [
+            ScenarioResult(name: "keepalive-churn-time", title: "keep-alive churn: time per LoopThread (start, one task, stop)",
+                           unit: "µs/thread", better: .lower, ours: ours, peer: peer, target: nil, notes: notes),
+            ScenarioResult(name: "keepalive-churn-fds", title: "keep-alive churn: open fds at the end minus at the start",
+                           unit: "fds", better: .lower, ours: fdGrowth, peer: nil,
+                           target: Target(text: "0 (nothing leaks)") { result in result.ours.summary.map { $0.max == 0 } },
+                           notes: [countNote]),
+            ScenarioResult(name: "keepalive-churn-rss", title: "keep-alive churn: RSS at the end minus at the start",
+                           unit: "MiB", better: .lower, ours: rssGrowth, peer: nil,
+                           target: Target(text: "≤ \(format(Self.rssBound)) MiB (Examples/keepalive-churn's bound)") { result in
+                               result.ours.summary.map { $0.max <= Self.rssBound }
+                           },
+                           notes: [countNote]),
+        ]
+    }
+
+    /// Starts a LoopThread, runs one task on it, stops it.
+    static func churnOne(_ index: Int) throws -> Int {
+        let thread = LoopThread(name: "churn-\(index % 1000)")
+        try thread.start()
+        let answer = try thread.performAndWait { index }
+        thread.stop()
+        return answer
+    }
+}

@@ -1,0 +1,26 @@
+/// DESIGN.md: perform-on-thread throughput; ≥ 0.5 × SwiftNIO EventLoop.execute.
+/// Dispatch is shown beside it.
+struct PerformThroughput: Scenario {
+    let name = "perform-throughput"
+    let summary = "RunLoop.perform throughput from one thread vs NIO EventLoop.execute and Dispatch async"
+
+    func run(_ config: RunConfig) -> [ScenarioResult] {
+        let (count, timeout, placement) = (config.performMessages, config.timeoutSeconds, config.placement)
+        let measured = interleave([
+            PerformFlood(count: count, timeout: timeout, placement: placement),
+            NIOExecuteFlood(count: count, timeout: timeout, placement: placement),
+            DispatchFlood(count: count, timeout: timeout, placement: placement),
+        ], repetitions: config.throughputRepetitions, better: .higher)
+        let sizes = "\(config.throughputRepetitions) batches × \(count) empty blocks per side, interleaved; a batch ends when its last block has run"
+        return [
+            ScenarioResult(
+                name: "perform-throughput", title: "perform-on-thread throughput (one thread queues, one loop runs)",
+                unit: "blocks/s", better: .higher, ours: measured[0], peer: measured[1], target: .ratioAtLeast(0.5),
+                notes: [sizes]),
+            ScenarioResult(
+                name: "perform-throughput-dispatch", title: "the same against Dispatch (one serial queue)",
+                unit: "blocks/s", better: .higher, ours: measured[0], peer: measured[2], target: nil,
+                notes: ["informational; only the queuing thread is pinned (Dispatch's pool threads cannot be)"]),
+        ]
+    }
+}

@@ -1,0 +1,32 @@
+/// DESIGN.md: round trip, 64 B PortMessage, two loop threads, inproc;
+/// ≤ 1.15 × raw libzmq (PAIR, C). The OS floor is shown beside it.
+struct RoundTripInproc: Scenario {
+    let name = "roundtrip-inproc"
+    let summary = "PortMessage round trip between two LoopThreads (inproc) vs raw libzmq PAIR and the OS floor"
+
+    func run(_ config: RunConfig) -> [ScenarioResult] {
+        let (iterations, placement) = (config.roundTripIterations, config.placement)
+        let ours = PortPingPong(
+            label: "RunLoopKit Port (two LoopThreads)", transport: .inproc,
+            iterations: iterations, warmup: config.roundTripWarmup, timeout: config.timeoutSeconds, placement: placement,
+            makeEcho: { try PortPingPong.threadEcho(name: "bench-pong", transport: .inproc, cpu: placement.second) })
+        let zmq = RawZMQPingPong(
+            label: "raw libzmq PAIR inproc (C, two threads)", endpoint: "inproc://rlk-bench-roundtrip",
+            iterations: iterations, warmup: config.roundTripWarmup, timeout: config.timeoutSeconds, placement: placement)
+        let floor = EventfdPingPong(iterations: iterations, warmup: config.roundTripWarmup, timeout: config.timeoutSeconds,
+                                    placement: placement)
+        let measured = interleave([ours, zmq, floor], repetitions: config.roundTripRepetitions, better: .lower)
+        let sizes = "\(config.roundTripRepetitions) × \(iterations) round trips per side, interleaved, after a warm-up repetition"
+        return [
+            ScenarioResult(
+                name: "roundtrip-inproc", title: "round trip, 64 B PortMessage, two loop threads, inproc",
+                unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: .ratioAtMost(1.15),
+                notes: [sizes], chartGroup: "inproc round trip"),
+            ScenarioResult(
+                name: "roundtrip-inproc-floor", title: "the same round trip against the OS floor (eventfd + poll)",
+                unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,
+                notes: ["informational: what any cross-thread round trip costs on this kernel"],
+                chartGroup: "inproc round trip"),
+        ]
+    }
+}

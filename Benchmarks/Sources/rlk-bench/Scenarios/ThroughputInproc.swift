@@ -1,0 +1,20 @@
+/// DESIGN.md: one-way throughput, 64 B, inproc; ≥ 0.5 × raw libzmq (aim 0.75).
+struct ThroughputInproc: Scenario {
+    let name = "throughput-inproc"
+    let summary = "one-way PortMessage throughput to a LoopThread (inproc) vs raw libzmq PUSH/PULL"
+
+    func run(_ config: RunConfig) -> [ScenarioResult] {
+        let (count, placement) = (config.throughputMessages, config.placement)
+        let ours = PortFlood(label: "RunLoopKit Port (one sender → LoopThread)", count: count, timeout: config.timeoutSeconds,
+                             placement: placement)
+        let zmq = RawZMQFlood(label: "raw libzmq PUSH/PULL inproc (C)", endpoint: "inproc://rlk-bench-throughput",
+                              count: count, timeout: config.timeoutSeconds, placement: placement)
+        let measured = interleave([ours, zmq], repetitions: config.throughputRepetitions, better: .higher)
+        return [
+            ScenarioResult(
+                name: "throughput-inproc", title: "one-way throughput, 64 B, inproc",
+                unit: "msg/s", better: .higher, ours: measured[0], peer: measured[1], target: .ratioAtLeast(0.5),
+                notes: ["\(config.throughputRepetitions) batches × \(count) messages per side, interleaved; DESIGN.md aims for 0.75×"]),
+        ]
+    }
+}

@@ -1,0 +1,56 @@
+import CBenchPeers
+import Glibc
+
+/// Which CPU each side of a two-thread measurement runs on.
+///
+/// On this VM a wake-up across vCPUs costs several times one on the same
+/// vCPU (an inter-processor interrupt: a cross-core round trip takes tens of
+/// µs, a same-core one under ten), and where the scheduler puts two threads
+/// changes from one run to the next. Left alone, a comparison measures that
+/// luck; so both sides of every comparison run with the same placement:
+/// by default the side that starts (the pinger, the sender) on CPU 0 and
+/// the other (the echo, the receiver, a child process) on CPU 1, which is
+/// "two threads on two cores", the case DESIGN.md's anchors describe.
+/// `--placement same` puts both on CPU 0; `--placement free` pins nothing.
+struct Placement: Sendable, CustomStringConvertible {
+    enum Mode: String, Sendable { case cross, same, free }
+
+    let mode: Mode
+    /// CPU of the starting side, -1 for none.
+    let first: Int32
+    /// CPU of the other side, -1 for none.
+    let second: Int32
+
+    init(_ mode: Mode) {
+        let cpus = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        // With one CPU there is nothing to choose.
+        let effective = cpus < 2 && mode == .cross ? .free : mode
+        self.mode = effective
+        switch effective {
+        case .cross: (first, second) = (0, 1)
+        case .same: (first, second) = (0, 0)
+        case .free: (first, second) = (-1, -1)
+        }
+    }
+
+    var description: String {
+        switch mode {
+        case .cross: "the starting thread on CPU 0, the other side on CPU 1"
+        case .same: "both threads on CPU 0"
+        case .free: "threads wherever the scheduler puts them"
+        }
+    }
+
+    /// Pins thread `tid` (0: the calling thread) to `cpu` (-1: leave it alone).
+    static func pin(_ tid: Int32, to cpu: Int32) {
+        _ = bench_pin_thread(tid, cpu)
+    }
+
+    /// Runs `body` with the calling thread pinned to `cpu`, then lets it run anywhere again.
+    static func whilePinned<T>(to cpu: Int32, _ body: () throws -> T) rethrows -> T {
+        guard cpu >= 0 else { return try body() }
+        pin(0, to: cpu)
+        defer { _ = bench_unpin_thread(0) }
+        return try body()
+    }
+}
