@@ -263,7 +263,7 @@ struct PortIPCTests {
         let child = ChildOutput(result)
         child.expectSuccess()
         let arrived = await server.arrival(ofCount: total, timeout: 120)
-        #expect(arrived, "\(server.count) of \(total) arrived; the port has input: \(server.port.receiver!.hasInput()). \(child)")
+        #expect(arrived, "\(server.count) of \(total) arrived; the port has input: \(server.port.receiver!.hasInput(on: server.port)). \(child)")
         let elapsed = PortProcess.now() - started
         #expect(checker.problems == [])
         #expect(checker.next == Array(repeating: Self.floodPerSender, count: Self.floodSenders))
@@ -335,7 +335,7 @@ struct PortIPCTests {
         try #require(heard, "the child never reported a timed-out send. \(child)")
         #expect(accepted > Int(SendChannel.highWaterMark), "a full queue holds more than the high-water mark")
         let arrived = await counter.arrival(atLeast: accepted + extra)
-        #expect(arrived, "\(counter.current) of \(accepted + extra) arrived; the port has input: \(stalled.receiver!.hasInput()). \(child)")
+        #expect(arrived, "\(counter.current) of \(accepted + extra) arrived; the port has input: \(stalled.receiver!.hasInput(on: stalled)). \(child)")
         // The send that timed out sent nothing: its retry is the only copy of it.
         #expect(checker.problems == [])
         #expect(checker.next == [accepted + extra])
@@ -422,7 +422,7 @@ struct PortIPCTests {
         #expect(child.integer("sent") == Self.flushCount, child.comment)
         // The child has exited: whatever it sent is here or in flight in the kernel.
         let arrived = await server.arrival(ofCount: Self.flushCount)
-        #expect(arrived, "\(server.count) of \(Self.flushCount) arrived; the port has input: \(server.port.receiver!.hasInput())")
+        #expect(arrived, "\(server.count) of \(Self.flushCount) arrived; the port has input: \(server.port.receiver!.hasInput(on: server.port))")
         #expect(checker.problems == [])
         #expect(checker.next == [Self.flushCount] && checker.total == Self.flushCount)
     }

@@ -158,7 +158,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             let made = SocketSource(
                 socket: receiver.socket,
                 pollDescriptor: receiver.pollDescriptor,
-                hasInput: { [receiver] in receiver.hasInput() },
+                hasInput: { [weak self] in self.map { receiver.hasInput(on: $0) } ?? false },
                 handler: { [weak self] _ in self?.receiveOne() }
             )
             self.source = made

@@ -28,6 +28,11 @@ final class PortReceiver: @unchecked Sendable {
     // the components it hands on.
     private let headerFrame = Message()
     private let frame = Message()
+    // Guarded by lock: a message received ahead by `hasInput`, handed out next.
+    private var readAhead: (PortMessage, UInt64?)?
+    // Guarded by lock: the last port descriptor decoded and the port it named.
+    private var lastDescriptor: [UInt8] = []
+    private var lastPort: Port?
     private let dropped = Atomic<UInt64>(0)
     /// ZMQ_FD, read once at creation.
     let pollDescriptor: Int32
@@ -95,13 +100,23 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// On the loop thread: whether a message is waiting (ZMQ_EVENTS, which
-    /// also re-arms ZMQ_FD's edge).
-    func hasInput() -> Bool {
+    /// On the loop thread: whether a message is waiting. While messages flow,
+    /// the answer is a non-blocking receive of the next one, kept for
+    /// `receive(on:)`; only when the queue looks empty is ZMQ_EVENTS read
+    /// (two system calls inside libzmq), which is also what re-arms ZMQ_FD's
+    /// edge after a receive that found nothing.
+    func hasInput(on port: Port) -> Bool {
         lock.withLock {
             guard !isClosed else { return false }
             defer { socket.releaseOwnership() }
-            return (try? socket.events.contains(.pollIn)) ?? false
+            if readAhead != nil { return true }
+            while true {
+                if let message = readOne(on: port) {
+                    readAhead = message
+                    return true
+                }
+                guard (try? socket.events.contains(.pollIn)) ?? false else { return false }
+            }
         }
     }
 
@@ -116,6 +131,8 @@ final class PortReceiver: @unchecked Sendable {
         lock.withLock {
             guard !isClosed else { return }
             isClosed = true
+            readAhead = nil
+            lastPort = nil
             socket.close()
             for path in ipcPaths { unlink(path) }
             ipcPaths.removeAll()
@@ -129,6 +146,18 @@ final class PortReceiver: @unchecked Sendable {
         lock.withLock {
             guard !isClosed else { return nil }
             defer { socket.releaseOwnership() }
+            if let message = readAhead {
+                readAhead = nil
+                return message
+            }
+            return readOne(on: port)
+        }
+    }
+
+    /// Receives and decodes the next good message, dropping (and counting)
+    /// malformed ones on the way; nil when the queue is empty. Lock held.
+    private func readOne(on port: Port) -> (PortMessage, UInt64?)? {
+        while true {
             do {
                 guard try socket.receive(into: headerFrame, dontWait: true) else { return nil }
             } catch {
@@ -145,7 +174,6 @@ final class PortReceiver: @unchecked Sendable {
                 if count <= 10 || count % 1000 == 0 {
                     Self.logger.warning("port \(port): dropped malformed message #\(count): \(error)")
                 }
-                return nil
             }
         }
     }
@@ -204,9 +232,15 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     private func decodePort() -> Result<Port, WireFormat.DecodeError> {
+        // The same reply port comes back message after message: skip the
+        // registry for it (and keep its send channel open meanwhile).
+        if let lastPort, frame.withUnsafeBytes({ $0.elementsEqual(lastDescriptor) }) { return .success(lastPort) }
         do {
             let address = try frame.withUnsafeBytes { bytes in try WireFormat.decodeDescriptor(bytes) }
-            return .success(Port.resolve(address))
+            let port = Port.resolve(address)
+            lastDescriptor = frame.withUnsafeBytes { Array($0) }
+            lastPort = port
+            return .success(port)
         } catch let error as WireFormat.DecodeError {
             return .failure(error)
         } catch {

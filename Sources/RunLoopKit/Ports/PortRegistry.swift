@@ -17,6 +17,11 @@ final class PortRegistry: @unchecked Sendable {
     private var local: [UInt64: WeakPort] = [:]
     // Guarded by lock: send rights to other processes' ports.
     private var remote: [PortAddress: WeakPort] = [:]
+    // Guarded by lock: the most recently resolved send rights, kept alive so
+    // that a reply port dropped after each reply does not close and reopen
+    // its ipc connection every time.
+    private var recent: [Port?] = Array(repeating: nil, count: 64)
+    private var recentNext = 0
 
     // Guarded by lock.
     private var atExitInstalled = false
@@ -56,13 +61,18 @@ final class PortRegistry: @unchecked Sendable {
             // Its port is gone: a send right that can only fail, clearly.
             return Port(sendRightTo: address, invalidBecause: .invalidPort("Port(\(address))"))
         }
+        var evicted: Port?
         let (port, isNew): (Port, Bool) = lock.withLock {
             if let existing = remote[address]?.port { return (existing, false) }
             let made = Port(sendRightTo: address)
             remote[address] = WeakPort(port: made)
             if remote.count % 256 == 0 { remote = remote.filter { $0.value.port != nil } }
+            evicted = recent[recentNext]
+            recent[recentNext] = made
+            recentNext = (recentNext + 1) % recent.count
             return (made, true)
         }
+        _ = evicted  // released here, outside the lock
         if isNew { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
         return port
     }
