@@ -38,7 +38,10 @@ public final class ZMQContext: @unchecked Sendable {
     ///   also uses a file descriptor, so `RLIMIT_NOFILE` limits it too.
     /// - Throws: ``ZMQError`` from `zmq_ctx_new` (for example `EMFILE`) or from
     ///   `zmq_ctx_set` (`EINVAL` when `maxSockets` is not positive).
-    public init(maxSockets: Int32 = 65_536) throws(ZMQError) {
+    /// - Parameter blockyTermination: false (the default) makes `terminate()`
+    ///   and deinit drop unsent messages (ZMQ_BLOCKY 0); true makes them wait
+    ///   for each socket's linger, to flush what was accepted.
+    public init(maxSockets: Int32 = 65_536, blockyTermination: Bool = false) throws(ZMQError) {
         guard let handle = zmq_ctx_new() else {
             throw ZMQError.last("zmq_ctx_new")
         }
@@ -53,7 +56,7 @@ public final class ZMQContext: @unchecked Sendable {
         }
         // With BLOCKY on (the default), zmq_ctx_term waits for every unsent message of
         // sockets whose linger was left infinite; with it off, new sockets linger 0.
-        if zmq_ctx_set(handle, ZMQ_BLOCKY, 0) != 0 {
+        if zmq_ctx_set(handle, ZMQ_BLOCKY, blockyTermination ? 1 : 0) != 0 {
             let error = ZMQError.last("zmq_ctx_set(ZMQ_BLOCKY, 0)")
             zmq_ctx_term(handle)
             throw error

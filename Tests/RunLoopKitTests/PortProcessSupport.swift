@@ -14,6 +14,18 @@
 // children, each of which sets `RUNLOOPKIT_RUNTIME_DIR` to a directory of the
 // test's own before it makes any port (a child runs nothing else).
 //
+// The parent while a child runs. Swift Testing awaits an exit test with
+// blocking reads of the child's pipes (standard error, the back channel) on
+// Swift concurrency threads; on this 2-core machine that is the whole
+// cooperative pool, so no `await` anywhere in the test process makes
+// progress until the child exits (code after an `await` then runs only once
+// the child has given up, which looks like a stall of the ports). So what the
+// parent does during a child's life runs on threads of its own: ports receive
+// on LoopThreads, whose handlers may reply, schedule or acknowledge, and
+// anything else runs in a `ParentSide` started before the exit test (async
+// code on a `LoopThreadExecutor`). The test awaits only once the child has
+// exited, and children never wait for the test's async code.
+//
 // Reporting. A child writes `FAIL: ...` lines for failed checks and
 // `REPORT key=value` lines for what the parent should know on its standard
 // error; the parent turns the FAIL lines into issues (`ChildOutput`). Issues
@@ -188,35 +200,37 @@ enum PortProcess {
 
     /// Runs `body` on a new thread (with a run loop of its own if it asks for
     /// one) and awaits its result without blocking a Swift concurrency
-    /// thread: blocking calls such as `sendRequest` and `lookup(timeout:)`
-    /// run there while the test awaits a child process.
+    /// thread. Use it only when no child process is running: see
+    /// `ParentSide` for work done while one is.
     static func onThread<T: Sendable>(
         _ name: String = "rlkt-ipc", _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let job = IPCThreadJob {
-                setCurrentThreadName(name)
-                continuation.resume(with: Result { try body() })
-            }
-            var handle = pthread_t()
-            let context = Unmanaged.passRetained(job).toOpaque()
-            let rc = pthread_create(&handle, nil, { context in
-                Unmanaged<IPCThreadJob>.fromOpaque(context!).takeRetainedValue().run()
-                return nil
-            }, context)
-            if rc == 0 {
-                pthread_detach(handle)
-            } else {
-                Unmanaged<IPCThreadJob>.fromOpaque(context).release()
-                continuation.resume(throwing: TestFailure("pthread_create failed: \(rc)"))
-            }
-        }
+        try await ParentSide(name, body).value()
     }
 
     /// `waitUntil` (TestSupport.swift) on a thread of its own, so that an
     /// async test never blocks a Swift concurrency thread while it waits.
     static func waitUntil(timeout: Double = 30, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
         (try? await onThread("rlkt-wait") { RunLoopKitTests_waitUntil(timeout: timeout, condition) }) ?? false
+    }
+
+    /// Watches process `pid` (looking every half millisecond) until it has
+    /// died: it is a zombie waiting to be reaped, or gone. Returns the
+    /// CLOCK_MONOTONIC time it was first seen dead, nil after `timeout`.
+    static func whenDead(_ pid: Int32, timeout: Double = 30) -> UInt64? {
+        let deadline = now() + UInt64(timeout * 1e9)
+        while now() < deadline {
+            let stat = readSmallFile("/proc/\(pid)/stat") ?? ""
+            // "pid (comm) S ...": the state follows the last ')'.
+            if let close = stat.lastIndex(of: ")") {
+                let state = stat[stat.index(after: close)...].trimmingPrefix(" ").first
+                if state == "Z" || state == "X" { return now() }
+            } else {
+                return now()  // no /proc entry: reaped
+            }
+            pause(microseconds: 500)
+        }
+        return nil
     }
 
     /// Nanoseconds on CLOCK_MONOTONIC, which all processes share.
@@ -226,8 +240,10 @@ enum PortProcess {
 
     /// Blocks the calling thread: the *input* of a test (a process that
     /// appears late), never a synchronisation.
-    static func pause(milliseconds: Int) {
-        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+    static func pause(milliseconds: Int) { pause(microseconds: milliseconds * 1000) }
+
+    static func pause(microseconds: Int) {
+        var request = timespec(tv_sec: microseconds / 1_000_000, tv_nsec: (microseconds % 1_000_000) * 1000)
         var remaining = timespec()
         while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
     }
@@ -242,6 +258,140 @@ private final class IPCThreadJob: @unchecked Sendable {
     // @unchecked Sendable: handed to the new thread once, used there only.
     let run: () -> Void
     init(_ run: @escaping () -> Void) { self.run = run }
+}
+
+// MARK: - The parent's side while a child runs
+
+/// Work a test process does *while* one of its exit-test children runs.
+///
+/// Swift Testing awaits an exit test with blocking reads of the child's
+/// pipes (its standard error and the back channel) on Swift concurrency
+/// threads; on this 2-core machine that is the whole cooperative pool, so
+/// no `await` in the test process makes progress until the child exits.
+/// Whatever the parent must do during the child's life (look up the
+/// child's port, send to it, kill it, time its death) therefore runs on a
+/// thread of its own, started before the exit test, and the test collects
+/// the result after the child has exited.
+final class ParentSide<T: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `state` is Locked; the body runs once on its thread.
+    private enum State {
+        case running([CheckedContinuation<T, any Error>])
+        case done(Result<T, any Error>)
+    }
+
+    private let state = Locked<State>(.running([]))
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Starts `body` on a new thread now.
+    init(_ name: String = "rlkt-parent", _ body: @escaping @Sendable () throws -> T) {
+        let job = IPCThreadJob { [self] in
+            setCurrentThreadName(name)
+            complete(Result { try body() })
+        }
+        var handle = pthread_t()
+        let context = Unmanaged.passRetained(job).toOpaque()
+        let rc = pthread_create(&handle, nil, { context in
+            Unmanaged<IPCThreadJob>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        if rc == 0 {
+            pthread_detach(handle)
+        } else {
+            Unmanaged<IPCThreadJob>.fromOpaque(context).release()
+            complete(.failure(TestFailure("pthread_create failed: \(rc)")))
+        }
+    }
+
+    private func complete(_ result: Result<T, any Error>) {
+        let waiters: [CheckedContinuation<T, any Error>] = state.withLock { state in
+            guard case let .running(waiters) = state else { return [] }
+            state = .done(result)
+            return waiters
+        }
+        finished.signal()
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    /// What the body returned or threw.
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let done: Result<T, any Error>? = state.withLock { state in
+                switch state {
+                case let .running(waiters):
+                    state = .running(waiters + [continuation])
+                    return nil
+                case let .done(result):
+                    return result
+                }
+            }
+            if let done { continuation.resume(with: done) }
+        }
+    }
+
+    /// What the body returned or threw, once it is done.
+    var finishedResult: Result<T, any Error>? {
+        state.withLock { state in
+            if case let .done(result) = state { return result }
+            return nil
+        }
+    }
+
+    /// Blocks until the body is done (for a thread that is not a Swift
+    /// concurrency thread); false after `timeout` seconds.
+    func wait(timeout: Double = 60) -> Bool { finished.wait(timeout: .now() + timeout) == .success }
+}
+
+/// A Swift concurrency executor that runs its jobs on a `LoopThread`: async
+/// code the parent runs while a child lives (an async `request`) does not
+/// need the cooperative pool, which the exit test holds.
+final class LoopThreadExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked Sendable: LoopThread is Sendable; nothing else is stored.
+    let thread: LoopThread
+
+    init(name: String) throws {
+        thread = LoopThread(name: name)
+        try thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        do {
+            try thread.perform { job.runSynchronously(on: executor) }
+        } catch {
+            fatalError("LoopThreadExecutor \(thread.name): the thread refused a job: \(error)")
+        }
+    }
+
+    /// Starts `body` as a task that runs on this executor's thread; the
+    /// returned `ParentSide`-like handle gives its result.
+    func start<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> AsyncParentSide<T> {
+        let handle = AsyncParentSide<T>()
+        Task(executorPreference: self) {
+            do { handle.complete(.success(try await body())) } catch { handle.complete(.failure(error)) }
+        }
+        return handle
+    }
+
+    func stop() { thread.stopAfterDraining() }
+}
+
+/// The result of async work started on a `LoopThreadExecutor`.
+final class AsyncParentSide<T: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `result` is Locked.
+    private let result = Locked<Result<T, any Error>?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    func complete(_ outcome: Result<T, any Error>) {
+        result.value = outcome
+        finished.signal()
+    }
+
+    /// Blocks until the work is done (safety net: `timeout`); nil if it is not.
+    func wait(timeout: Double = 60) -> Result<T, any Error>? {
+        guard finished.wait(timeout: .now() + timeout) == .success else { return nil }
+        return result.value
+    }
 }
 
 // MARK: - Waiting for counts
@@ -288,6 +438,22 @@ final class IPCCounter: @unchecked Sendable {
     /// parallel (there are as many as cores).
     func arrival(atLeast target: Int, timeout: Double = 30) async -> Bool {
         (try? await PortProcess.onThread("rlkt-wait") { self.wait(atLeast: target, timeout: timeout) }) ?? false
+    }
+
+    /// Waits until the count is at least `target`, or until it has not
+    /// changed for `idle` seconds (what was in flight has arrived by then),
+    /// on a thread of its own. True if it got there.
+    func arrivalWhileProgressing(atLeast target: Int, idle: Double = 3) async -> Bool {
+        let counter = self
+        return (try? await PortProcess.onThread("rlkt-wait") { () -> Bool in
+            var last = counter.current
+            while !counter.wait(atLeast: target, timeout: idle) {
+                let now = counter.current
+                if now == last { return false }
+                last = now
+            }
+            return true
+        }) ?? false
     }
 
     /// Waits until the count is at least `target`, for `timeout` seconds at
@@ -343,6 +509,11 @@ final class IPCInbox: Sendable {
     /// Blocks until `count` messages have arrived (`timeout` is a safety net).
     @discardableResult
     func wait(forCount count: Int, timeout: Double = 30) -> Bool { counter.wait(atLeast: count, timeout: timeout) }
+
+    /// Awaits `count` messages, or until none has arrived for `idle` seconds.
+    func arrivalWhileProgressing(ofCount count: Int, idle: Double = 3) async -> Bool {
+        await counter.arrivalWhileProgressing(atLeast: count, idle: idle)
+    }
 
     /// Awaits `count` messages without blocking a Swift concurrency thread.
     func arrival(ofCount count: Int, timeout: Double = 30) async -> Bool {

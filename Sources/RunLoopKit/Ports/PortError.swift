@@ -48,7 +48,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalidName(name, reason): "invalid port name '\(name)': \(reason)"
         case let .nameInUse(name, pid): "port name '\(name)' is held by live process \(pid)"
         case let .nameNotFound(name): "no live process has registered the port name '\(name)'"
-        case let .pathTooLong(path, limit): "ipc socket path is \(path.utf8.count) bytes, over the \(limit)-byte limit of a Unix socket address: \(path) (set XDG_RUNTIME_DIR to a shorter directory or use a shorter name)"
+        case let .pathTooLong(path, limit): "ipc socket path is \(path.utf8.count) bytes, over the \(limit)-byte limit of a Unix socket address: \(path) (point RUNLOOPKIT_RUNTIME_DIR or XDG_RUNTIME_DIR at a shorter directory, or use a shorter name)"
         case let .runtimeDirectoryUnsafe(path, reason): "runtime directory \(path) cannot be used: \(reason)"
         case let .notLocal(port): "port \(port) is a send right to another port: only a local port can receive"
         case let .scheduledOnAnotherLoop(port): "port \(port) is already scheduled on another run loop: a local port receives on one loop (any of its modes)"

@@ -32,7 +32,7 @@ public enum PortNameServer {
         guard let receiver = port.receiver else { throw .notLocal(port.description) }
         guard port.isValid else { throw port.invalidError() }
         let paths = try self.paths(for: name)
-        let fd = open(paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(paths.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .systemCallFailed(call: "open(\(paths.lock))", errno: errno) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = (try? readRegistration(fd))?.pid ?? 0
@@ -102,7 +102,7 @@ public enum PortNameServer {
     }
 
     private static func lookOnce(_ paths: (socket: String, lock: String)) throws(PortError) -> PortAddress? {
-        let fd = open(paths.lock, O_RDONLY | O_CLOEXEC)
+        let fd = open(paths.lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 {

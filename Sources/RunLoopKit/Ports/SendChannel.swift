@@ -160,7 +160,9 @@ final class OutboundFlush: @unchecked Sendable {
 
     let context: ZMQContext = {
         do {
-            return try ZMQContext()
+            // Blocky: terminating waits, for at most each socket's linger
+            // (2 s), until libzmq has written out what it accepted.
+            return try ZMQContext(blockyTermination: true)
         } catch {
             fatalError("RunLoopKit: cannot create the ZeroMQ context for cross-process sends: \(error)")
         }
