@@ -188,7 +188,7 @@ struct BlockTests {
     @Test("S-BLK-2: performAndWait on a loop whose thread has exited throws, no hang")
     func performAndWaitOnExitedLoop() throws {
         let loop = try SpawnedThread<RunLoop>(named: "blk-exited") { RunLoop.current }.join()
-        #expect(loop.isTornDownForThreadExit)
+        #expect(loop.hasThreadExited)
         #expect(!loop.perform {})
         #expect(throws: RunLoopError.loopThreadExited(threadName: "blk-exited")) {
             try loop.performAndWait { 1 }

@@ -99,7 +99,7 @@ struct KeepAliveTests {
         while ProcessProbe.threadExists(tid) && monotonicNow() < deadline { sched_yield() }
         #expect(!ProcessProbe.threadExists(tid), "the thread outlived its owner")
         #expect(weakOwner == nil)
-        #expect(loop.isTornDownForThreadExit)
+        #expect(loop.hasThreadExited)
     }
 
     // MARK: - S-KEEP-3

@@ -153,7 +153,7 @@ struct MisuseTests {
         #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try worker.perform(waitUntilDone: true) {} }
         await #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try await worker.performAndAwait { 1 } }
         // The seeds' dangling-thread pitfall: the old loop reference is harmless.
-        #expect(loop.isTornDownForThreadExit)
+        #expect(loop.hasThreadExited)
         #expect(!loop.perform {})
         #expect(throws: RunLoopError.loopThreadExited(threadName: "mis-stopped")) { try loop.performAndWait { 1 } }
         loop.wakeUp()

@@ -85,7 +85,7 @@ struct ThreadTests {
             RunLoop.main.perform(inModes: ["S-THR-2.never-run"]) {}
         }
         #expect(accepted)
-        #expect(!RunLoop.main.isTornDownForThreadExit)
+        #expect(!RunLoop.main.hasThreadExited)
     }
 
     // MARK: S-THR-3
@@ -127,7 +127,7 @@ struct ThreadTests {
             loop.run(mode: .default, seconds: 0)
             return loop
         }
-        #expect(loop.isTornDownForThreadExit)
+        #expect(loop.hasThreadExited)
         loop.wakeUp()
         loop.wakeUp()
         loop.stop()

@@ -18,10 +18,6 @@ final class ModeState {
     /// S-RUN-1: observers alone do not keep a run going.
     var hasSourcesOrTimers: Bool { !customSources.isEmpty || !socketSources.isEmpty || !timers.isEmpty }
 
-    var observedActivities: RunLoop.Activity {
-        observers.reduce(into: []) { $0.formUnion($1.activities) }
-    }
-
     /// Inserts keeping `order` ascending and insertion order among equals.
     static func insertOrdered<Item: AnyObject>(_ item: Item, into list: inout [Item], order: (Item) -> Int) -> Bool {
         if list.contains(where: { $0 === item }) { return false }

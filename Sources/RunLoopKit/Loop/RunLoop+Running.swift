@@ -72,7 +72,7 @@ extension RunLoop {
         }
         var snapshot = ModeSnapshot()
         refresh(&snapshot, mode: mode)
-        guard !isTornDownForThreadExit, snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else {
+        guard !hasThreadExited, snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else {
             return (.finished, false)
         }
         lock.withLock { modeStack.append(mode) }
@@ -174,7 +174,8 @@ extension RunLoop {
     }
 
     func hasBlocks(for mode: Mode, isCommon: Bool) -> Bool {
-        lock.withLock { !blocks.isEmpty && blocks.containsBlock(for: mode, isCommon: isCommon) }
+        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
+        return lock.withLock { blocks.containsBlock(for: mode, isCommon: isCommon) }
     }
 
     // MARK: - Callouts
@@ -204,10 +205,12 @@ extension RunLoop {
             // begun telling beforeWaiting, every waiting observer is told
             // both, as CFRunLoop tells afterWaiting after every wake-up
             // (S-RUN-2 step 8), a stop's included.
-            if isStopPending && ![.entry, .exit, .beforeWaiting, .afterWaiting].contains(activity) { return }
+            if isStopPending && !Self.activitiesToldDespiteStop.contains(activity) { return }
             callout(.observer(activity), snapshot, mode: mode) { observer.call(activity) }
         }
     }
+
+    private static let activitiesToldDespiteStop: Activity = [.entry, .exit, .beforeWaiting, .afterWaiting]
 
     /// A stop was asked for and not yet turned into a result.
     var isStopPending: Bool { stopRequested.load(ordering: .relaxed) }
@@ -216,6 +219,8 @@ extension RunLoop {
     /// (S-BLK-4). Blocks queued while draining wait for the next pass, and a
     /// stop ends the drain after the block in progress. Returns whether any ran.
     private func drainBlocks(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
+        // Most passes find no block: an atomic load instead of the lock.
+        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
         var ran = false
         var remaining = -1
         let isCommon = snapshot.isCommon
@@ -230,6 +235,7 @@ extension RunLoop {
                     return nil
                 }
                 remaining -= 1
+                pendingBlockCount.wrappingSubtract(1, ordering: .releasing)
                 return block
             }
             guard let block = next else { return ran }

@@ -80,6 +80,9 @@ public final class RunLoop: @unchecked Sendable {
     let commonItems = ModeState(mode: .common)
     // Guarded by lock.
     var blocks = BlockQueue()
+    /// `blocks.count`, readable without the lock, so that a pass with no
+    /// block queued (most passes) skips the lock. Changed under the lock.
+    let pendingBlockCount = Atomic<Int>(0)
     // Guarded by lock: the modes of the runs in progress, innermost last.
     var modeStack: [Mode] = []
     // Guarded by lock: epoll token -> socket source, for every source of this loop.
@@ -225,8 +228,9 @@ public final class RunLoop: @unchecked Sendable {
         set { ownedByLoopThread.store(newValue, ordering: .relaxed) }
     }
 
-    /// Whether the loop's thread has exited and the loop was torn down.
-    public var isTornDownForThreadExit: Bool { lock.withLock { isTornDown } }
+    /// Whether the loop's thread has exited, so that the loop was torn down
+    /// (S-THR-3): nothing runs on it any more.
+    public var hasThreadExited: Bool { lock.withLock { isTornDown } }
 
     // MARK: - Waking and stopping
 
@@ -639,6 +643,7 @@ public final class RunLoop: @unchecked Sendable {
         let accepted: Bool = lock.withLock {
             guard !isTornDown else { return false }
             blocks.append(block)
+            pendingBlockCount.wrappingAdd(1, ordering: .releasing)
             return true
         }
         if accepted { wakeUp() }
@@ -675,6 +680,7 @@ public final class RunLoop: @unchecked Sendable {
             delayedPerforms.removeAll()
             monitorStorage = nil
             bumpVersionLocked()
+            pendingBlockCount.store(0, ordering: .releasing)
             return (customSources, timers, observers, sockets, blocks.removeAll())
         }
         // A torn-down loop is never woken again: its eventfd stays quiet.
