@@ -158,23 +158,7 @@ enum PortProcess {
     /// on the wording of its message.
     static func caseName(_ error: (any Error)?) -> String {
         guard let error = error as? PortError else { return error.map { "not a PortError: \($0)" } ?? "no error" }
-        return switch error {
-        case .invalidPort: "invalidPort"
-        case .peerDied: "peerDied"
-        case .timedOut: "timedOut"
-        case .componentNotTransferable: "componentNotTransferable"
-        case .messageTooLarge: "messageTooLarge"
-        case .invalidName: "invalidName"
-        case .nameInUse: "nameInUse"
-        case .nameNotFound: "nameNotFound"
-        case .pathTooLong: "pathTooLong"
-        case .runtimeDirectoryUnsafe: "runtimeDirectoryUnsafe"
-        case .notLocal: "notLocal"
-        case .scheduledOnAnotherLoop: "scheduledOnAnotherLoop"
-        case .zeroMQ: "zeroMQ"
-        case .systemCallFailed: "systemCallFailed"
-        case .runLoop: "runLoop"
-        }
+        return error.caseName  // PortTestSupport.swift
     }
 
     /// The error `body` throws, nil if it returns.

@@ -62,11 +62,12 @@ final class SendChannel: @unchecked Sendable {
         let socket = try connectedSocket()
         do {
             // The first frame decides: accepted, or no room yet.
-            while try !frames.send(0, on: socket) {
+            var portsSent = 0
+            while try !frames.send(0, on: socket, portsSent: &portsSent) {
                 if let error = destinationError() { throw error }
                 try waitForRoom(socket, deadline: deadline)
             }
-            for index in 1..<frames.count where try !frames.send(index, on: socket) {
+            for index in 1..<frames.count where try !frames.send(index, on: socket, portsSent: &portsSent) {
                 // libzmq refuses a later frame only when the peer's
                 // connection broke mid-message; it discards the part sent.
                 throw PortError.peerDied(pid: address.pid, port: address.description)
@@ -131,7 +132,9 @@ struct OutgoingFrames {
     var count: Int { 1 + components.count + (replyDescriptor == nil ? 0 : 1) }
 
     /// Sends frame `index` without blocking; false if there was no room.
-    func send(_ index: Int, on socket: Socket) throws -> Bool {
+    /// `portsSent` counts the port components already sent, which says
+    /// which descriptor a port component's frame carries.
+    func send(_ index: Int, on socket: Socket, portsSent: inout Int) throws -> Bool {
         let more = index < count - 1
         if index == 0 { return try socket.send(header, more: more, dontWait: true) }
         if index <= components.count {
@@ -139,8 +142,8 @@ struct OutgoingFrames {
             case let .data(data):
                 return try socket.send(data, more: more, dontWait: true)
             case .port:
-                let ordinal = components[..<(index - 1)].reduce(0) { if case .port = $1 { $0 + 1 } else { $0 } }
-                return try portDescriptors[ordinal].withUnsafeBytes { try socket.send($0, more: more, dontWait: true) }
+                defer { portsSent += 1 }
+                return try portDescriptors[portsSent].withUnsafeBytes { try socket.send($0, more: more, dontWait: true) }
             }
         }
         return try replyDescriptor!.withUnsafeBytes { try socket.send($0, more: more, dontWait: true) }

@@ -23,8 +23,8 @@ final class TapPipeline: @unchecked Sendable {
     private var queue: [PortTapEvent] = []
     // Guarded by lock: the drain's spare buffer, swapped with `queue`.
     private var spare: [PortTapEvent] = []
-    // Guarded by lock.
-    private var dataBytes = 16
+    /// Leading bytes of each data component an event carries.
+    private let dataBytes = Atomic<Int>(16)
     // Guarded by lock: set once by start.
     private var thread: LoopThread?
     private var loop: RunLoop?
@@ -43,7 +43,7 @@ final class TapPipeline: @unchecked Sendable {
 
     func start(endpoint: String, dataBytes: Int) throws(PortError) {
         try lock.withLock { () throws(PortError) -> Void in
-            self.dataBytes = dataBytes
+            self.dataBytes.store(dataBytes, ordering: .relaxed)
             guard thread == nil else { return }
             let made = LoopThread(name: "rlk-tap")
             do { try made.start() } catch { throw .runLoop(.systemCallFailed(call: "starting rlk-tap: \(error)", errno: 0)) }
@@ -85,7 +85,7 @@ final class TapPipeline: @unchecked Sendable {
         kind: PortTapEvent.Kind, time: Int64, destination: Port, msgid: UInt32, components: [PortMessage.Component],
         source: Port?, traceID: UInt64?
     ) {
-        let headBytes = lock.withLock { dataBytes }
+        let headBytes = dataBytes.load(ordering: .relaxed)
         let event = PortTapEvent(
             kind: kind, time: time, pid: ProcessIdentity.current.pid,
             thread: ThreadIdentity.cachedName, source: source?.tapLabel, destination: destination.tapLabel,
