@@ -34,8 +34,8 @@ struct PortTapTests {
                                      "every send must pair with exactly one delivery")
             let first = deliveries[0]
             try PortTapTests.require(first.thread == "tap-exact" && first.pid == getpid() && first.destination == port.tapLabel)
-            try PortTapTests.require(first.components == [PortTapEvent.Component(kind: "data", size: 5, head: "abcdef01"),
-                                                          PortTapEvent.Component(kind: "port", size: 0, head: port.tapLabel)])
+            try PortTapTests.require(first.components == [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01"),
+                                                          PortTapEvent.Component(kind: .port, size: 0, head: port.tapLabel)])
             try PortTapTests.require(PortTap.droppedEventCount == 0 && events.allSatisfy { $0.dropped == 0 })
             port.invalidate()
             worker.stop()

@@ -27,7 +27,7 @@ struct LiveView {
     }
 
     private func component(_ component: PortTapEvent.Component) -> String {
-        if component.kind == "port" { return "port \(component.head ?? "?")" }
+        if component.kind == .port { return "port \(component.head ?? "?")" }
         var text = "data \(component.size)B"
         if let hexBytes, hexBytes > 0, let head = component.head {
             text += " " + String(head.prefix(hexBytes * 2))

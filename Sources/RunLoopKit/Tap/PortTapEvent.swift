@@ -12,12 +12,20 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// One component of the message: its kind, its size, and its first bytes
     /// (data components only, as many as the tap was told to keep).
     public struct Component: Codable, Sendable, Hashable {
-        public var kind: String   // "data" or "port"
+        /// What a component is; encoded as "data" or "port".
+        public enum Kind: String, Codable, Sendable {
+            case data
+            case port
+        }
+
+        public var kind: Kind
+        /// Bytes of a data component; 0 for a port.
         public var size: Int
-        /// The first bytes of a data component, in hexadecimal.
+        /// The first bytes of a data component, in hexadecimal; for a port,
+        /// its name as the tap shows ports.
         public var head: String?
 
-        public init(kind: String, size: Int, head: String? = nil) {
+        public init(kind: Kind, size: Int, head: String? = nil) {
             self.kind = kind
             self.size = size
             self.head = head

@@ -142,14 +142,14 @@ final class TapPipeline: @unchecked Sendable {
     private static func summary(of component: PortMessage.Component, headBytes: Int) -> PortTapEvent.Component {
         switch component {
         case let .port(port):
-            return PortTapEvent.Component(kind: "port", size: 0, head: port.tapLabel)
+            return PortTapEvent.Component(kind: .port, size: 0, head: port.tapLabel)
         case let .data(data):
-            guard headBytes > 0, !data.isEmpty else { return PortTapEvent.Component(kind: "data", size: data.count) }
+            guard headBytes > 0, !data.isEmpty else { return PortTapEvent.Component(kind: .data, size: data.count) }
             let hex = data.prefix(headBytes).map { byte in
                 let digits = String(byte, radix: 16)
                 return byte < 16 ? "0" + digits : digits
             }.joined()
-            return PortTapEvent.Component(kind: "data", size: data.count, head: hex)
+            return PortTapEvent.Component(kind: .data, size: data.count, head: hex)
         }
     }
 }
