@@ -34,7 +34,11 @@ final class ProcessWatcher: @unchecked Sendable {
     func watch(_ process: ProcessIdentity) {
         guard let loop: RunLoop = lock.withLock({
             guard watched.insert(process).inserted else { return nil }
-            return watcherLoopLocked()
+            guard let loop = watcherLoopLocked() else {
+                watched.remove(process)  // a later watch tries again
+                return nil
+            }
+            return loop
         }) else { return }
         let fd = rlk_pidfd_open(process.pid)
         if fd < 0 {
