@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What one mode of one loop holds (CFRunLoopMode). Every property is
 /// guarded by the owning loop's lock; the loop thread works from a snapshot
 /// (`ModeSnapshot`) so that no user code ever runs under that lock.
@@ -51,6 +53,9 @@ struct ModeSnapshot {
     var observedActivities: RunLoop.Activity = []
     var socketSources: [SocketSource] = []
     var socketSourceIDs: Set<ObjectIdentifier> = []
+    /// Unique to each refresh of each snapshot in the process (see `contains`).
+    var stamp: UInt64 = 0
+    private static let nextStamp = Atomic<UInt64>(1)
     /// Whether the mode is one of the loop's common modes.
     var isCommon = false
     /// Socket sources whose type can send (see `SocketSource.needsCheckBeforeSleeping`).
@@ -67,6 +72,23 @@ struct ModeSnapshot {
     /// timer's tolerance window: timers whose windows overlap fire in one
     /// wake-up (S-TMR-3), and a timer with nothing to share a wake-up with
     /// fires at its fire date, never later than it must.
+    /// Gives this snapshot a stamp no other snapshot has had.
+    mutating func restamp() {
+        stamp = Self.nextStamp.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// Whether `source` is one of the mode's socket sources. A source stamped
+    /// by this very refresh is (stamps are never reused); any other is looked
+    /// up, then stamped, so a busy source is looked up once per refresh,
+    /// not once per message. Nested runs of other modes may re-stamp a
+    /// source: that only costs the next lookup.
+    func contains(_ source: SocketSource) -> Bool {
+        if source.memberStamp.load(ordering: .relaxed) == stamp { return true }
+        guard socketSourceIDs.contains(ObjectIdentifier(source)) else { return false }
+        source.memberStamp.store(stamp, ordering: .relaxed)
+        return true
+    }
+
     mutating func recomputeTimerInstants() {
         var earliest = MonotonicClock.never
         var deadline = MonotonicClock.never

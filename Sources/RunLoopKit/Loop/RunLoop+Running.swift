@@ -129,7 +129,8 @@ extension RunLoop {
             // 11: decide, in CFRunLoop's order.
             if handled && returnAfterSourceHandled { return .handledSource }
             if deadline != MonotonicClock.never && MonotonicClock.now() >= deadline { return .timedOut }
-            if stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
+            // A load first: the exchange is a locked instruction, and most passes have no stop.
+            if isStopPending && stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             refresh(&snapshot, mode: mode)
             if !snapshot.hasSourcesOrTimers && !hasBlocks(for: mode, isCommon: snapshot.isCommon) { return .finished }
         }
@@ -168,6 +169,7 @@ extension RunLoop {
         }
         snapshot.observedActivities = snapshot.observers.reduce(into: []) { $0.formUnion($1.activities) }
         snapshot.socketSourceIDs = Set(snapshot.socketSources.map(ObjectIdentifier.init))
+        snapshot.restamp()
         snapshot.socketsToCheckBeforeSleeping = snapshot.socketSources.filter(\.needsCheckBeforeSleeping)
         snapshot.recomputeTimerInstants()
         for source in newSockets { appendToReadyList(source) }
@@ -263,8 +265,19 @@ extension RunLoop {
     // MARK: - Socket sources
 
     private func appendToReadyList(_ source: SocketSource, confirmed: Bool = false) {
-        guard readyMembers.insert(ObjectIdentifier(source)).inserted else { return }
-        readyList.append((source, confirmed))
+        guard source.readyMark.load(ordering: .relaxed) != readyID else { return }
+        source.readyMark.store(readyID, ordering: .relaxed)
+        readyList.append(source, confirmed: confirmed)
+    }
+
+    /// Clears this loop's mark on a source taken off its ready list; a mark
+    /// another loop has set since (the source moved) is left alone.
+    func forgetReady(_ source: SocketSource) {
+        var expected = readyID
+        while !source.readyMark.compareExchange(expected: expected, desired: 0, ordering: .relaxed).exchanged {
+            expected = source.readyMark.load(ordering: .relaxed)
+            if expected != readyID { return }
+        }
     }
 
     /// Step 6: is a socket source of this mode ready now? Sockets that can
@@ -272,7 +285,7 @@ extension RunLoop {
     /// consumed their readiness edge.
     private func hasReadySocketSource(_ snapshot: inout ModeSnapshot) -> Bool {
         for source in snapshot.socketsToCheckBeforeSleeping
-        where !readyMembers.contains(ObjectIdentifier(source)) && source.isValid && source.hasInput() {
+        where source.readyMark.load(ordering: .relaxed) != readyID && source.isValid && source.hasInput() {
             appendToReadyList(source, confirmed: true)
         }
         return firstReadyIndex(snapshot) != nil
@@ -285,31 +298,26 @@ extension RunLoop {
     private func firstReadyIndex(_ snapshot: ModeSnapshot) -> Int? {
         var index = 0
         while index < readyList.count {
-            let source = readyList[index].source
+            let source = readyList.source(at: index)
             if !source.isValid {
-                removeFromReadyList(at: index)
+                forgetReady(readyList.remove(at: index))
                 continue
             }
-            guard snapshot.socketSourceIDs.contains(ObjectIdentifier(source)) else {
+            guard snapshot.contains(source) else {
                 if source.binding.loop !== self {
-                    removeFromReadyList(at: index)
+                    forgetReady(readyList.remove(at: index))
                 } else {
                     index += 1
                 }
                 continue
             }
-            if readyList[index].confirmed || source.hasInput() {
-                readyList[index].confirmed = true
+            if readyList.isConfirmed(at: index) || source.hasInput() {
+                readyList.confirm(at: index)
                 return index
             }
-            removeFromReadyList(at: index)
+            forgetReady(readyList.remove(at: index))
         }
         return nil
-    }
-
-    private func removeFromReadyList(at index: Int) {
-        let entry = readyList.remove(at: index)
-        readyMembers.remove(ObjectIdentifier(entry.source))
     }
 
     /// Step 9, second half: one socket source event per pass (S-SRC1-1). A
@@ -317,10 +325,15 @@ extension RunLoop {
     /// cannot starve the others, and is looked at again before the loop sleeps.
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
         guard !isStopPending, let index = firstReadyIndex(snapshot) else { return false }
-        let source = readyList[index].source
-        removeFromReadyList(at: index)
+        let source = readyList.remove(at: index)
+        if source.isSocket && source.isValid {
+            // Back of the list before the callout (its mark stays set), so
+            // that a nested run inside the handler finds it there.
+            readyList.append(source, confirmed: false)
+        } else {
+            forgetReady(source)
+        }
         callout(.socketSource, snapshot, mode: mode) { source.handle() }
-        if source.isSocket && source.isValid { appendToReadyList(source) }
         return true
     }
 
@@ -359,6 +372,8 @@ extension RunLoop {
     /// timer is never early (S-TMR-2). Returns how many fired.
     private func fireDueTimers(_ snapshot: inout ModeSnapshot, mode: Mode) -> Int {
         refresh(&snapshot, mode: mode)
+        // No clock read in the passes of a mode without timers.
+        guard snapshot.earliestTimerFire != MonotonicClock.never else { return 0 }
         let now = MonotonicClock.now()
         guard snapshot.earliestTimerFire <= now else { return 0 }
         dueTimers.removeAll(keepingCapacity: true)

@@ -52,11 +52,11 @@ public final class RunLoop: @unchecked Sendable {
     static let eventBufferCapacity: Int32 = 64
     /// Socket sources that may have input, in arrival order: the answer to
     /// step 6 of S-RUN-2 without a system call (DESIGN.md, ready list).
-    /// `confirmed`: ZMQ_EVENTS showed input since the source was last handled.
-    var readyList: [(source: SocketSource, confirmed: Bool)] = []
-    /// Who is on `readyList`. Kept here, not in the source, because a source
-    /// may move to another loop, whose thread must not share these flags.
-    var readyMembers: Set<ObjectIdentifier> = []
+    var readyList = ReadyQueue()
+    /// What this loop writes in `SocketSource.readyMark` while a source is
+    /// on its ready list: unique to the loop, never 0.
+    let readyID: UInt64 = RunLoop.nextReadyID.wrappingAdd(1, ordering: .relaxed).oldValue
+    private static let nextReadyID = Atomic<UInt64>(1)
     /// Scratch for the timers due in one pass, reused to avoid allocating.
     var dueTimers: [Timer] = []
 
@@ -690,8 +690,7 @@ public final class RunLoop: @unchecked Sendable {
         for observer in observers { observer.detach() }
         for source in sockets { source.detach() }
         for block in pending { block.discarded?() }
-        readyList.removeAll()
-        readyMembers.removeAll()
+        while !readyList.isEmpty { forgetReady(readyList.remove(at: 0)) }
         dueTimers.removeAll()
         baseWaitSet = nil
         wakeUpTimer = nil

@@ -89,11 +89,19 @@ enum WireFormat {
     struct Header {
         let msgid: UInt32
         let hasReplyPort: Bool
-        /// `kindData` or `kindPort`, one per component.
-        let kinds: [UInt8]
+        let componentCount: Int
+        /// The kinds of a message with a port component; nil when every
+        /// component is data, the usual case, which then costs no array.
+        let mixedKinds: [UInt8]?
         /// Present when the sender's tap was on.
         let traceID: UInt64?
-        var frameCount: Int { 1 + kinds.count + (hasReplyPort ? 1 : 0) }
+        var frameCount: Int { 1 + componentCount + (hasReplyPort ? 1 : 0) }
+
+        /// `kindData` or `kindPort`: the kind of component `index`.
+        func kind(at index: Int) -> UInt8 { mixedKinds?[index] ?? kindData }
+
+        /// The kinds of all the components, in order.
+        var kinds: [UInt8] { mixedKinds ?? Array(repeating: kindData, count: componentCount) }
     }
 
     static func readHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
@@ -111,16 +119,18 @@ enum WireFormat {
             throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
         }
         let msgid = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-        var kinds = [UInt8]()
-        kinds.reserveCapacity(count)
+        var mixedKinds: [UInt8]?
         for index in 0..<count {
             let kind = bytes[headerFixedSize + index]
             guard kind == kindData || kind == kindPort else { throw .unknownComponentKind(kind) }
-            kinds.append(kind)
+            if kind == kindPort && mixedKinds == nil {
+                mixedKinds = Array(bytes[headerFixedSize..<headerFixedSize + count])
+            }
         }
         let traceID = traced
             ? UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: headerFixedSize + count, as: UInt64.self)) : nil
-        return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, kinds: kinds, traceID: traceID)
+        return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, componentCount: count,
+                      mixedKinds: mixedKinds, traceID: traceID)
     }
 
     // MARK: - Port descriptors

@@ -52,6 +52,15 @@ public final class SocketSource: @unchecked Sendable {
     // Guarded by the loop's lock: what the loop registered with epoll.
     var registeredDescriptor: (fd: Int32, edgeTriggered: Bool) = (-1, false)
 
+    /// The `readyID` of the loop whose ready list holds this source, or 0:
+    /// the loop asks this, not a set, on every socket event. Atomic because
+    /// a source can move to another loop while its old loop still has a
+    /// stale entry; each loop only sets its own id and clears its own id.
+    let readyMark = Atomic<UInt64>(0)
+    /// The stamp of the last mode snapshot that found this source among its
+    /// sources (`ModeSnapshot.contains`): a hit answers without hashing.
+    let memberStamp = Atomic<UInt64>(0)
+
     /// A source on a ZeroMQ socket. The handler gets the source and the socket.
     public init(socket: Socket, order: Int = 0, handler: @escaping @Sendable (SocketSource, Socket) -> Void) {
         endpoint = .socket(socket)
