@@ -332,4 +332,35 @@ struct TimerTests {
         #expect(try loopThread.join() == .finished)
         #expect(fired.value >= moved + 799 * Self.ms, "the timer fired at its old date")
     }
+
+    @Test("S-TMR-2, S-TMR-3: the loop's sorted timer schedule finds the due timers earliest first and the same wake-up as looking at every timer")
+    func scheduleMatchesLookingAtEveryTimer() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let base = MonotonicClock.now() + 1_000_000_000
+            let timers = try (0..<200).map { _ in
+                let timer = try RunLoopKit.Timer(
+                    fire: MonotonicClock.date(for: base + UInt64.random(in: 0..<100_000_000, using: &generator)),
+                    interval: 1, repeats: true) { _ in }
+                if Bool.random(using: &generator) { timer.tolerance = Double.random(in: 0..<0.05, using: &generator) }
+                return timer
+            }
+            var schedule = TimerSchedule()
+            schedule.rebuild(timers)
+            // Every timer's window, the slow way: the latest fire date within the earliest window's end.
+            let deadline = timers.map(\.latestWakeInstant).min()!
+            let expectedWake = timers.map(\.nextFireInstant).filter { $0 <= deadline }.max()!
+            #expect(schedule.earliest == timers.map(\.nextFireInstant).min()!)
+            #expect(schedule.wakeInstant() == expectedWake)
+            // Half of them due: all of those, in fire order, and none of the others.
+            let now = base + 50_000_000
+            var due: [RunLoopKit.Timer] = []
+            schedule.takeDue(now: now, into: &due)
+            let expectedDue = timers.filter { $0.nextFireInstant <= now }
+            #expect(Set(due.map(ObjectIdentifier.init)) == Set(expectedDue.map(ObjectIdentifier.init)))
+            #expect(due.map(\.nextFireInstant) == due.map(\.nextFireInstant).sorted())
+            #expect(schedule.earliest > now)
+            for timer in timers { timer.invalidate() }
+        }
+    }
 }

@@ -63,15 +63,9 @@ struct ModeSnapshot {
     var waitSet: WaitSet?
     var hasSourcesOrTimers = false
     var monitor: (any RunLoopMonitor)?
-    /// The earliest fire instant and the latest allowed wake instant of the
-    /// mode's timers; recomputed after a refresh or a fire.
-    var earliestTimerFire = MonotonicClock.never
-    var timerWake = MonotonicClock.never
+    /// The mode's timers by fire instant; rebuilt after a refresh.
+    var timerSchedule = TimerSchedule()
 
-    /// The wake instant is the latest fire date that is still within every
-    /// timer's tolerance window: timers whose windows overlap fire in one
-    /// wake-up (S-TMR-3), and a timer with nothing to share a wake-up with
-    /// fires at its fire date, never later than it must.
     /// Gives this snapshot a stamp no other snapshot has had.
     mutating func restamp() {
         stamp = Self.nextStamp.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -87,24 +81,6 @@ struct ModeSnapshot {
         guard socketSourceIDs.contains(ObjectIdentifier(source)) else { return false }
         source.memberStamp.store(stamp, ordering: .relaxed)
         return true
-    }
-
-    mutating func recomputeTimerInstants() {
-        var earliest = MonotonicClock.never
-        var deadline = MonotonicClock.never
-        for timer in timers where timer.isValid {
-            earliest = min(earliest, timer.nextFireInstant)
-            deadline = min(deadline, timer.latestWakeInstant)
-        }
-        var wake = earliest
-        if deadline != earliest {
-            for timer in timers where timer.isValid {
-                let fire = timer.nextFireInstant
-                if fire <= deadline && fire > wake { wake = fire }
-            }
-        }
-        earliestTimerFire = earliest
-        timerWake = wake
     }
 
 }

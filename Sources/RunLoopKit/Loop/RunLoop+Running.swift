@@ -171,7 +171,7 @@ extension RunLoop {
         snapshot.socketSourceIDs = Set(snapshot.socketSources.map(ObjectIdentifier.init))
         snapshot.restamp()
         snapshot.socketsToCheckBeforeSleeping = snapshot.socketSources.filter(\.needsCheckBeforeSleeping)
-        snapshot.recomputeTimerInstants()
+        snapshot.timerSchedule.rebuild(snapshot.timers)
         for source in newSockets { appendToReadyList(source) }
     }
 
@@ -347,7 +347,7 @@ extension RunLoop {
         refresh(&snapshot, mode: mode)
         guard let waitSet = snapshot.waitSet ?? baseWaitSet, let timer = wakeUpTimer else { return }
         if block {
-            timer.arm(min(deadline, snapshot.timerWake))
+            timer.arm(min(deadline, snapshot.timerSchedule.wakeInstant()))
             waiting.store(true, ordering: .releasing)
         }
         let count = waitSet.wait(into: eventBuffer, capacity: Self.eventBufferCapacity, block: block)
@@ -373,28 +373,25 @@ extension RunLoop {
     private func fireDueTimers(_ snapshot: inout ModeSnapshot, mode: Mode) -> Int {
         refresh(&snapshot, mode: mode)
         // No clock read in the passes of a mode without timers.
-        guard snapshot.earliestTimerFire != MonotonicClock.never else { return 0 }
+        guard snapshot.timerSchedule.earliest != MonotonicClock.never else { return 0 }
         let now = MonotonicClock.now()
-        guard snapshot.earliestTimerFire <= now else { return 0 }
+        guard snapshot.timerSchedule.earliest <= now else { return 0 }
         dueTimers.removeAll(keepingCapacity: true)
-        for timer in snapshot.timers where timer.isValid && timer.nextFireInstant <= now {
-            // Insertion keeps the (short) due list ordered by fire instant without allocating.
-            let instant = timer.nextFireInstant
-            let position = dueTimers.firstIndex { $0.nextFireInstant > instant } ?? dueTimers.endIndex
-            dueTimers.insert(timer, at: position)
-        }
+        snapshot.timerSchedule.takeDue(now: now, into: &dueTimers)
         var fired = 0
-        do {
-            // A copy, because a timer's block may run the loop again (S-RUN-8),
-            // which reuses the scratch list.
-            let due = dueTimers
-            for timer in due {
-                if isStopPending { break }  // still due: they fire in the next run
-                callout(.timer, snapshot, mode: mode) { if timer.fireOnLoop(now: now) { fired += 1 } }
-            }
-        }
+        // A copy, because a timer's block may run the loop again (S-RUN-8),
+        // which reuses the scratch list.
+        let due = dueTimers
         dueTimers.removeAll(keepingCapacity: true)
-        snapshot.recomputeTimerInstants()
+        for (index, timer) in due.enumerated() {
+            if isStopPending {
+                // Still due: they fire in the next run.
+                for waiting in due[index...] { snapshot.timerSchedule.insert(waiting) }
+                break
+            }
+            callout(.timer, snapshot, mode: mode) { if timer.fireOnLoop(now: now) { fired += 1 } }
+            snapshot.timerSchedule.insert(timer)  // at its next fire instant, if it has one
+        }
         return fired
     }
 }
