@@ -71,7 +71,7 @@ public final class Message {
     ///   receive into this message or its deinit.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: zmq_msg_data(pointer), count: zmq_msg_size(pointer)))
     }
 

@@ -42,7 +42,29 @@ struct PortMalformedInputTests {
             [RawWire.header(magic: Array("RLKD".utf8), msgid: 1), RawWire.descriptor(of: port)]
         },
         MalformedInput(name: "version 0") { _ in [RawWire.header(version: 0, msgid: 1)] },
-        MalformedInput(name: "version 2") { _ in [RawWire.header(version: 2, msgid: 1, kinds: [0]), data] },
+        MalformedInput(name: "version 3") { _ in [RawWire.header(version: 3, msgid: 1, kinds: [0]), data] },
+        // The packed form (version 2): the whole message in frame 0.
+        MalformedInput(name: "a packed frame followed by another frame") { _ in
+            [RawWire.packed(msgid: 1, kinds: [0], records: [data]), data]
+        },
+        MalformedInput(name: "a packed record announcing more bytes than the frame has") { _ in
+            [RawWire.header(version: 2, msgid: 1, kinds: [0]) + RawWire.littleEndian(UInt32(100)) + data]
+        },
+        MalformedInput(name: "a packed frame cut inside a record length") { _ in
+            [RawWire.header(version: 2, msgid: 1, kinds: [0]) + [1, 0]]
+        },
+        MalformedInput(name: "a packed frame with a record missing") { _ in
+            [RawWire.packed(msgid: 1, kinds: [0, 0], records: [data])]
+        },
+        MalformedInput(name: "bytes after the last packed record") { _ in
+            [RawWire.packed(msgid: 1, kinds: [0], records: [data]) + [0xFF]]
+        },
+        MalformedInput(name: "a packed port component with a bad descriptor") { port in
+            [RawWire.packed(msgid: 1, kinds: [1], records: [descriptor(of: port, magic: Array("XXXX".utf8))])]
+        },
+        MalformedInput(name: "a packed reply port that is truncated") { port in
+            [RawWire.packed(flags: 1, msgid: 1, kinds: [0], records: [data, RawWire.descriptor(of: port).prefix(20)])]
+        },
         MalformedInput(name: "unknown flag bit 2") { _ in [RawWire.header(flags: 0x04, msgid: 1)] },
         MalformedInput(name: "the trace flag without the trace id's 8 bytes") { _ in [RawWire.header(flags: 0x02, msgid: 1)] },
         MalformedInput(name: "unknown flag bit 7 beside the reply flag") { port in
@@ -154,6 +176,24 @@ struct PortMalformedInputTests {
         #expect(good.dataComponents == [Data("ok".utf8)])
         if case let .port(component)? = good.components.last { #expect(component === port) } else { Issue.record("no port component") }
         #expect(good.replyPort === port)
+    }
+
+    @Test("S-PORT-2: a packed (version 2) message from a foreign peer arrives whole: data, a port component and the reply port",
+          arguments: [Port.Transport.inproc, .ipc])
+    func packedMessageFromAForeignPeerArrives(transport: Port.Transport) throws {
+        let (thread, port, inbox, peer) = try Self.setUp(transport, "p2-packed")
+        defer {
+            port.invalidate()
+            thread.stop()
+        }
+        let descriptor = RawWire.descriptor(of: port)
+        try peer.send([RawWire.packed(flags: 1, msgid: 0x9ACC, kinds: [0, 1, 0], records: [Data("ok".utf8), descriptor, Data(), descriptor])])
+        #expect(inbox.waitForMsgid(0x9ACC))
+        let message = try #require(inbox.messages.first)
+        #expect(message.dataComponents == [Data("ok".utf8), Data()])
+        if case let .port(component) = message.components[1] { #expect(component === port) } else { Issue.record("no port component") }
+        #expect(message.replyPort === port)
+        #expect(port.droppedMessageCount == 0)
     }
 
     @Test("S-PORT-7: one port takes every malformed message in turn, each followed by a good one: all good ones arrive, in order, and every bad one is counted",

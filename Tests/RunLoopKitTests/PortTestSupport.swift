@@ -230,6 +230,14 @@ enum RawWire {
         Data(magic + [version, flags] + littleEndian(count ?? UInt16(kinds.count)) + littleEndian(msgid) + kinds)
     }
 
+    /// A packed (version 2) frame: a header of version 2 whose kinds (and
+    /// reply flag) describe `records`, then each record as a length and its bytes.
+    static func packed(flags: UInt8 = 0, msgid: UInt32, kinds: [UInt8], records: [Data]) -> Data {
+        var frame = header(version: 2, flags: flags, msgid: msgid, kinds: kinds)
+        for record in records { frame += littleEndian(UInt32(record.count)) + record }
+        return frame
+    }
+
     /// A descriptor frame; `pathLength` defaults to the path's length.
     static func descriptor(
         magic: [UInt8] = Array("RLKD".utf8), version: UInt8 = 1, transport: UInt8,

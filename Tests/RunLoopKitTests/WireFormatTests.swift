@@ -27,6 +27,17 @@ struct WireFormatTests {
             """),
     ]
 
+    /// The same message in the packed form (version 2), one frame, copied from the document.
+    static let examplePacked: [UInt8] = hex("""
+        52 4C 4B 50  02  01  01 00  07 00 00 00  00
+        02 00 00 00  68 69
+        42 00 00 00  52 4C 4B 44  01  01  26 00  92 10 00 00
+        06 12 0F 00 00 00 00 00  03 00 00 00 00 00 00 00
+        2F 72 75 6E 2F 75 73 65 72 2F 31 30 30 30 2F 72
+        75 6E 6C 6F 6F 70 6B 69 74 2F 70 34 32 34 32 2D
+        33 2E 73 6F 63 6B
+        """)
+
     static func hex(_ text: String) -> [UInt8] {
         text.split(whereSeparator: { $0 == " " || $0 == "\n" }).map { UInt8($0, radix: 16)! }
     }
@@ -44,16 +55,38 @@ struct WireFormatTests {
         #expect(Self.exampleFrames.map(\.count) == [13, 2, 66])
     }
 
-    @Test("S-PORT-2: the example printed in docs/wire-format.md is the one these tests check")
+    @Test("S-PORT-2: writePacked produces the packed example of docs/wire-format.md byte for byte, and it reads back")
+    func examplePackedBytes() throws {
+        let components: [PortMessage.Component] = [.data(Data("hi".utf8))]
+        let descriptor = WireFormat.encodeDescriptor(Self.exampleReplyAddress)
+        let size = WireFormat.packedSize(frameBytes: 13 + 2 + descriptor.count, records: 2)
+        let packed = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = WireFormat.writePacked(into: UnsafeMutableRawBufferPointer(buffer), msgid: 7, components: components,
+                                           portDescriptors: [], replyDescriptor: descriptor, traceID: nil)
+        }
+        #expect(packed == Self.examplePacked)
+        #expect(packed.count == 89)
+        let header = try Self.readHeader(packed)
+        #expect(header.isPacked && header.msgid == 7 && header.hasReplyPort && header.componentCount == 1 && header.size == 13)
+        #expect(try Self.packedRecords(packed, header: header) == [Array("hi".utf8), descriptor])
+    }
+
+    @Test("S-PORT-2: the examples printed in docs/wire-format.md are the ones these tests check")
     func documentShowsTheseBytes() throws {
+        #expect(try Self.documentExample(heading: "## Example, multipart") == Self.exampleFrames)
+        #expect(try Self.documentExample(heading: "## Example, packed") == [Self.examplePacked])
+    }
+
+    /// The frames of the fenced block after `heading` in docs/wire-format.md,
+    /// each checked against the size its line declares.
+    static func documentExample(heading: String) throws -> [[UInt8]] {
         // Tests/<target>/WireFormatTests.swift → the package root.
         let root = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
         let path = root + "/docs/wire-format.md"
         let document = try #require(readWholeFile(path), "cannot read \(path)")
-        // The fenced block after the "## Example" heading.
         let lines = document.split(separator: "\n", omittingEmptySubsequences: false)
-        let heading = try #require(lines.firstIndex { $0.hasPrefix("## Example") }, "no example in \(path)")
-        let open = try #require(lines[heading...].firstIndex { $0.hasPrefix("```") })
+        let start = try #require(lines.firstIndex { $0.hasPrefix(heading) }, "no \(heading) in \(path)")
+        let open = try #require(lines[start...].firstIndex { $0.hasPrefix("```") })
         let close = try #require(lines[(open + 1)...].firstIndex { $0.hasPrefix("```") })
         var frames: [[UInt8]] = []
         var declaredSizes: [Int] = []
@@ -63,7 +96,7 @@ struct WireFormatTests {
                 guard let colon = line.firstIndex(of: ":"), let parenthesis = line.firstIndex(of: "("),
                       let size = Int(line[line.index(after: parenthesis)...].prefix { $0.isNumber }) else {
                     Issue.record("cannot read the line \(line)")
-                    return
+                    return []
                 }
                 declaredSizes.append(size)
                 frames.append([])
@@ -71,15 +104,15 @@ struct WireFormatTests {
             }
             guard !frames.isEmpty else {
                 Issue.record("a byte line before the first frame: \(line)")
-                return
+                return []
             }
-            frames[frames.count - 1] += Self.hex(String(bytes))
+            frames[frames.count - 1] += hex(String(bytes))
         }
-        #expect(frames == Self.exampleFrames)
-        #expect(declaredSizes == frames.map(\.count))
+        #expect(declaredSizes == frames.map(\.count), "\(heading): a frame's declared size is wrong")
+        return frames
     }
 
-    @Test("S-PORT-2: Port.send puts the example message on the wire exactly as documented")
+    @Test("S-PORT-2: Port.send puts the example message on the wire exactly as documented (packed), and a message over 64 KiB as multipart")
     func sendWritesTheExample() throws {
         // A raw PULL socket stands where a port of this process would be, at an
         // id no port has; a send right to that address sends to it.
@@ -95,7 +128,16 @@ struct WireFormatTests {
 
         try destination.send(msgid: 7, components: [.data(Data("hi".utf8))], replyPort: reply, before: portDeadline())
         let frames = try #require(try pull.receiveMultipart())
-        #expect(frames.map { Array($0) } == Self.exampleFrames)
+        #expect(frames.map { Array($0) } == [Self.examplePacked])
+
+        // Over the pack limit: version 1, a frame per component and the reply port.
+        let large = Data(repeating: 0x5A, count: WireFormat.packLimit)
+        try destination.send(msgid: 8, components: [.data(large)], replyPort: reply, before: portDeadline())
+        let largeFrames = try #require(try pull.receiveMultipart())
+        #expect(largeFrames.count == 3)
+        #expect(largeFrames.first.map { Array($0) } == Self.hex("52 4C 4B 50  01  01  01 00  08 00 00 00  00"))
+        #expect(largeFrames.dropFirst().first == large)
+        #expect(largeFrames.last.map { Array($0) } == Self.exampleFrames[2])
     }
 
     @Test("S-PORT-2: the example's bytes, from a raw peer, arrive as msgid 7 with \"hi\" and a reply port of process 4242 at its ipc path")
@@ -133,6 +175,16 @@ struct WireFormatTests {
 
     static func readHeader(_ bytes: [UInt8]) throws(WireFormat.DecodeError) -> WireFormat.Header {
         try bytes.withUnsafeBytes { buffer in Result { () throws(WireFormat.DecodeError) in try WireFormat.readHeader(buffer) } }.get()
+    }
+
+    static func packedRecords(_ bytes: [UInt8], header: WireFormat.Header) throws(WireFormat.DecodeError) -> [[UInt8]] {
+        var records: [[UInt8]] = []
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(WireFormat.DecodeError) in
+                try WireFormat.readPackedRecords(buffer, header: header) { _, record in records.append(Array(record)) }
+            }
+        }.get()
+        return records
     }
 
     static func decodeDescriptor(_ bytes: [UInt8]) throws(WireFormat.DecodeError) -> PortAddress {
@@ -230,7 +282,11 @@ struct WireFormatTests {
         #expect(Self.headerError(Array(RawWire.header(magic: Array("RLKX".utf8), msgid: 9))) == .badMagic)
         #expect(Self.headerError(Array(RawWire.header(magic: Array("RLKD".utf8), msgid: 9))) == .badMagic)
         #expect(Self.headerError(Array(RawWire.header(version: 0, msgid: 9))) == .unsupportedVersion(0))
-        #expect(Self.headerError(Array(RawWire.header(version: 2, msgid: 9))) == .unsupportedVersion(2))
+        #expect(Self.headerError(Array(RawWire.header(version: 3, msgid: 9))) == .unsupportedVersion(3))
+        // Version 2 (packed) is known; its header may be followed by records, never cut short.
+        #expect(Self.headerError(Array(RawWire.header(version: 2, msgid: 9))) == nil)
+        #expect(Self.headerError(Array(RawWire.header(version: 2, msgid: 9, kinds: [0, 0]) + [1, 2, 3])) == nil)
+        #expect(Self.isShortFrame(Self.headerError(Array(RawWire.header(version: 2, msgid: 9, kinds: [0, 0]).prefix(13)))))
         #expect(Self.headerError(Array(RawWire.header(flags: 0x04, msgid: 9))) == .unknownFlags(0x04))
         #expect(Self.headerError(Array(RawWire.header(flags: 0xFF, msgid: 9))) == .unknownFlags(0xFF))
         #expect(Self.headerError(Array(RawWire.header(msgid: 9, kinds: Array(repeating: 0, count: 257)))) == .tooManyComponents(257))
@@ -238,6 +294,58 @@ struct WireFormatTests {
         #expect(Self.headerError(Array(RawWire.header(msgid: 9, kinds: [0, 2]))) == .unknownComponentKind(2))
         #expect(Self.headerError(Array(RawWire.header(msgid: 9, kinds: [255]))) == .unknownComponentKind(255))
         #expect(Self.headerError(Array(RawWire.header(msgid: 9, kinds: Array(repeating: 1, count: 256)))) == nil)
+    }
+
+    @Test("S-PORT-2: writePacked and readPackedRecords round-trip data, port components, the reply port and a trace id",
+          arguments: [0, 1, 5, 256])
+    func packedRoundTrip(componentCount: Int) throws {
+        let somePort = Port(sendRightTo: PortAddress(pid: 1, startTime: 1, portID: 1, ipcPath: "/tmp/p.sock"))
+        let components = (0..<componentCount).map { index in
+            index % 3 == 1 ? PortMessage.Component.port(somePort) : .data(Data(repeating: UInt8(truncatingIfNeeded: index), count: index))
+        }
+        let portDescriptors = components.compactMap { if case .port = $0 { somePort.descriptorBytes } else { nil } }
+        let expected: [[UInt8]] = components.map { component in
+            switch component {
+            case let .data(data): Array(data)
+            case .port: somePort.descriptorBytes
+            }
+        } + [somePort.descriptorBytes]
+        let frameBytes = WireFormat.headerSize(componentCount: componentCount, traced: true) + expected.reduce(0) { $0 + $1.count }
+        let size = WireFormat.packedSize(frameBytes: frameBytes, records: expected.count)
+        let packed = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = WireFormat.writePacked(into: UnsafeMutableRawBufferPointer(buffer), msgid: 42, components: components,
+                                           portDescriptors: portDescriptors, replyDescriptor: somePort.descriptorBytes, traceID: 77)
+        }
+        #expect(packed.count == size)
+        let header = try Self.readHeader(packed)
+        #expect(header.isPacked && header.msgid == 42 && header.traceID == 77 && header.frameCount == 1)
+        #expect(header.kinds == components.map { if case .port = $0 { 1 } else { 0 } })
+        #expect(try Self.packedRecords(packed, header: header) == expected)
+    }
+
+    @Test("S-PORT-7: readPackedRecords refuses a record past the end, a missing record and bytes left over")
+    func packedErrors() throws {
+        func failure(_ frame: Data) -> WireFormat.DecodeError? {
+            do {
+                let bytes = Array(frame)
+                _ = try Self.packedRecords(bytes, header: try Self.readHeader(bytes))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        func isBadRecords(_ error: WireFormat.DecodeError?) -> Bool {
+            if case .badPackedRecords? = error { true } else { false }
+        }
+        let x = Data("x".utf8)
+        #expect(failure(RawWire.packed(msgid: 1, kinds: [0, 0], records: [x, x])) == nil)
+        #expect(isBadRecords(failure(RawWire.packed(msgid: 1, kinds: [0, 0], records: [x]))))
+        #expect(isBadRecords(failure(RawWire.packed(msgid: 1, kinds: [0], records: [x]) + [0])))
+        #expect(isBadRecords(failure(RawWire.header(version: 2, msgid: 1, kinds: [0]) + RawWire.littleEndian(UInt32(2)) + x)))
+        #expect(isBadRecords(failure(RawWire.header(version: 2, msgid: 1, kinds: [0]) + [2, 0, 0])))
+        #expect(isBadRecords(failure(RawWire.header(version: 2, msgid: 1, kinds: [0]) + RawWire.littleEndian(UInt32.max))))
+        // The reply flag adds a record.
+        #expect(isBadRecords(failure(RawWire.packed(flags: 1, msgid: 1, kinds: [0], records: [x]))))
     }
 
     @Test("S-PORT-7: decodeDescriptor refuses each malformed descriptor with .badDescriptor")

@@ -45,14 +45,23 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     let address: PortAddress
+    /// The port's descriptor (docs/wire-format.md), made once: every message
+    /// that carries this port as its reply port or a component sends it.
+    let descriptorBytes: [UInt8]
     /// The receiving half; nil for a send right.
     let receiver: PortReceiver?
     private let valid = Atomic<Bool>(true)
 
     private let lock = Lock()
-    // Guarded by lock: made on the first send.
-    private var channel: SendChannel?
-    // Guarded by lock.
+    /// The send channel, made on the first send and kept until deinit: the
+    /// bits of a retained `Unmanaged<SendChannel>`, or 0. Read without a
+    /// lock, because every send reads it, and a lock that the receiving
+    /// thread takes too would bounce between the two threads on every message.
+    private let channelBits = Atomic<UInt>(0)
+    /// Guards `handler` alone, for the same reason: the loop thread reads it
+    /// for every message, senders never.
+    private let handlerLock = Lock()
+    // Guarded by handlerLock.
     private var handler: (@Sendable (PortMessage) -> Void)?
     // Guarded by lock: the Source1 through which the port's loop receives.
     private var source: SocketSource?
@@ -82,6 +91,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             ipcPath = try RuntimeDirectory.path() + "/p\(process.pid)-\(portID).sock"
         }
         address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, ipcPath: ipcPath)
+        descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
         _ = PortTap.configuredFromEnvironment
@@ -91,6 +101,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// this process that no longer exists, made invalid).
     init(sendRightTo address: PortAddress, invalidBecause reason: PortError? = nil) {
         self.address = address
+        descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = nil
         if let reason {
             valid.store(false, ordering: .relaxed)
@@ -99,6 +110,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     deinit {
+        let bits = channelBits.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
         // A local port nobody references any more cannot be sent to: close it.
         if let receiver {
             source?.invalidate()
@@ -143,7 +156,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// delegate). Set it before scheduling: a message that arrives while
     /// there is none is dropped and logged.
     public func setMessageHandler(_ handler: (@Sendable (PortMessage) -> Void)?) {
-        lock.withLock { self.handler = handler }
+        handlerLock.withLock { self.handler = handler }
     }
 
     /// Receives on `loop` while it runs `mode` (`.common` accepted). A local
@@ -158,7 +171,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             let made = SocketSource(
                 socket: receiver.socket,
                 pollDescriptor: receiver.pollDescriptor,
-                hasInput: { [weak self] in self.map { receiver.hasInput(on: $0) } ?? false },
+                // The receiver, not the port: the source must not keep its
+                // port alive, and a weak reference costs on every message.
+                hasInput: { receiver.hasInput() },
                 handler: { [weak self] _ in self?.receiveOne() }
             )
             self.source = made
@@ -178,9 +193,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// On the loop thread: one message to the handler.
     private func receiveOne() {
-        guard let receiver, let (message, traceID) = receiver.receive(on: self) else { return }
+        guard let receiver, var (message, traceID) = receiver.receive() else { return }
+        message.sendPort = self
         if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
-        guard let handler = lock.withLock({ self.handler }) else {
+        guard let handler = handlerLock.withLock({ self.handler }) else {
             let count = receiver.countDrop()
             Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
             return
@@ -231,16 +247,15 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 totalBytes += data.count
             case let .port(port):
                 try checkCanCarry(port, as: "a port component")
-                let descriptor = WireFormat.encodeDescriptor(port.address)
-                portDescriptors.append(descriptor)
-                totalBytes += descriptor.count
+                portDescriptors.append(port.descriptorBytes)
+                totalBytes += port.descriptorBytes.count
             }
         }
         var replyDescriptor: [UInt8]?
         if let replyPort {
             try checkCanCarry(replyPort, as: "the reply port")
-            replyDescriptor = WireFormat.encodeDescriptor(replyPort.address)
-            totalBytes += replyDescriptor?.count ?? 0
+            replyDescriptor = replyPort.descriptorBytes
+            totalBytes += replyPort.descriptorBytes.count
         }
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
@@ -248,15 +263,31 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         let channel = sendChannel()
         // Taken before sending: a delivery may be reported before the send returns.
         let sendTime = traceID == nil ? 0 : PortTap.now()
-        let headerSize = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        let records = components.count + (replyPort == nil ? 0 : 1)
+        let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
         do {
-            try withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { buffer in
-                let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil,
-                                                  components: components, traceID: traceID)
-                let frames = OutgoingFrames(
-                    header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
-                    portDescriptors: portDescriptors, replyDescriptor: replyDescriptor)
-                try channel.send(frames, deadline: deadline) { [self] in destinationError() }
+            if packedSize <= WireFormat.packLimit {
+                // The usual case: the whole message in one frame (version 2).
+                try withUnsafeTemporaryAllocation(byteCount: packedSize, alignment: 8) { buffer in
+                    let size = WireFormat.writePacked(
+                        into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
+                        replyDescriptor: replyDescriptor, traceID: traceID)
+                    let frames = OutgoingFrames(
+                        header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: [],
+                        portDescriptors: [], replyDescriptor: nil)
+                    try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
+                }
+            } else {
+                // A large message: a frame per component (version 1), no copy into one buffer.
+                let headerSize = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+                try withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { buffer in
+                    let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil,
+                                                      components: components, traceID: traceID)
+                    let frames = OutgoingFrames(
+                        header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
+                        portDescriptors: portDescriptors, replyDescriptor: replyDescriptor)
+                    try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
+                }
             }
         } catch let error as PortError {
             throw error
@@ -279,12 +310,15 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     private func sendChannel() -> SendChannel {
-        lock.withLock {
-            if let channel { return channel }
-            let made = SendChannel(address: address)
-            channel = made
-            return made
-        }
+        let bits = channelBits.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
+        // First send (perhaps on two threads at once): the first channel stored wins.
+        let made = Unmanaged.passRetained(SendChannel(address: address))
+        let madeBits = UInt(bitPattern: made.toOpaque())
+        let (stored, current) = channelBits.compareExchange(expected: 0, desired: madeBits, ordering: .acquiringAndReleasing)
+        if stored { return made.takeUnretainedValue() }
+        made.release()
+        return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue()
     }
 
     /// Whether a send waiting for room should give up: the port became

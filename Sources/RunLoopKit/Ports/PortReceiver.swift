@@ -17,6 +17,8 @@ final class PortReceiver: @unchecked Sendable {
     // @unchecked Sendable: the socket and scratch messages are used under
     // `lock` only: by the loop thread receiving, or by invalidate closing.
     let socket: Socket
+    /// The port's address, for diagnostics.
+    let address: PortAddress
     private let lock = Lock()
     // Guarded by lock.
     private var isClosed = false
@@ -44,6 +46,7 @@ final class PortReceiver: @unchecked Sendable {
     private static let umaskLock = Lock()
 
     init(address: PortAddress) throws(PortError) {
+        self.address = address
         do {
             socket = try ZMQContext.shared.makeSocket(.pull)
             try socket.setReceiveHighWaterMark(Self.highWaterMark)
@@ -101,18 +104,18 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     /// On the loop thread: whether a message is waiting. The answer is a
-    /// non-blocking receive of the next message, kept for `receive(on:)`.
+    /// non-blocking receive of the next message, kept for `receive()`.
     /// No ZMQ_EVENTS read is needed when it finds nothing: a receive that
     /// finds the queue empty has libzmq process its pending commands, which
     /// empties ZMQ_FD and leaves libzmq's pipes marked "reader asleep", so
     /// the next message signals ZMQ_FD again and the loop wakes for it.
     /// (Reading ZMQ_EVENTS as well cost two more system calls a message.)
-    func hasInput(on port: Port) -> Bool {
+    func hasInput() -> Bool {
         lock.withLock {
             guard !isClosed else { return false }
             defer { socket.releaseOwnership() }
             if readAhead != nil { return true }
-            guard let message = readOne(on: port) else { return false }
+            guard let message = readOne() else { return false }
             readAhead = message
             return true
         }
@@ -138,9 +141,9 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     /// On the loop thread: receives and decodes one message, with its trace
-    /// id if the sender's tap was on. Returns nil when there was nothing to
+    /// id if the sender's tap was on (its `sendPort` is for the port to set). Returns nil when there was nothing to
     /// read, or the message was dropped as malformed.
-    func receive(on port: Port) -> (PortMessage, UInt64?)? {
+    func receive() -> (PortMessage, UInt64?)? {
         lock.withLock {
             guard !isClosed else { return nil }
             defer { socket.releaseOwnership() }
@@ -148,21 +151,21 @@ final class PortReceiver: @unchecked Sendable {
                 readAhead = nil
                 return message
             }
-            return readOne(on: port)
+            return readOne()
         }
     }
 
     /// Receives and decodes the next good message, dropping (and counting)
     /// malformed ones on the way; nil when the queue is empty. Lock held.
-    private func readOne(on port: Port) -> (PortMessage, UInt64?)? {
+    private func readOne() -> (PortMessage, UInt64?)? {
         while true {
             do {
                 guard try socket.receive(into: headerFrame, dontWait: true) else { return nil }
             } catch {
-                Self.logger.error("port \(port): receive failed: \(error)")
+                Self.logger.error("port \(address): receive failed: \(error)")
                 return nil
             }
-            switch decode(on: port) {
+            switch decode() {
             case let .success(decoded):
                 return decoded
             case let .failure(error):
@@ -170,7 +173,7 @@ final class PortReceiver: @unchecked Sendable {
                 // Every one is counted; the log is thinned so that a flood of
                 // bad input cannot flood the log too.
                 if count <= 10 || count % 1000 == 0 {
-                    Self.logger.warning("port \(port): dropped malformed message #\(count): \(error)")
+                    Self.logger.warning("port \(address): dropped malformed message #\(count): \(error)")
                 }
             }
         }
@@ -178,19 +181,25 @@ final class PortReceiver: @unchecked Sendable {
 
     /// Reads the rest of the message after its first frame (always to its
     /// end, so that a bad message never leaves frames behind) and checks it.
-    private func decode(on port: Port) -> Result<(PortMessage, UInt64?), WireFormat.DecodeError> {
-        var failure: WireFormat.DecodeError?
-        var header: WireFormat.Header?
-        var totalBytes = headerFrame.count
+    private func decode() -> Result<(PortMessage, UInt64?), WireFormat.DecodeError> {
+        let header: WireFormat.Header
         do {
             header = try headerFrame.withUnsafeBytes { bytes in try WireFormat.readHeader(bytes) }
         } catch let error as WireFormat.DecodeError {
-            failure = error
+            return .failure(skipRest(failure: error))
         } catch {
-            failure = .badMagic
+            return .failure(skipRest(failure: .badMagic))
         }
-        var message = PortMessage(msgid: header?.msgid ?? 0, sendPort: port)
-        if let header { message.components.reserveCapacity(header.componentCount) }
+        if header.isPacked {
+            // A packed message is one frame; frames after it make it malformed.
+            let extraFrames = countRest()
+            guard extraFrames == 0 else { return .failure(.frameCountMismatch(expected: 1, got: 1 + extraFrames)) }
+            return decodePacked(header)
+        }
+        var failure: WireFormat.DecodeError?
+        var totalBytes = headerFrame.count
+        var message = PortMessage(msgid: header.msgid)
+        message.components.reserveCapacity(header.componentCount)
         var frames = 1
         var hasMore = headerFrame.hasMore
         while hasMore {
@@ -204,45 +213,83 @@ final class PortReceiver: @unchecked Sendable {
             let index = frames - 1  // component index of this frame
             frames += 1
             totalBytes += frame.count
-            guard failure == nil, let header else { continue }
+            guard failure == nil else { continue }
             if frame.count > WireFormat.maxFrameBytes { failure = .frameTooLarge(frame.count); continue }
             if totalBytes > WireFormat.maxMessageBytes { failure = .messageTooLarge(totalBytes); continue }
             if index < header.componentCount {
                 if header.kind(at: index) == WireFormat.kindData {
                     message.components.append(.data(frame.data))
                 } else {
-                    switch decodePort() {
+                    switch frame.withUnsafeBytes({ decodePort($0) }) {
                     case let .success(component): message.components.append(.port(component))
                     case let .failure(error): failure = error
                     }
                 }
             } else if index == header.componentCount && header.hasReplyPort {
-                switch decodePort() {
+                switch frame.withUnsafeBytes({ decodePort($0) }) {
                 case let .success(reply): message.replyPort = reply
                 case let .failure(error): failure = error
                 }
             }
         }
         if let failure { return .failure(failure) }
-        guard let header else { return .failure(.badMagic) }
         guard frames == header.frameCount else { return .failure(.frameCountMismatch(expected: header.frameCount, got: frames)) }
         return .success((message, header.traceID))
     }
 
-    private func decodePort() -> Result<Port, WireFormat.DecodeError> {
+    /// A version 2 message: every component and the reply port in the header's frame.
+    private func decodePacked(_ header: WireFormat.Header) -> Result<(PortMessage, UInt64?), WireFormat.DecodeError> {
+        guard headerFrame.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(headerFrame.count)) }
+        var message = PortMessage(msgid: header.msgid)
+        message.components.reserveCapacity(header.componentCount)
+        do throws(WireFormat.DecodeError) {
+            try headerFrame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) -> Void in
+                try WireFormat.readPackedRecords(bytes, header: header) { (index, record) throws(WireFormat.DecodeError) -> Void in
+                    if index == header.componentCount {
+                        message.replyPort = try decodePort(record).get()
+                    } else if header.kind(at: index) == WireFormat.kindData {
+                        message.components.append(.data(record.isEmpty ? Data() : Data(bytes: record.baseAddress!, count: record.count)))
+                    } else {
+                        message.components.append(.port(try decodePort(record).get()))
+                    }
+                }
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success((message, header.traceID))
+    }
+
+    /// Reads and discards what is left of a message; returns `failure`.
+    private func skipRest(failure: WireFormat.DecodeError) -> WireFormat.DecodeError {
+        _ = countRest()
+        return failure
+    }
+
+    /// Reads and discards the frames left of the message; returns how many.
+    private func countRest() -> Int {
+        var count = 0
+        var hasMore = headerFrame.hasMore
+        while hasMore {
+            guard (try? socket.receive(into: frame, dontWait: true)) == true else { break }
+            hasMore = frame.hasMore
+            count += 1
+        }
+        return count
+    }
+
+    private func decodePort(_ bytes: UnsafeRawBufferPointer) -> Result<Port, WireFormat.DecodeError> {
         // The same reply port comes back message after message: skip the
         // registry for it (and keep its send channel open meanwhile).
-        if let lastPort, frame.withUnsafeBytes({ $0.elementsEqual(lastDescriptor) }) { return .success(lastPort) }
-        do {
-            let address = try frame.withUnsafeBytes { bytes in try WireFormat.decodeDescriptor(bytes) }
+        if let lastPort, bytes.elementsEqual(lastDescriptor) { return .success(lastPort) }
+        do throws(WireFormat.DecodeError) {
+            let address = try WireFormat.decodeDescriptor(bytes)
             let port = Port.resolve(address)
-            lastDescriptor = frame.withUnsafeBytes { Array($0) }
+            lastDescriptor = Array(bytes)
             lastPort = port
             return .success(port)
-        } catch let error as WireFormat.DecodeError {
-            return .failure(error)
         } catch {
-            return .failure(.badDescriptor("\(error)"))
+            return .failure(error)
         }
     }
 }
