@@ -58,6 +58,21 @@ int bench_zmq_pingpong_threads(const char *endpoint, int warmup, int iterations,
 int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
                                  int caller_cpu, int peer_cpu);
 
+// MARK: - Raw libzmq: many sockets on one thread
+
+typedef struct bench_zmq_fanin bench_zmq_fanin;
+/// `sockets` PULL sockets, each with a PUSH connected to it over inproc, and
+/// one epoll set over the PULLs' ZMQ_FDs; fewer pairs if file descriptors
+/// run out first (`bench_zmq_fanin_count` says how many). NULL on failure.
+bench_zmq_fanin *bench_zmq_fanin_open(int sockets);
+int bench_zmq_fanin_count(const bench_zmq_fanin *set);
+/// The calling thread sends `count` 64-byte messages round-robin over the
+/// PUSHes; a receiving thread drains each PULL its epoll set signals.
+/// `elapsed_ns` is from the first send until the last message is taken.
+int bench_zmq_fanin_run(bench_zmq_fanin *set, int count, uint64_t *elapsed_ns, int timeout_ms, int sender_cpu,
+                        int receiver_cpu);
+void bench_zmq_fanin_close(bench_zmq_fanin *set);
+
 // MARK: - Raw libzmq: two processes over ipc
 
 typedef struct bench_zmq_link bench_zmq_link;

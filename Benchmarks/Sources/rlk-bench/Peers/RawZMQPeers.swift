@@ -121,3 +121,49 @@ final class RawZMQProcessPeer: Contender {
         for name in ["zmq-pair.sock", "zmq-push.sock", "zmq-acks.sock"] { unlink(RunDirectory.path + "/" + name) }
     }
 }
+
+/// Raw libzmq serving many sockets from one thread: `sockets` PULL sockets
+/// on one epoll set, messages sent round-robin to them from the calling
+/// thread, each signalled socket drained. What the transport itself costs
+/// per message when every message goes to another socket, for comparing
+/// RunLoopKit's port-scaling curve with libzmq's own. One sample per batch,
+/// in nanoseconds per message.
+final class RawZMQFanIn: Contender {
+    /// Names the sockets actually made (file descriptors may run out first).
+    private(set) var label: String
+    private let sockets: Int
+    private let messages: Int
+    private let timeoutMilliseconds: Int32
+    private let placement: Placement
+    private var set: OpaquePointer?
+
+    init(sockets: Int, messages: Int, timeout: Double, placement: Placement) {
+        label = "raw libzmq, \(sockets) PULL socket\(sockets == 1 ? "" : "s") on one epoll set (C)"
+        self.sockets = sockets
+        self.messages = messages
+        self.placement = placement
+        timeoutMilliseconds = Int32(timeout * 1000)
+    }
+
+    func setUp() throws {
+        guard let made = bench_zmq_fanin_open(Int32(sockets)) else {
+            throw BenchError("\(label): cannot open \(sockets) socket pairs: \(String(cString: strerror(errno)))")
+        }
+        set = made
+        let pairs = Int(bench_zmq_fanin_count(made))
+        if pairs < sockets { label = "raw libzmq, \(pairs) PULL sockets on one epoll set (C; the fd limit allowed \(pairs) of \(sockets))" }
+    }
+
+    func measure() throws -> [Double] {
+        guard let set else { throw BenchError("not set up") }
+        var elapsed: UInt64 = 0
+        try checkC(bench_zmq_fanin_run(set, Int32(messages), &elapsed, timeoutMilliseconds, placement.first, placement.second),
+                   "\(label) batch")
+        return [Double(elapsed) / Double(messages)]
+    }
+
+    func tearDown() {
+        if let set { bench_zmq_fanin_close(set) }
+        set = nil
+    }
+}
