@@ -34,7 +34,7 @@ import Synchronization
 /// a send right to a port in a process that has exited becomes invalid by
 /// itself, within the time `ProcessWatcher` documents (S-PORT-5).
 public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible {
-    // @unchecked Sendable: mutable state is guarded by `lock` or atomic.
+    // @unchecked Sendable: mutable state is guarded by `lock` or `handlerLock`, or atomic.
 
     /// How far a local port can be reached.
     public enum Transport: Sendable, Hashable {
