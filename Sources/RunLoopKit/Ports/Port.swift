@@ -193,7 +193,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// On the loop thread: one message to the handler.
     private func receiveOne() {
-        guard let receiver, var (message, traceID) = receiver.receive() else { return }
+        guard let receiver, let (received, traceID) = receiver.receive() else { return }
+        var message = received
         message.sendPort = self
         if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
         guard let handler = handlerLock.withLock({ self.handler }) else {
