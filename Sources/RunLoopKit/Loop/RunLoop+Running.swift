@@ -379,19 +379,22 @@ extension RunLoop {
         dueTimers.removeAll(keepingCapacity: true)
         snapshot.timerSchedule.takeDue(now: now, into: &dueTimers)
         var fired = 0
-        // A copy, because a timer's block may run the loop again (S-RUN-8),
-        // which reuses the scratch list.
-        let due = dueTimers
-        dueTimers.removeAll(keepingCapacity: true)
-        for (index, timer) in due.enumerated() {
-            if isStopPending {
-                // Still due: they fire in the next run.
-                for waiting in due[index...] { snapshot.timerSchedule.insert(waiting) }
-                break
+        do {
+            // A copy, because a timer's block may run the loop again (S-RUN-8),
+            // which reuses the scratch list; released before the scratch is
+            // emptied, so that emptying it keeps its buffer.
+            let due = dueTimers
+            for (index, timer) in due.enumerated() {
+                if isStopPending {
+                    // Still due: they fire in the next run.
+                    for waiting in due[index...] { snapshot.timerSchedule.insert(waiting) }
+                    break
+                }
+                callout(.timer, snapshot, mode: mode) { if timer.fireOnLoop(now: now) { fired += 1 } }
+                snapshot.timerSchedule.insert(timer)  // at its next fire instant, if it has one
             }
-            callout(.timer, snapshot, mode: mode) { if timer.fireOnLoop(now: now) { fired += 1 } }
-            snapshot.timerSchedule.insert(timer)  // at its next fire instant, if it has one
         }
+        dueTimers.removeAll(keepingCapacity: true)
         return fired
     }
 }

@@ -21,10 +21,19 @@ struct TimerSchedule {
     /// The earliest fire instant, or `MonotonicClock.never`.
     var earliest: UInt64 { entries.first?.instant ?? MonotonicClock.never }
 
-    /// Sorts `timers` afresh (after the mode's items changed).
+    /// Sorts `timers` afresh (after the mode's items changed): one sort,
+    /// not an insertion each, so that a thousand timers cost O(n log n).
     mutating func rebuild(_ timers: [Timer]) {
         entries.removeAll(keepingCapacity: true)
-        for timer in timers { insert(timer) }
+        var keyed: [(instant: UInt64, order: Int, timer: Timer)] = []
+        keyed.reserveCapacity(timers.count)
+        for (order, timer) in timers.enumerated() where timer.isValid {
+            let instant = timer.nextFireInstant
+            if instant != MonotonicClock.never { keyed.append((instant, order, timer)) }
+        }
+        // Equal instants keep the mode's order, as `insert` does.
+        keyed.sort { ($0.instant, $0.order) < ($1.instant, $1.order) }
+        entries.append(contentsOf: keyed.lazy.map { Entry(instant: $0.instant, timer: $0.timer) })
     }
 
     /// Adds `timer` at its current fire instant, unless it is invalid or will never fire.
