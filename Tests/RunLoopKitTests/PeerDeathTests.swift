@@ -182,8 +182,30 @@ struct PeerDeathTests {
         var seconds: Double = 0
     }
 
-    @Test("S-PORT-5: a sendRequest waiting for a reply from a peer that dies fails with .peerDied, well before its 30 s receive timeout", arguments: Death.allCases)
-    func sendRequestFailsWhenThePeerDies(death: Death) async throws {
+    /// The two ways to wait for a reply: `sendRequest` (blocking) and `request` (async).
+    enum RequestAPI: String, Codable, Sendable, CaseIterable {
+        case sendRequest, asyncRequest
+
+        /// Sends `msgid` to `remote` as a request with a 30 s timeout; the
+        /// reply's text. Throws what the request throws.
+        func request(_ msgid: UInt32, to remote: Port, executorName: String) throws -> String? {
+            switch self {
+            case .sendRequest:
+                return PortProcess.text(of: try remote.sendRequest(msgid: msgid, sendTimeout: 10, receiveTimeout: 30))
+            case .asyncRequest:
+                let executor = try LoopThreadExecutor(name: executorName)
+                defer { executor.stop() }
+                guard let outcome = executor.start({ try await remote.request(msgid: msgid, timeout: 30) }).wait(timeout: 60) else {
+                    throw TestFailure("the async request did not finish within 60 s")
+                }
+                return PortProcess.text(of: try outcome.get())
+            }
+        }
+    }
+
+    @Test("S-PORT-5: a request (sendRequest or async request) waiting for a reply from a peer that dies fails with .peerDied, well before its 30 s timeout",
+          arguments: RequestAPI.allCases, Death.allCases)
+    func requestFailsWhenThePeerDies(api: RequestAPI, death: Death) async throws {
         let name = PortProcess.uniqueName("reqdeath")
         defer { PortProcess.removeNameFiles(name) }
         let parent = ParentSide("reqdeath-parent") { () throws -> RequestObservation in
@@ -191,8 +213,7 @@ struct PeerDeathTests {
             var seen = RequestObservation(pid: remote.ownerProcessID)
             let started = PortProcess.now()
             do {
-                let reply = try remote.sendRequest(msgid: Order.dieWithoutReplying, sendTimeout: 10, receiveTimeout: 30)
-                seen.reply = PortProcess.text(of: reply)
+                seen.reply = try api.request(Order.dieWithoutReplying, to: remote, executorName: "reqdeath-exec")
             } catch let error as PortError {
                 seen.error = error
             }
@@ -207,44 +228,10 @@ struct PeerDeathTests {
         child.expectSuccess(finished: false)
         let seen = try await parent.value()
         #expect(seen.reply == nil)
-        #expect(Self.isPeerDied(seen.error, pid: seen.pid), "sendRequest: \(String(describing: seen.error))")
-        #expect(seen.seconds < 5, "sendRequest failed after \(seen.seconds) s (receive timeout 30 s)")
-        print("S-PORT-5 (\(death)): sendRequest to a dying peer failed after \(Int(seen.seconds * 1000)) ms")
+        #expect(Self.isPeerDied(seen.error, pid: seen.pid), "\(api): \(String(describing: seen.error))")
+        #expect(seen.seconds < 5, "\(api) failed after \(seen.seconds) s (timeout 30 s)")
+        print("S-PORT-5 (\(death)): \(api) to a dying peer failed after \(Int(seen.seconds * 1000)) ms")
     }
-
-    @Test("S-PORT-5: an async request waiting for a reply from a peer that dies fails with .peerDied, well before its 30 s timeout", arguments: Death.allCases)
-    func asyncRequestFailsWhenThePeerDies(death: Death) async throws {
-        let name = PortProcess.uniqueName("areqdeath")
-        defer { PortProcess.removeNameFiles(name) }
-        let parent = ParentSide("areqdeath-parent") { () throws -> RequestObservation in
-            let remote = try PortNameServer.lookup(name, timeout: 60)
-            var seen = RequestObservation(pid: remote.ownerProcessID)
-            let executor = try LoopThreadExecutor(name: "areq-exec")
-            defer { executor.stop() }
-            let started = PortProcess.now()
-            switch executor.start({ try await remote.request(msgid: Order.dieWithoutReplying, timeout: 30) }).wait(timeout: 60) {
-            case let .success(reply)?: seen.reply = PortProcess.text(of: reply)
-            case let .failure(error as PortError)?: seen.error = error
-            case let .failure(error)?: throw error
-            case nil: throw TestFailure("the async request did not finish within 60 s")
-            }
-            seen.seconds = Double(PortProcess.now() - started) / 1e9
-            return seen
-        }
-        let result = try await #require(processExitsWith: death.condition, observing: [\.standardErrorContent]) {
-            [name = name as String, death = death as Death] in
-            await PortChild.run { try await PeerDeathTests.peer(name: name, death: death) }
-        }
-        let child = ChildOutput(result)
-        child.expectSuccess(finished: false)
-        let seen = try await parent.value()
-        #expect(seen.reply == nil)
-        #expect(Self.isPeerDied(seen.error, pid: seen.pid), "request: \(String(describing: seen.error))")
-        #expect(seen.seconds < 5, "request failed after \(seen.seconds) s (timeout 30 s)")
-        print("S-PORT-5 (\(death)): async request to a dying peer failed after \(Int(seen.seconds * 1000)) ms")
-    }
-
-    enum RequestAPI: String, Codable, Sendable, CaseIterable { case sendRequest, asyncRequest }
 
     @Test("S-PORT-5: a reply the peer sent just before exiting still answers the request (no false .peerDied)", arguments: RequestAPI.allCases)
     func replySentJustBeforeExitStillArrives(api: RequestAPI) async throws {
@@ -254,16 +241,7 @@ struct PeerDeathTests {
             let remote = try PortNameServer.lookup(name, timeout: 60)
             var seen = RequestObservation(pid: remote.ownerProcessID)
             do {
-                switch api {
-                case .sendRequest:
-                    let reply = try remote.sendRequest(msgid: Order.replyThenDie, sendTimeout: 10, receiveTimeout: 30)
-                    seen.reply = PortProcess.text(of: reply)
-                case .asyncRequest:
-                    let executor = try LoopThreadExecutor(name: "lastwords-exec")
-                    defer { executor.stop() }
-                    let outcome = executor.start { try await remote.request(msgid: Order.replyThenDie, timeout: 30) }.wait(timeout: 60)
-                    seen.reply = try outcome.map { PortProcess.text(of: try $0.get()) }
-                }
+                seen.reply = try api.request(Order.replyThenDie, to: remote, executorName: "lastwords-exec")
             } catch let error as PortError {
                 seen.error = error
             }

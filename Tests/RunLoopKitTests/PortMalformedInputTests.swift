@@ -150,13 +150,10 @@ struct PortMalformedInputTests {
 
     /// A scheduled port of `transport` and a raw peer connected to it.
     static func setUp(_ transport: Port.Transport, _ name: String) throws -> (LoopThread, Port, PortInbox, RawPortPeer) {
-        let (thread, loop) = try makePortLoopThread(name)
-        let port = try Port(transport: transport)
-        let inbox = PortInbox()
-        port.setMessageHandler(inbox.handler)
-        try port.schedule(in: loop, forMode: .default)
+        let fixture = try InboxPort(name, transport: transport)
+        let port = fixture.port
         let endpoint = transport == .ipc ? try #require(port.address.ipcEndpoint) : port.address.inprocEndpoint
-        return (thread, port, inbox, try RawPortPeer(endpoint: endpoint))
+        return (fixture.thread, port, fixture.inbox, try RawPortPeer(endpoint: endpoint))
     }
 
     @Test("S-PORT-7: a malformed message from a raw ZeroMQ peer is dropped and counted, and the peer's next good message arrives",

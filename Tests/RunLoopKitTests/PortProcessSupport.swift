@@ -380,42 +380,14 @@ final class AsyncParentSide<T: Sendable>: @unchecked Sendable {
 
 // MARK: - Waiting for counts
 
-/// A counter that threads can wait on (mutex and condition variable on
-/// CLOCK_MONOTONIC, which ThreadSanitizer understands).
-final class IPCCounter: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched with `mutex` held.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var value = 0
+/// A counter that threads can wait on: a `CondLocked` count, with the
+/// waits the cross-process tests need.
+final class IPCCounter: Sendable {
+    private let count = CondLocked(0)
 
-    init() {
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
+    func add(_ amount: Int = 1) { count.update { $0 += amount } }
 
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
-    func add(_ amount: Int = 1) {
-        pthread_mutex_lock(mutex)
-        value += amount
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
-    }
-
-    var current: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return value
-    }
+    var current: Int { count.value }
 
     /// `wait(atLeast:timeout:)` on a thread of its own, for async tests: a
     /// blocked Swift concurrency thread would hold up the tests running in
@@ -443,17 +415,7 @@ final class IPCCounter: @unchecked Sendable {
     /// Waits until the count is at least `target`, for `timeout` seconds at
     /// most (a safety net). True if it got there.
     func wait(atLeast target: Int, timeout: Double = 30) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let total = Int(deadline.tv_nsec) + Int(timeout * 1e9)
-        deadline.tv_sec += total / 1_000_000_000
-        deadline.tv_nsec = total % 1_000_000_000
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while value < target {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return value >= target }
-        }
-        return true
+        count.wait(timeout: timeout) { $0 >= target }
     }
 }
 

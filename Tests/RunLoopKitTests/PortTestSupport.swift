@@ -131,6 +131,33 @@ func makePortLoopThread(_ name: String) throws -> (thread: LoopThread, loop: Run
     return (thread, try #require(thread.runLoop))
 }
 
+/// The set-up most port tests start from: a fresh LoopThread with one port
+/// scheduled on it in `mode`, collecting what arrives in `inbox`. `close()`
+/// invalidates the port and stops the thread.
+struct InboxPort {
+    let thread: LoopThread
+    let loop: RunLoop
+    let port: Port
+    let inbox = PortInbox()
+
+    init(_ name: String, transport: Port.Transport = .inproc, mode: RunLoop.Mode = .default) throws {
+        (thread, loop) = try makePortLoopThread(name)
+        do {
+            port = try Port(transport: transport)
+            port.setMessageHandler(inbox.handler)
+            try port.schedule(in: loop, forMode: mode)
+        } catch {
+            thread.stop()
+            throw error
+        }
+    }
+
+    func close() {
+        port.invalidate()
+        thread.stop()
+    }
+}
+
 /// A send deadline `seconds` from now.
 func portDeadline(_ seconds: Double = 10) -> Date { Date() + seconds }
 

@@ -16,13 +16,9 @@ struct PortTests {
     @Test("S-PORT-1: a scheduled port delivers each message to its handler on its loop's thread; any thread can send",
           arguments: [RunLoop.Mode.default, .common])
     func deliversOnLoopThread(mode: RunLoop.Mode) throws {
-        let (thread, loop) = try makePortLoopThread("p1-deliver")
-        defer { thread.stop() }
-        let port = try Port()
-        defer { port.invalidate() }
-        let inbox = PortInbox()
-        port.setMessageHandler(inbox.handler)
-        try port.schedule(in: loop, forMode: mode)
+        let fixture = try InboxPort("p1-deliver", mode: mode)
+        defer { fixture.close() }
+        let (thread, port, inbox) = (fixture.thread, fixture.port, fixture.inbox)
 
         try port.send(msgid: 1, before: portDeadline())  // the test's thread
         for sender: UInt32 in 2...4 {  // three threads of their own
@@ -246,13 +242,9 @@ struct PortTests {
 
     @Test("S-PORT-2: past the limits (257 components, a 64 MiB + 1 frame, 320 MiB in all) send throws .messageTooLarge and sends nothing; 256 components arrive")
     func limits() throws {
-        let (thread, loop) = try makePortLoopThread("p2-limits")
-        defer { thread.stop() }
-        let port = try Port()
-        defer { port.invalidate() }
-        let inbox = PortInbox()
-        port.setMessageHandler(inbox.handler)
-        try port.schedule(in: loop, forMode: .default)
+        let fixture = try InboxPort("p2-limits")
+        defer { fixture.close() }
+        let (port, inbox) = (fixture.port, fixture.inbox)
 
         let tooMany = Array(repeating: PortMessage.Component.data(Data([1])), count: WireFormat.maxComponents + 1)
         #expect(portErrorThrown { try port.send(msgid: 1, components: tooMany, before: portDeadline()) }?.caseName == "messageTooLarge")
@@ -352,13 +344,9 @@ struct PortTests {
 
     @Test("S-PORT-3, S-PORT-5: a well-formed descriptor of a port that no longer exists arrives as an invalid port; sending to it fails with .invalidPort")
     func descriptorOfGonePort() throws {
-        let (thread, loop) = try makePortLoopThread("p3-gone")
-        defer { thread.stop() }
-        let port = try Port()
-        defer { port.invalidate() }
-        let inbox = PortInbox()
-        port.setMessageHandler(inbox.handler)
-        try port.schedule(in: loop, forMode: .default)
+        let fixture = try InboxPort("p3-gone")
+        defer { fixture.close() }
+        let (port, inbox) = (fixture.port, fixture.inbox)
         var gone: Port? = try Port()
         let descriptor = RawWire.descriptor(of: try #require(gone))
         gone = nil
@@ -572,13 +560,9 @@ struct PortTests {
 
     @Test("S-PORT-5: an invalid port cannot be sent as a component or reply port (.componentNotTransferable); nothing is sent")
     func invalidPortNotTransferable() throws {
-        let (thread, loop) = try makePortLoopThread("p5-transfer")
-        defer { thread.stop() }
-        let port = try Port()
-        defer { port.invalidate() }
-        let inbox = PortInbox()
-        port.setMessageHandler(inbox.handler)
-        try port.schedule(in: loop, forMode: .default)
+        let fixture = try InboxPort("p5-transfer")
+        defer { fixture.close() }
+        let (port, inbox) = (fixture.port, fixture.inbox)
         let dead = try Port()
         dead.invalidate()
 

@@ -290,23 +290,8 @@ struct TimerTests {
 
     @Test("S-TMR-5: fireDate moved earlier from another thread while the loop sleeps re-arms it")
     func fireDateMovedEarlier() throws {
-        let asleep = DispatchSemaphore(value: 0)
-        let timerBox = Locked<Timer?>(nil)
-        let fired = Locked<UInt64>(0)
-        let loopThread = SpawnedThread<RunLoop.RunResult>(named: "tmr-earlier") {
-            let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 60, repeats: false) { _ in fired.value = monotonicNow() }
-            timerBox.value = timer
-            loop.add(timer, forMode: .default)
-            signalBeforeWaiting(asleep, on: loop)
-            return loop.run(mode: .default, seconds: 30)
-        }
-        #expect(waitFor(asleep))
-        let timer = try #require(timerBox.value)
-        let moved = monotonicNow()
-        timer.fireDate = Date(timeIntervalSinceNow: 0.05)
-        #expect(try loopThread.join() == .finished, "the timer did not fire before the run's deadline")
-        let firedAt = fired.value
+        let (result, moved, firedAt) = try Self.moveFireDateWhileAsleep("tmr-earlier", dueIn: 60, movedTo: 0.05)
+        #expect(result == .finished, "the timer did not fire before the run's deadline")
         // Never early (1 ms for the Date conversion), and far before the old date.
         #expect(firedAt >= moved + 49 * Self.ms)
         #expect(firedAt < moved + 10_000 * Self.ms)
@@ -314,12 +299,24 @@ struct TimerTests {
 
     @Test("S-TMR-5: fireDate moved later from another thread while the loop sleeps: it fires at the new date")
     func fireDateMovedLater() throws {
+        let (result, moved, firedAt) = try Self.moveFireDateWhileAsleep("tmr-later", dueIn: 0.5, movedTo: 0.8)
+        #expect(result == .finished)
+        #expect(firedAt >= moved + 799 * Self.ms, "the timer fired at its old date")
+    }
+
+    /// Runs a loop (up to 30 s) with one timer due in `dueIn` seconds; once
+    /// the loop sleeps, this thread sets the timer's fireDate to `movedTo`
+    /// seconds from now. Returns the run's result, when the date was moved
+    /// and when the timer fired (monotonic ns).
+    static func moveFireDateWhileAsleep(
+        _ name: String, dueIn: TimeInterval, movedTo: TimeInterval
+    ) throws -> (result: RunLoop.RunResult, moved: UInt64, fired: UInt64) {
         let asleep = DispatchSemaphore(value: 0)
         let timerBox = Locked<Timer?>(nil)
         let fired = Locked<UInt64>(0)
-        let loopThread = SpawnedThread<RunLoop.RunResult>(named: "tmr-later") {
+        let loopThread = SpawnedThread<RunLoop.RunResult>(named: name) {
             let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 0.5, repeats: false) { _ in fired.value = monotonicNow() }
+            let timer = try Timer(timeInterval: dueIn, repeats: false) { _ in fired.value = monotonicNow() }
             timerBox.value = timer
             loop.add(timer, forMode: .default)
             signalBeforeWaiting(asleep, on: loop)
@@ -328,9 +325,9 @@ struct TimerTests {
         #expect(waitFor(asleep))
         let timer = try #require(timerBox.value)
         let moved = monotonicNow()
-        timer.fireDate = Date(timeIntervalSinceNow: 0.8)
-        #expect(try loopThread.join() == .finished)
-        #expect(fired.value >= moved + 799 * Self.ms, "the timer fired at its old date")
+        timer.fireDate = Date(timeIntervalSinceNow: movedTo)
+        let result = try loopThread.join()
+        return (result, moved, fired.value)
     }
 
     @Test("S-TMR-2, S-TMR-3: the loop's sorted timer schedule finds the due timers earliest first and the same wake-up as looking at every timer")

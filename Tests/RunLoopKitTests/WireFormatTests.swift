@@ -142,13 +142,9 @@ struct WireFormatTests {
 
     @Test("S-PORT-2: the example's bytes, from a raw peer, arrive as msgid 7 with \"hi\" and a reply port of process 4242 at its ipc path")
     func exampleDecodes() throws {
-        let (thread, loop) = try makePortLoopThread("wf-example")
-        defer { thread.stop() }
-        let port = try Port()
-        defer { port.invalidate() }
-        let inbox = PortInbox()
-        port.setMessageHandler(inbox.handler)
-        try port.schedule(in: loop, forMode: .default)
+        let fixture = try InboxPort("wf-example")
+        defer { fixture.close() }
+        let (port, inbox) = (fixture.port, fixture.inbox)
         let peer = try RawPortPeer(endpoint: port.address.inprocEndpoint)
         try peer.send(Self.exampleFrames.map { Data($0) })
         #expect(inbox.waitForCount(1))
