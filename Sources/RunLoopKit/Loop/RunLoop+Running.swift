@@ -273,11 +273,7 @@ extension RunLoop {
     /// Clears this loop's mark on a source taken off its ready list; a mark
     /// another loop has set since (the source moved) is left alone.
     func forgetReady(_ source: SocketSource) {
-        var expected = readyID
-        while !source.readyMark.compareExchange(expected: expected, desired: 0, ordering: .relaxed).exchanged {
-            expected = source.readyMark.load(ordering: .relaxed)
-            if expected != readyID { return }
-        }
+        _ = source.readyMark.compareExchange(expected: readyID, desired: 0, ordering: .relaxed)
     }
 
     /// Step 6: is a socket source of this mode ready now? Sockets that can

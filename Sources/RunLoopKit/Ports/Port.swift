@@ -266,29 +266,26 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         let sendTime = traceID == nil ? 0 : PortTap.now()
         let records = components.count + (replyPort == nil ? 0 : 1)
         let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
+        // The usual case: the whole message in one frame (version 2). A large
+        // one goes as a frame per component (version 1), not copied into one buffer.
+        let packed = packedSize <= WireFormat.packLimit
+        let bufferSize = packed ? packedSize : WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         do {
-            if packedSize <= WireFormat.packLimit {
-                // The usual case: the whole message in one frame (version 2).
-                try withUnsafeTemporaryAllocation(byteCount: packedSize, alignment: 8) { buffer in
+            try withUnsafeTemporaryAllocation(byteCount: bufferSize, alignment: 8) { buffer in
+                let frames: OutgoingFrames
+                if packed {
                     let size = WireFormat.writePacked(
                         into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
                         replyDescriptor: replyDescriptor, traceID: traceID)
-                    let frames = OutgoingFrames(
-                        header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: [],
-                        portDescriptors: [], replyDescriptor: nil)
-                    try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
-                }
-            } else {
-                // A large message: a frame per component (version 1), no copy into one buffer.
-                let headerSize = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
-                try withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { buffer in
+                    frames = OutgoingFrames(packed: UnsafeRawBufferPointer(rebasing: buffer[..<size]))
+                } else {
                     let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil,
                                                       components: components, traceID: traceID)
-                    let frames = OutgoingFrames(
+                    frames = OutgoingFrames(
                         header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
                         portDescriptors: portDescriptors, replyDescriptor: replyDescriptor)
-                    try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
                 }
+                try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
             }
         } catch let error as PortError {
             throw error

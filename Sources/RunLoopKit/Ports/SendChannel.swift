@@ -121,13 +121,26 @@ final class SendChannel: @unchecked Sendable {
 }
 
 /// The frames of one PortMessage on its way out (docs/wire-format.md): the
-/// header, one frame per component, and the reply port's descriptor.
+/// header, one frame per component, and the reply port's descriptor; or, in
+/// the packed form, one frame holding all of it.
 struct OutgoingFrames {
     let header: UnsafeRawBufferPointer
     let components: [PortMessage.Component]
     /// The descriptors of the port components, in component order.
     let portDescriptors: [[UInt8]]
     let replyDescriptor: [UInt8]?
+
+    init(header: UnsafeRawBufferPointer, components: [PortMessage.Component], portDescriptors: [[UInt8]], replyDescriptor: [UInt8]?) {
+        self.header = header
+        self.components = components
+        self.portDescriptors = portDescriptors
+        self.replyDescriptor = replyDescriptor
+    }
+
+    /// A packed message: a single frame.
+    init(packed frame: UnsafeRawBufferPointer) {
+        self.init(header: frame, components: [], portDescriptors: [], replyDescriptor: nil)
+    }
 
     var count: Int { 1 + components.count + (replyDescriptor == nil ? 0 : 1) }
 

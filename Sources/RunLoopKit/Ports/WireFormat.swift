@@ -81,13 +81,13 @@ enum WireFormat {
     /// returns the size used.
     static func writeHeader(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
-        components: [PortMessage.Component], traceID: UInt64? = nil
+        components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false
     ) -> Int {
         buffer[0] = headerMagic.0
         buffer[1] = headerMagic.1
         buffer[2] = headerMagic.2
         buffer[3] = headerMagic.3
-        buffer[4] = version
+        buffer[4] = packed ? packedVersion : version
         buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
         buffer.storeBytes(of: UInt16(components.count).littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
@@ -170,8 +170,7 @@ enum WireFormat {
         portDescriptors: [[UInt8]], replyDescriptor: [UInt8]?, traceID: UInt64?
     ) -> Int {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
-                                 components: components, traceID: traceID)
-        buffer[4] = packedVersion
+                                 components: components, traceID: traceID, packed: true)
         func record(_ bytes: UnsafeRawBufferPointer) {
             buffer.storeBytes(of: UInt32(bytes.count).littleEndian, toByteOffset: offset, as: UInt32.self)
             offset += recordLengthSize

@@ -51,9 +51,4 @@ struct ReadyQueue {
         }
         return source
     }
-
-    mutating func removeAll() {
-        storage.removeAll()
-        head = 0
-    }
 }
