@@ -19,10 +19,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
+        // No `pkgConfig:`: Debian's libzmq.pc adds `-isystem /usr/include/mit-krb5`,
+        // which SwiftPM refuses with a warning in every client's build. zmq.h and
+        // libzmq.so sit in the default paths on Debian and most systems; for an
+        // install elsewhere, see README ("libzmq somewhere else").
         .systemLibrary(
             name: "CZeroMQ",
             path: "Sources/CZeroMQ",
-            pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]
         ),
         .target(name: "CLinuxSupport", path: "Sources/CLinuxSupport"),
@@ -53,3 +56,9 @@ let package = Package(
     },
     swiftLanguageModes: [.v6]
 )
+
+// The DocC plugin only when building the manual (scripts/docs.sh sets
+// RLK_DOCS=1), so that ordinary builds, tests and clients never fetch it.
+if Context.environment["RLK_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

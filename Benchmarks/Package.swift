@@ -18,11 +18,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
-        // libzmq for the C peers; the root's CZeroMQ is not a product.
+        // libzmq for the C peers; the root's CZeroMQ is not a product. No
+        // `pkgConfig:`, for the same reason as the root's CZeroMQ.
         .systemLibrary(
             name: "CLibZMQ",
             path: "Sources/CLibZMQ",
-            pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]
         ),
         // Raw libzmq, eventfd and pthread peers, and the Linux calls the Swift side needs.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure what RunLoopKit needs is on this machine: the Swift toolchain and
-# libzmq's headers (Debian/Ubuntu: libzmq3-dev, found through pkg-config).
+# libzmq's header and library (Debian/Ubuntu: libzmq3-dev) in the default paths.
 # Installs libzmq3-dev with apt-get when it is missing and we are allowed to;
 # otherwise says exactly what to run. Sourced by demo.sh and test.sh.
 set -euo pipefail
@@ -13,10 +13,19 @@ if ! command -v swift >/dev/null 2>&1; then
     exit 1
 fi
 
-if ! { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libzmq; }; then
-    echo "libzmq3-dev (libzmq's headers, found through pkg-config) is missing." >&2
+# The build finds zmq.h on the default include path (Package.swift says why
+# not through pkg-config); RLK_ZMQ_INCLUDE names another directory to accept.
+zmq_header_found() {
+    local dir
+    for dir in ${RLK_ZMQ_INCLUDE:-} /usr/include /usr/local/include; do
+        [ -f "$dir/zmq.h" ] && return 0
+    done
+    return 1
+}
+if ! zmq_header_found; then
+    echo "libzmq3-dev (libzmq's header zmq.h and libzmq.so) is missing." >&2
     if ! command -v apt-get >/dev/null 2>&1; then
-        echo "error: no apt-get here. Install libzmq's development files (headers, libzmq.pc) and pkg-config with your package manager, then re-run." >&2
+        echo "error: no apt-get here. Install libzmq's development files (zmq.h, libzmq.so) with your package manager, then re-run." >&2
         exit 1
     fi
     if [ "$(id -u)" -eq 0 ]; then
@@ -24,12 +33,12 @@ if ! { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libzmq; }; t
     elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
         SUDO="sudo"
     else
-        echo "error: installing libzmq3-dev needs root. Run: sudo apt-get update && sudo apt-get install -y libzmq3-dev pkg-config" >&2
+        echo "error: installing libzmq3-dev needs root. Run: sudo apt-get update && sudo apt-get install -y libzmq3-dev" >&2
         exit 1
     fi
-    echo "installing it: ${SUDO:+sudo }apt-get install -y libzmq3-dev pkg-config" >&2
-    if ! { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y libzmq3-dev pkg-config; } >&2; then
-        echo "error: apt-get could not install libzmq3-dev. Check the network and apt sources, then run: apt-get install -y libzmq3-dev pkg-config" >&2
+    echo "installing it: ${SUDO:+sudo }apt-get install -y libzmq3-dev" >&2
+    if ! { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y libzmq3-dev; } >&2; then
+        echo "error: apt-get could not install libzmq3-dev. Check the network and apt sources, then run: apt-get install -y libzmq3-dev" >&2
         exit 1
     fi
 fi

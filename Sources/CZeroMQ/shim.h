@@ -1,2 +1,2 @@
-// The system libzmq (Debian: libzmq3-dev), found through pkg-config `libzmq`.
+// The system libzmq (Debian: libzmq3-dev), from the default include path.
 #include <zmq.h>
