@@ -1,31 +1,3 @@
-/// Which modes a queued block may run in.
-enum ModeSelector: Sendable {
-    case common
-    case single(RunLoop.Mode)
-    case list([RunLoop.Mode])
-
-    init(_ modes: [RunLoop.Mode]) {
-        self = modes.count == 1 ? (modes[0] == .common ? .common : .single(modes[0])) : .list(modes)
-    }
-
-    /// `isCommon`: whether `mode` is one of the loop's common modes.
-    func matches(_ mode: RunLoop.Mode, isCommon: Bool) -> Bool {
-        switch self {
-        case .common: return isCommon
-        case let .single(only): return only == mode || (only == .common && isCommon)
-        case let .list(modes): return modes.contains { $0 == mode || ($0 == .common && isCommon) }
-        }
-    }
-}
-
-/// A block queued with `perform` (S-BLK-1): it runs once, or, if its loop
-/// goes first, `discarded` tells whoever waits for it.
-struct PendingBlock {
-    let modes: ModeSelector
-    let body: @Sendable () -> Void
-    let discarded: (@Sendable () -> Void)?
-}
-
 /// FIFO of pending blocks (S-BLK-4). Guarded by the loop's lock. Popping from
 /// the head and appending reuse the same storage, so a steady stream of
 /// performs allocates nothing here.

@@ -21,7 +21,7 @@ extension RunLoop {
     @discardableResult
     public func run(mode: Mode = .default, seconds: TimeInterval, returnAfterSourceHandled: Bool = false) -> RunResult {
         precondition(!seconds.isNaN, "RunLoop.run(mode:seconds:): seconds is NaN. Pass a number of seconds, .infinity for no deadline, or 0 to poll.")
-        let deadline = seconds == .infinity ? MonotonicClock.never : MonotonicClock.instant(secondsFromNow: seconds)
+        let deadline = seconds == .infinity ? MonotonicClock.never : clock.instant(secondsFromNow: seconds)
         return runOnce(mode: mode, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled).result
     }
 
@@ -30,13 +30,13 @@ extension RunLoop {
     /// run could not start: the mode was empty or `.common` (S-RUN-6).
     @discardableResult
     public func run(mode: Mode, before date: Date) -> Bool {
-        runOnce(mode: mode, deadline: MonotonicClock.instant(for: date), returnAfterSourceHandled: true).started
+        runOnce(mode: mode, deadline: clock.instant(for: date), returnAfterSourceHandled: true).started
     }
 
     /// Runs the default mode until it has nothing left (NSRunLoop `run`):
     /// `stop()` does not end it, only removing every source and timer does
-    /// (S-RUN-6). This is the keep-alive anti-pattern the seeds warn about:
-    /// prefer `LoopThread`, which stops cleanly.
+    /// (S-RUN-6). This is the keep-alive anti-pattern Apple's documentation
+    /// warns about: prefer `LoopThread`, which stops cleanly.
     public func run() {
         while runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false).result != .finished {}
     }
@@ -44,10 +44,11 @@ extension RunLoop {
     /// Runs the default mode until `date` or until it has nothing left
     /// (NSRunLoop `runUntilDate:`); `stop()` does not end it early (S-RUN-6).
     public func run(until date: Date) {
-        let deadline = MonotonicClock.instant(for: date)
+        let clock = self.clock
+        let deadline = clock.instant(for: date)
         while true {
             let result = runOnce(mode: .default, deadline: deadline, returnAfterSourceHandled: false).result
-            if result == .finished || MonotonicClock.now() >= deadline { return }
+            if result == .finished || clock.now() >= deadline { return }
         }
     }
 
@@ -60,9 +61,34 @@ extension RunLoop {
         }
     }
 
+    /// Makes one polling pass in `mode` and returns the fire date of the
+    /// mode's next timer (NSRunLoop `limitDate(forMode:)`, S-RUN-10):
+    /// `Date.distantFuture` when the mode has sources but no timer, nil when
+    /// the mode is empty (S-RUN-1) or `.common`. Only the loop's own thread
+    /// may call it, since it runs the loop.
+    public func limitDate(forMode mode: Mode) -> Date? {
+        guard runOnce(mode: mode, deadline: 0, returnAfterSourceHandled: true).started else { return nil }
+        var snapshot = ModeSnapshot()
+        refresh(&snapshot, mode: mode)
+        guard snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else { return nil }
+        var next: Timer?
+        for timer in snapshot.timers where timer.isValid {
+            if timer.nextFireInstant < (next?.nextFireInstant ?? MonotonicClock.never) { next = timer }
+        }
+        return next?.fireDate ?? .distantFuture
+    }
+
+    /// The clock this loop's timers and run deadlines are measured on.
+    var clock: LoopClock { state.withLock { $0.clock } }
+
     // MARK: - One run
 
-    func runOnce(mode: Mode, deadline: UInt64, returnAfterSourceHandled: Bool) -> (result: RunResult, started: Bool) {
+    /// One run. `deadline` is an instant on the loop's clock, or on the
+    /// real clock with `deadlineOnRealClock` (a request's private wait,
+    /// which bounds a wait on another process even on a test-clock loop).
+    func runOnce(
+        mode: Mode, deadline: UInt64, deadlineOnRealClock: Bool = false, returnAfterSourceHandled: Bool
+    ) -> (result: RunResult, started: Bool) {
         preconditionOwnedByCurrentThread("run(mode: \(mode))")
         if mode == .common {
             #if DEBUG
@@ -75,19 +101,28 @@ extension RunLoop {
         guard !hasThreadExited, snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else {
             return (.finished, false)
         }
-        lock.withLock { modeStack.append(mode) }
-        defer { lock.withLock { _ = modeStack.popLast() } }
+        state.withLock { $0.modeStack.append(mode) }
+        defer { state.withLock { _ = $0.modeStack.popLast() } }
         notify(.entry, &snapshot, mode: mode)
-        let result = runPasses(mode: mode, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled, &snapshot)
+        let deadlineClock = deadlineOnRealClock ? LoopClock.real : snapshot.clock
+        let result = runPasses(
+            mode: mode, deadline: deadline, on: deadlineClock,
+            returnAfterSourceHandled: returnAfterSourceHandled, &snapshot)
         notify(.exit, &snapshot, mode: mode)
         return (result, true)
     }
 
     /// Steps 2 to 11 of S-RUN-2, repeated until a result is decided.
-    private func runPasses(mode: Mode, deadline: UInt64, returnAfterSourceHandled: Bool, _ snapshot: inout ModeSnapshot) -> RunResult {
+    private func runPasses(
+        mode: Mode, deadline: UInt64, on deadlineClock: LoopClock, returnAfterSourceHandled: Bool,
+        _ snapshot: inout ModeSnapshot
+    ) -> RunResult {
         // A stop requested while no run was in progress (S-RUN-4).
         if stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
-        let pollOnly = deadline <= MonotonicClock.now()  // S-RUN-3
+        let pollOnly = deadline <= deadlineClock.now()  // S-RUN-3
+        // The timerfd wakes the loop for a deadline only on the real clock;
+        // a test clock's advance wakes it instead (S-TMR-7).
+        let wakeDeadline = deadlineClock.isReal ? deadline : MonotonicClock.never
         while true {
             let monitored = snapshot.monitor != nil
             let passStart = monitored ? MonotonicClock.now() : 0
@@ -103,12 +138,12 @@ extension RunLoop {
                 handled = true
                 _ = drainBlocks(&snapshot, mode: mode)
             }
-            if !isStopPending && !hasReadySocketSource(&snapshot) {           // 6
+            if !isStopPending && !waiter.readyList.hasReadySource(snapshot, of: self) {  // 6
                 let willSleep = !pollOnly && !handled && !isStopPending
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
                 let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
                 // A stop asked for by a beforeWaiting observer: look, don't sleep.
-                waitForEvents(&snapshot, mode: mode, deadline: deadline, block: willSleep && !isStopPending)  // 8
+                waitForEvents(&snapshot, mode: mode, deadline: wakeDeadline, block: willSleep && !isStopPending)  // 8
                 if willSleep {
                     if monitored { sleptNanoseconds = MonotonicClock.now() - sleepStart }
                     notify(.afterWaiting, &snapshot, mode: mode)
@@ -128,7 +163,7 @@ extension RunLoop {
 
             // 11: decide, in CFRunLoop's order.
             if handled && returnAfterSourceHandled { return .handledSource }
-            if deadline != MonotonicClock.never && MonotonicClock.now() >= deadline { return .timedOut }
+            if deadline != MonotonicClock.never && deadlineClock.now() >= deadline { return .timedOut }
             // A load first: the exchange is a locked instruction, and most passes have no stop.
             if isStopPending && stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             refresh(&snapshot, mode: mode)
@@ -144,40 +179,15 @@ extension RunLoop {
     func refresh(_ snapshot: inout ModeSnapshot, mode: Mode) {
         let version = itemsVersion.load(ordering: .acquiring)
         guard version != snapshot.version else { return }
-        let newSockets: [SocketSource] = lock.withLock {
+        let newSockets: [SocketSource] = state.withLock { state in
             snapshot.version = itemsVersion.load(ordering: .acquiring)
-            snapshot.isCommon = commonModeNames.contains(mode)
-            snapshot.monitor = monitorStorage
-            if let state = modes[mode] {
-                snapshot.customSources = state.customSources
-                snapshot.timers = state.timers
-                snapshot.observers = state.observers
-                snapshot.socketSources = state.socketSources
-                snapshot.waitSet = state.waitSet
-                snapshot.hasSourcesOrTimers = state.hasSourcesOrTimers
-            } else {
-                snapshot.customSources = []
-                snapshot.timers = []
-                snapshot.observers = []
-                snapshot.socketSources = []
-                snapshot.waitSet = nil
-                snapshot.hasSourcesOrTimers = false
-            }
-            guard !socketsToCheck.isEmpty else { return [] }
-            defer { socketsToCheck.removeAll() }
-            return socketsToCheck
+            snapshot.copy(mode, from: state)
+            guard !state.socketsToCheck.isEmpty else { return [] }
+            defer { state.socketsToCheck.removeAll() }
+            return state.socketsToCheck
         }
-        snapshot.observedActivities = snapshot.observers.reduce(into: []) { $0.formUnion($1.activities) }
-        snapshot.socketSourceIDs = Set(snapshot.socketSources.map(ObjectIdentifier.init))
-        snapshot.restamp()
-        snapshot.socketsToCheckBeforeSleeping = snapshot.socketSources.filter(\.needsCheckBeforeSleeping)
-        snapshot.timerSchedule.rebuild(snapshot.timers)
-        for source in newSockets { appendToReadyList(source) }
-    }
-
-    func hasBlocks(for mode: Mode, isCommon: Bool) -> Bool {
-        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
-        return lock.withLock { blocks.containsBlock(for: mode, isCommon: isCommon) }
+        snapshot.derive()
+        for source in newSockets { waiter.readyList.append(source) }
     }
 
     // MARK: - Callouts
@@ -231,9 +241,9 @@ extension RunLoop {
             // callout of this pass must not start another (LoopThread.stop
             // discards the rest).
             if isStopPending { return ran }
-            let next: PendingBlock? = lock.withLock {
-                if remaining < 0 { remaining = blocks.count }
-                guard remaining > 0, let block = blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining) else {
+            let next: PendingBlock? = state.withLock { state in
+                if remaining < 0 { remaining = state.blocks.count }
+                guard remaining > 0, let block = state.blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining) else {
                     return nil
                 }
                 remaining -= 1
@@ -264,101 +274,26 @@ extension RunLoop {
 
     // MARK: - Socket sources
 
-    private func appendToReadyList(_ source: SocketSource, confirmed: Bool = false) {
-        guard source.readyMark.load(ordering: .relaxed) != readyID else { return }
-        source.readyMark.store(readyID, ordering: .relaxed)
-        readyList.append(source, confirmed: confirmed)
-    }
-
-    /// Clears this loop's mark on a source taken off its ready list; a mark
-    /// another loop has set since (the source moved) is left alone.
-    func forgetReady(_ source: SocketSource) {
-        _ = source.readyMark.compareExchange(expected: readyID, desired: 0, ordering: .relaxed)
-    }
-
-    /// Step 6: is a socket source of this mode ready now? Sockets that can
-    /// send are looked at first, since a send outside their handler may have
-    /// consumed their readiness edge.
-    private func hasReadySocketSource(_ snapshot: inout ModeSnapshot) -> Bool {
-        for source in snapshot.socketsToCheckBeforeSleeping
-        where source.readyMark.load(ordering: .relaxed) != readyID && source.isValid && source.hasInput() {
-            appendToReadyList(source, confirmed: true)
-        }
-        return firstReadyIndex(snapshot) != nil
-    }
-
-    /// The first source on the ready list that is in this mode and has
-    /// input. Entries without input leave the list; entries of other modes
-    /// stay for when the loop runs one of theirs (S-SRC1-2), unless their
-    /// source has left this loop.
-    private func firstReadyIndex(_ snapshot: ModeSnapshot) -> Int? {
-        var index = 0
-        while index < readyList.count {
-            let source = readyList.source(at: index)
-            if !source.isValid {
-                forgetReady(readyList.remove(at: index))
-                continue
-            }
-            guard snapshot.contains(source) else {
-                if source.binding.loop !== self {
-                    forgetReady(readyList.remove(at: index))
-                } else {
-                    index += 1
-                }
-                continue
-            }
-            if readyList.isConfirmed(at: index) || source.hasInput() {
-                readyList.confirm(at: index)
-                return index
-            }
-            forgetReady(readyList.remove(at: index))
-        }
-        return nil
-    }
-
-    /// Step 9, second half: one socket source event per pass (S-SRC1-1). A
-    /// socket goes to the back of the list afterwards, so that a busy socket
-    /// cannot starve the others, and is looked at again before the loop sleeps.
+    /// Step 9, second half: one socket source event per pass (S-SRC1-1),
+    /// from the front of the ready list.
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
-        guard !isStopPending, let index = firstReadyIndex(snapshot) else { return false }
-        let source = readyList.remove(at: index)
-        if source.isSocket && source.isValid {
-            // Back of the list before the callout (its mark stays set), so
-            // that a nested run inside the handler finds it there.
-            readyList.append(source, confirmed: false)
-        } else {
-            forgetReady(source)
-        }
+        guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
         callout(.socketSource, snapshot, mode: mode) { source.handle() }
         return true
     }
 
     // MARK: - Sleeping
 
-    /// Step 8: one epoll_wait on the mode's wait set, blocking or only
-    /// looking. Arms the timerfd for the earlier of the mode's next timer
-    /// (within its tolerance) and the run's deadline.
+    /// Step 8: one wait on the mode's wait set, blocking or only looking,
+    /// woken by the earlier of the mode's next timer (within its
+    /// tolerance; on the real clock only) and `deadline` (real monotonic
+    /// nanoseconds, or never).
     private func waitForEvents(_ snapshot: inout ModeSnapshot, mode: Mode, deadline: UInt64, block: Bool) {
         // A beforeWaiting observer may just have added or moved a timer.
         refresh(&snapshot, mode: mode)
-        guard let waitSet = snapshot.waitSet ?? baseWaitSet, let timer = wakeUpTimer else { return }
-        if block {
-            timer.arm(min(deadline, snapshot.timerSchedule.wakeInstant()))
-            waiting.store(true, ordering: .releasing)
-        }
-        let count = waitSet.wait(into: eventBuffer, capacity: Self.eventBufferCapacity, block: block)
-        if block { waiting.store(false, ordering: .releasing) }
-        for index in 0..<count {
-            let token = eventBuffer[index].data.u64
-            switch token {
-            case WaitSet.wakeUpToken:
-                wakeUpSignal.drain()
-                wakeUpPending.store(false, ordering: .releasing)
-            case WaitSet.timerToken:
-                timer.drain()
-            default:
-                if let source = lock.withLock({ registeredSockets[token] }) { appendToReadyList(source) }
-            }
+        let timerWake = snapshot.clock.isReal ? snapshot.timerSchedule.wakeInstant() : MonotonicClock.never
+        waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
+            if let source = state.withLock({ $0.registeredSockets[token] }) { waiter.readyList.append(source) }
         }
     }
 
@@ -370,7 +305,7 @@ extension RunLoop {
         refresh(&snapshot, mode: mode)
         // No clock read in the passes of a mode without timers.
         guard snapshot.timerSchedule.earliest != MonotonicClock.never else { return 0 }
-        let now = MonotonicClock.now()
+        let now = snapshot.clock.now()
         guard snapshot.timerSchedule.earliest <= now else { return 0 }
         dueTimers.removeAll(keepingCapacity: true)
         snapshot.timerSchedule.takeDue(now: now, into: &dueTimers)

@@ -59,24 +59,11 @@ public final class RunLoopObserver: @unchecked Sendable {
     }
 }
 
-/// The loop that a single-loop item (timer, observer, socket source) belongs
-/// to. Weak, so that an item never keeps a loop alive; guarded by its own lock
-/// because items are invalidated from any thread.
-final class LoopBinding: @unchecked Sendable {
-    private let lock = Lock()
-    // Guarded by lock.
-    private weak var boundLoop: RunLoop?
-
-    var loop: RunLoop? { lock.withLock { boundLoop } }
-
-    /// Binds to `loop`; false if the item already belongs to another live loop.
-    func bind(to loop: RunLoop) -> Bool {
-        lock.withLock {
-            if let existing = boundLoop, existing !== loop { return false }
-            boundLoop = loop
-            return true
-        }
-    }
-
-    func clear() { lock.withLock { boundLoop = nil } }
+extension RunLoopObserver: ModeItem {
+    typealias JoinError = Never
+    static var kindName: String { "RunLoopObserver" }
+    static var list: WritableKeyPath<ModeState, [RunLoopObserver]> { \.observers }
+    var sortOrder: Int? { order }
+    var loopBinding: LoopBinding? { binding }
+    func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
 }

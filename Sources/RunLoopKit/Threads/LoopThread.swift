@@ -32,9 +32,17 @@ public final class LoopThread: Sendable {
     public let name: String
     private let core: LoopThreadCore
 
+    /// A thread named `name` (Linux shows its first 15 bytes), not yet started.
     public init(name: String) {
         self.name = name
-        core = LoopThreadCore(name: name)
+        core = LoopThreadCore(name: name, clock: nil)
+    }
+
+    /// A thread whose loop measures its timers, `perform(afterDelay:)` and
+    /// run deadlines on `clock`, a manual clock that tests advance (S-TMR-7).
+    public init(name: String, clock: TestClock) {
+        self.name = name
+        core = LoopThreadCore(name: name, clock: clock)
     }
 
     deinit { core.stop(draining: false, fromDeinit: true) }
@@ -146,6 +154,8 @@ final class LoopThreadCore: @unchecked Sendable {
     static let logger = Logger(label: "RunLoopKit.LoopThread")
 
     let name: String
+    /// The loop's test clock, or nil for the real clock (S-TMR-7).
+    let clock: TestClock?
     let quitRequested = Atomic<Bool>(false)
     private let ready = Completion<RunLoop>()
 
@@ -161,7 +171,10 @@ final class LoopThreadCore: @unchecked Sendable {
     // Guarded by lock.
     private var joinedOrDetached = false
 
-    init(name: String) { self.name = name }
+    init(name: String, clock: TestClock?) {
+        self.name = name
+        self.clock = clock
+    }
 
     var runningLoop: RunLoop? {
         lock.withLock {
@@ -241,6 +254,7 @@ final class LoopThreadCore: @unchecked Sendable {
             return
         }
         loop.isLoopThreadLoop = true
+        if let clock { loop.use(clock) }
         // Never signalled: it only keeps the default mode from being empty.
         let keepAlive = CustomSource(order: .max) {}
         loop.add(keepAlive, forMode: .common)

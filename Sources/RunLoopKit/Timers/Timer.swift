@@ -21,31 +21,42 @@ import Synchronization
 /// block runs on the loop's thread. Moving `fireDate` re-arms a sleeping loop
 /// at once (S-TMR-5).
 public final class Timer: @unchecked Sendable {
+    // @unchecked Sendable: every mutable property is atomic or behind the
+    // binding's lock; the block is @Sendable.
+
     /// The repeat interval; 0 for a one-shot timer.
     public let timeInterval: TimeInterval
     public let repeats: Bool
     private let block: @Sendable (Timer) -> Void
 
-    /// The next fire instant on CLOCK_MONOTONIC, in nanoseconds.
+    /// The fire date exactly as set or computed (S-TMR-6), as the bit
+    /// pattern of its `timeIntervalSinceReferenceDate`.
+    private let fireDateBits: Atomic<UInt64>
+    /// The same moment as an instant on the clock of the timer's loop (the
+    /// real clock until it joins one): what the loop sorts and waits on.
     private let fireInstant: Atomic<UInt64>
+    /// True while the block runs on the loop: a nested run inside it
+    /// (S-RUN-8) must not fire the timer again, and the fire date stays
+    /// the date being fired until the block returns (S-TMR-6).
+    private let firing = Atomic<Bool>(false)
     private let toleranceNanoseconds = Atomic<UInt64>(0)
     private let valid = Atomic<Bool>(true)
     let binding = LoopBinding()
 
-    /// A timer that first fires `timeInterval` seconds from now.
+    /// A timer that first fires `timeInterval` seconds from now on the real
+    /// clock (as Foundation's does; on a loop with a `TestClock`, use
+    /// `RunLoop.scheduledTimer` or an explicit date instead).
     ///
     /// - Throws: `RunLoopError.invalidInterval` if the interval is negative,
     ///   NaN or infinite, or zero for a repeating timer.
     public convenience init(
         timeInterval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
-        try RunLoopError.validate(timeInterval, "timer interval")
-        try self.init(
-            firstFire: MonotonicClock.instant(secondsFromNow: timeInterval),
-            interval: timeInterval, repeats: repeats, block: block)
+        try self.init(timeInterval: timeInterval, repeats: repeats, on: .real, block: block)
     }
 
-    /// A timer that first fires at `date`, then every `interval` seconds if it repeats.
+    /// A timer that first fires at `date` exactly, then every `interval`
+    /// seconds if it repeats.
     ///
     /// - Throws: `RunLoopError.invalidInterval` if `interval` is negative, NaN
     ///   or infinite, or zero for a repeating timer.
@@ -53,11 +64,22 @@ public final class Timer: @unchecked Sendable {
         fire date: Date, interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         try RunLoopError.validate(interval, "timer interval")
-        try self.init(firstFire: MonotonicClock.instant(for: date), interval: interval, repeats: repeats, block: block)
+        try self.init(firstFire: date, instant: MonotonicClock.instant(for: date), interval: interval, repeats: repeats, block: block)
+    }
+
+    /// A timer that first fires `timeInterval` seconds from now on `clock`.
+    convenience init(
+        timeInterval: TimeInterval, repeats: Bool, on clock: LoopClock, block: @escaping @Sendable (Timer) -> Void
+    ) throws(RunLoopError) {
+        try RunLoopError.validate(timeInterval, "timer interval")
+        try self.init(
+            firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
+            interval: timeInterval, repeats: repeats, block: block)
     }
 
     private init(
-        firstFire: UInt64, interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+        firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         if repeats && interval == 0 {
             throw .invalidInterval(interval, reason: "a repeating timer needs an interval above zero")
@@ -65,26 +87,30 @@ public final class Timer: @unchecked Sendable {
         self.timeInterval = repeats ? interval : 0
         self.repeats = repeats
         self.block = block
-        self.fireInstant = Atomic(firstFire)
+        fireDateBits = Atomic(date.timeIntervalSinceReferenceDate.bitPattern)
+        fireInstant = Atomic(instant)
     }
 
-    /// Creates a timer and adds it to the current thread's loop in the default mode.
+    /// Creates a timer and adds it to the current thread's loop in the
+    /// default mode; its first fire date is on that loop's clock.
     @discardableResult
     public static func scheduledTimer(
         withTimeInterval interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) -> Timer {
-        let timer = try Timer(timeInterval: interval, repeats: repeats, block: block)
-        try RunLoop.forCurrentThread().add(timer, forMode: .default)
-        return timer
+        try RunLoop.forCurrentThread().scheduledTimer(withTimeInterval: interval, repeats: repeats, block: block)
     }
 
-    /// When the timer fires next. Setting it from any thread reschedules the
-    /// timer and wakes its loop.
+    /// When the timer fires next; inside the timer's own block, the date
+    /// being fired (S-TMR-6). Reads back exactly the date that was set.
+    /// Setting it from any thread reschedules the timer and wakes its loop
+    /// (S-TMR-5).
     public var fireDate: Date {
-        get { MonotonicClock.date(for: fireInstant.load(ordering: .acquiring)) }
+        get { Date(timeIntervalSinceReferenceDate: Double(bitPattern: fireDateBits.load(ordering: .acquiring))) }
         set {
-            fireInstant.store(MonotonicClock.instant(for: newValue), ordering: .releasing)
-            binding.loop?.timerDidChange()
+            let clock = binding.loop?.clock ?? .real
+            fireDateBits.store(newValue.timeIntervalSinceReferenceDate.bitPattern, ordering: .releasing)
+            fireInstant.store(clock.instant(for: newValue), ordering: .releasing)
+            binding.loop?.itemDidChange()
         }
     }
 
@@ -95,10 +121,11 @@ public final class Timer: @unchecked Sendable {
         set {
             let clean = newValue.isNaN || newValue < 0 ? 0 : newValue
             toleranceNanoseconds.store(MonotonicClock.nanoseconds(clean), ordering: .relaxed)
-            binding.loop?.timerDidChange()
+            binding.loop?.itemDidChange()
         }
     }
 
+    /// False after `invalidate()`, and after a one-shot timer fired.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// Stops the timer and removes it from its loop, from any thread (S-TMR-4). Idempotent.
@@ -120,6 +147,9 @@ public final class Timer: @unchecked Sendable {
 
     var nextFireInstant: UInt64 { fireInstant.load(ordering: .acquiring) }
 
+    /// Whether the loop may fire it: valid, and not in its own block.
+    var isSchedulable: Bool { isValid && !firing.load(ordering: .acquiring) }
+
     /// The latest instant the loop may wake for this timer.
     var latestWakeInstant: UInt64 {
         let fire = nextFireInstant
@@ -127,25 +157,41 @@ public final class Timer: @unchecked Sendable {
         return tolerance >= MonotonicClock.never - fire ? MonotonicClock.never : fire + tolerance
     }
 
-    /// Fires a due timer on its loop's thread: moves a repeating timer to the
-    /// next multiple of its interval after `now` (skipping missed fires), runs
-    /// the block, and invalidates a one-shot timer.
-    /// Returns false, firing nothing, if the timer is not due (another thread
-    /// moved its fire date since the loop looked).
+    /// Joining a loop whose clock is a `TestClock`: the fire date is kept,
+    /// and its instant is counted on that clock from now on.
+    func measure(on clock: LoopClock) {
+        guard !clock.isReal else { return }
+        fireInstant.store(clock.instant(for: fireDate), ordering: .releasing)
+    }
+
+    /// Fires a due timer on its loop's thread: runs the block with the fire
+    /// date still the one being fired (S-TMR-6), then moves a repeating
+    /// timer to the next multiple of its interval after `now` (skipping
+    /// missed fires, S-TMR-2) unless the block moved it, and invalidates a
+    /// one-shot timer. Returns false, firing nothing, if the timer is not
+    /// due (another thread moved its fire date since the loop looked) or is
+    /// already firing further up the stack.
     func fireOnLoop(now: UInt64) -> Bool {
         let scheduled = nextFireInstant
-        guard isValid, scheduled <= now else { return false }
-        if repeats {
-            let interval = MonotonicClock.nanoseconds(timeInterval)
-            let missed = (now - scheduled) / interval
-            let next = scheduled.addingReportingOverflow((missed + 1).multipliedReportingOverflow(by: interval).partialValue)
-            // Set before the block runs, so that a block that moves fireDate wins.
-            fireInstant.store(next.overflow ? MonotonicClock.never : next.partialValue, ordering: .releasing)
-        } else {
-            fireInstant.store(MonotonicClock.never, ordering: .releasing)
-        }
+        guard isValid, scheduled <= now, !firing.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        let firedDate = fireDateBits.load(ordering: .acquiring)
         block(self)
-        if !repeats { invalidate() }
+        firing.store(false, ordering: .releasing)
+        guard repeats else {
+            invalidate()
+            return true
+        }
+        let interval = MonotonicClock.nanoseconds(timeInterval)
+        let steps = (now - scheduled) / interval + 1
+        let step = steps.multipliedReportingOverflow(by: interval)
+        let next = scheduled.addingReportingOverflow(step.partialValue)
+        let nextInstant = step.overflow || next.overflow ? MonotonicClock.never : next.partialValue
+        let nextDate = Double(bitPattern: firedDate) + Double(steps) * timeInterval
+        // Only if the block did not move the timer: a new fireDate set
+        // there (or meanwhile, from another thread) wins.
+        if fireInstant.compareExchange(expected: scheduled, desired: nextInstant, ordering: .acquiringAndReleasing).exchanged {
+            _ = fireDateBits.compareExchange(expected: firedDate, desired: nextDate.bitPattern, ordering: .acquiringAndReleasing)
+        }
         return true
     }
 
@@ -155,4 +201,17 @@ public final class Timer: @unchecked Sendable {
         valid.store(false, ordering: .releasing)
         binding.clear()
     }
+}
+
+extension Timer: ModeItem {
+    typealias JoinError = Never
+    static var kindName: String { "Timer" }
+    static var list: WritableKeyPath<ModeState, [Timer]> { \.timers }
+    var loopBinding: LoopBinding? { binding }
+
+    func joinedLocked(_ mode: RunLoop.Mode, _ state: inout LoopState, waiter: LoopWaiter) {
+        measure(on: state.clock)
+    }
+
+    func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
 }

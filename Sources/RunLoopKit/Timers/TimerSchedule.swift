@@ -27,7 +27,7 @@ struct TimerSchedule {
         entries.removeAll(keepingCapacity: true)
         var keyed: [(instant: UInt64, order: Int, timer: Timer)] = []
         keyed.reserveCapacity(timers.count)
-        for (order, timer) in timers.enumerated() where timer.isValid {
+        for (order, timer) in timers.enumerated() where timer.isSchedulable {
             let instant = timer.nextFireInstant
             if instant != MonotonicClock.never { keyed.append((instant, order, timer)) }
         }
@@ -38,7 +38,7 @@ struct TimerSchedule {
 
     /// Adds `timer` at its current fire instant, unless it is invalid or will never fire.
     mutating func insert(_ timer: Timer) {
-        guard timer.isValid else { return }
+        guard timer.isSchedulable else { return }
         let instant = timer.nextFireInstant
         guard instant != MonotonicClock.never else { return }
         entries.insert(Entry(instant: instant, timer: timer), at: insertionIndex(for: instant))
@@ -52,7 +52,9 @@ struct TimerSchedule {
         while taken < entries.count, entries[taken].instant <= now {
             let entry = entries[taken]
             taken += 1
-            guard entry.timer.isValid else { continue }
+            // A timer firing further up the stack (this is a nested run,
+            // S-RUN-8) leaves this schedule; the run that fires it puts it back.
+            guard entry.timer.isSchedulable else { continue }
             if entry.timer.nextFireInstant == entry.instant {
                 due.append(entry.timer)
             } else {
@@ -80,7 +82,7 @@ struct TimerSchedule {
     func wakeInstant() -> UInt64 {
         var deadline = MonotonicClock.never
         var wake = MonotonicClock.never
-        for entry in entries {
+        for entry in entries where entry.timer.isSchedulable {
             if entry.instant > deadline { break }
             deadline = min(deadline, entry.timer.latestWakeInstant)
             if entry.instant <= deadline { wake = entry.instant }

@@ -49,9 +49,6 @@ public final class SocketSource: @unchecked Sendable {
     let token: UInt64 = SocketSource.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
     private static let nextToken = Atomic<UInt64>(2)  // 0 and 1: the loop's own fds
 
-    // Guarded by the loop's lock: what the loop registered with epoll.
-    var registeredDescriptor: (fd: Int32, edgeTriggered: Bool) = (-1, false)
-
     /// The `readyID` of the loop whose ready list holds this source, or 0:
     /// the loop asks this, not a set, on every socket event. Atomic because
     /// a source can move to another loop while its old loop still has a
@@ -155,4 +152,40 @@ public final class SocketSource: @unchecked Sendable {
         valid.store(false, ordering: .releasing)
         binding.clear()
     }
+}
+
+extension SocketSource: ModeItem {
+    static var kindName: String { "SocketSource" }
+    static var list: WritableKeyPath<ModeState, [SocketSource]> { \.socketSources }
+    var loopBinding: LoopBinding? { binding }
+
+    /// Registers the fd in the mode's wait set (made with the mode's first
+    /// socket source), so that the mode's sleep listens to it.
+    func joinedLocked(_ mode: RunLoop.Mode, _ state: inout LoopState, waiter: LoopWaiter) throws(RunLoopError) {
+        let descriptor = try pollDescriptor()
+        let waitSet: WaitSet
+        if let existing = state.modes[mode]?.waitSet {
+            waitSet = existing
+        } else {
+            waitSet = try waiter.makeModeWaitSet()
+            state.withMode(mode) { $0.waitSet = waitSet }
+        }
+        try waitSet.add(descriptor.fd, token: token, edgeTriggered: descriptor.edgeTriggered)
+        state.registeredSockets[token] = self
+        // Only a ZeroMQ socket may hold input that no edge will announce;
+        // epoll reports a plain fd that is readable (level-triggered), and
+        // one that is not must not reach the handler.
+        if isSocket { state.socketsToCheck.append(self) }
+    }
+
+    func leftLocked(_ mode: RunLoop.Mode, _ state: inout LoopState) {
+        guard let descriptor = try? pollDescriptor() else { return }
+        state.modes[mode]?.waitSet?.remove(descriptor.fd)
+    }
+
+    func forgottenLocked(_ state: inout LoopState) {
+        state.registeredSockets[token] = nil
+    }
+
+    func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
 }

@@ -29,9 +29,8 @@ public final class CustomSource: @unchecked Sendable {
 
     private let signalled = Atomic<Bool>(false)
     private let valid = Atomic<Bool>(true)
-    private let lock = Lock()
-    // Guarded by lock: the loops the source is in, for invalidate and signalAndWakeUp.
-    private var loops: [WeakLoop] = []
+    /// The loops the source is in, for invalidate and signalAndWakeUp.
+    private let loops = Locked<[WeakLoop]>([])
 
     /// - Parameters:
     ///   - order: lower orders are performed first.
@@ -89,25 +88,28 @@ public final class CustomSource: @unchecked Sendable {
     func perform() { performHandler() }
 
     func didSchedule(on loop: RunLoop, mode: RunLoop.Mode) {
-        lock.withLock {
+        loops.withLock { loops in
             if !loops.contains(where: { $0.loop === loop }) { loops.append(WeakLoop(loop)) }
         }
         scheduleHandler?(loop, mode)
     }
 
     func didCancel(on loop: RunLoop, mode: RunLoop.Mode, leftLoop: Bool) {
-        if leftLoop { lock.withLock { loops.removeAll { $0.loop === loop || $0.loop == nil } } }
+        if leftLoop { loops.withLock { $0.removeAll { $0.loop === loop || $0.loop == nil } } }
         cancelHandler?(loop, mode)
     }
 
     private func scheduledLoops() -> [RunLoop] {
-        lock.withLock { loops.compactMap(\.loop) }
+        loops.withLock { $0.compactMap(\.loop) }
     }
 }
 
-/// A weak reference to a loop, for items that must find their loops without
-/// keeping them alive.
-struct WeakLoop {
-    weak var loop: RunLoop?
-    init(_ loop: RunLoop) { self.loop = loop }
+extension CustomSource: ModeItem {
+    typealias JoinError = Never
+    static var kindName: String { "CustomSource" }
+    static var list: WritableKeyPath<ModeState, [CustomSource]> { \.customSources }
+    var sortOrder: Int? { order }
+    func didJoin(_ loop: RunLoop, mode: RunLoop.Mode) { didSchedule(on: loop, mode: mode) }
+    func didLeave(_ loop: RunLoop, mode: RunLoop.Mode, leftLoop: Bool) { didCancel(on: loop, mode: mode, leftLoop: leftLoop) }
+    func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { didCancel(on: loop, mode: mode, leftLoop: true) }
 }

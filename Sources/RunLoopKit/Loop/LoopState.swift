@@ -1,0 +1,52 @@
+import Synchronization
+
+/// Everything about a loop that any thread may change: the loop's lock
+/// (`RunLoop.state`, a `Locked<LoopState>`) is the only way in.
+struct LoopState {
+    /// The loop's life (S-THR-3): a loop is alive until its thread exits.
+    enum Lifecycle {
+        case alive
+        /// The thread exited and everything was released; `warned` records
+        /// that the one warning about adding to a dead loop was logged.
+        case tornDown(warned: Bool)
+    }
+
+    var lifecycle = Lifecycle.alive
+    var modes: [RunLoop.Mode: ModeState] = [:]
+    var commonModeNames: Set<RunLoop.Mode> = [.default]
+    /// The items added to `.common` (S-MODE-3), to be copied into every
+    /// mode marked common later.
+    var commonItems = ModeState(mode: .common)
+    var blocks = BlockQueue()
+    /// The modes of the runs in progress, innermost last.
+    var modeStack: [RunLoop.Mode] = []
+    /// epoll token -> socket source, for every socket source of this loop.
+    var registeredSockets: [UInt64: SocketSource] = [:]
+    /// Socket sources added since the loop thread last looked: their
+    /// sockets may already hold messages, which no edge will announce.
+    var socketsToCheck: [SocketSource] = []
+    var monitor: (any RunLoopMonitor)?
+    /// Delayed performs by tag, for `cancelPerformRequests(tag:)`.
+    var delayedPerforms: [String: [Timer]] = [:]
+    /// What the loop's timers and run deadlines are measured on (S-TMR-7).
+    var clock = LoopClock.real
+    /// Whether anything was ever scheduled on the loop: after that, its
+    /// clock can no longer change.
+    var hasScheduled = false
+
+    var isAlive: Bool {
+        if case .alive = lifecycle { return true }
+        return false
+    }
+
+    /// Applies `body` to the state of `mode`, made on first use (S-MODE-1).
+    mutating func withMode<T>(_ mode: RunLoop.Mode, _ body: (inout ModeState) -> T) -> T {
+        if modes[mode] == nil { modes[mode] = ModeState(mode: mode) }
+        return body(&modes[mode]!)
+    }
+
+    /// Whether `item` is still in any mode of the loop (or its common items).
+    func holds<Item: ModeItem>(_ item: Item) -> Bool {
+        commonItems.contains(item) || modes.values.contains { $0.contains(item) }
+    }
+}

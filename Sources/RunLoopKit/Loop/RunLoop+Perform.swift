@@ -1,0 +1,111 @@
+/// Blocks and perform requests (S-BLK-1 to S-BLK-5): code queued onto the
+/// loop's thread from any thread.
+extension RunLoop {
+    /// Queues `block` to run on the loop's thread in any common mode, and
+    /// wakes the loop (S-BLK-1). Any thread; never blocks. Blocks queued from
+    /// one thread run in that order (S-BLK-4). Running one counts as a handled
+    /// source (S-BLK-5).
+    ///
+    /// - Returns: false if the loop's thread has exited; the block will not run.
+    @discardableResult
+    public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingBlock(modes: .common, body: block, discarded: nil))
+    }
+
+    /// Queues `block` to run on the loop's thread while it runs one of
+    /// `modes` (`.common` accepted), and wakes the loop (S-BLK-1).
+    ///
+    /// - Returns: false if the loop's thread has exited; the block will not run.
+    @discardableResult
+    public func perform(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingBlock(modes: ModeSelector(modes), body: block, discarded: nil))
+    }
+
+    /// Runs `body` on the loop's thread and waits for its result or error
+    /// (S-BLK-2). On the loop's own thread it runs at once.
+    ///
+    /// - Parameter timeout: how long to wait, nil for as long as the loop
+    ///   lives. The block may still run after a timeout.
+    /// - Throws: what `body` throws; `RunLoopError.loopThreadExited` if the
+    ///   loop's thread has exited or exits before running it;
+    ///   `RunLoopError.timedOut` after `timeout`.
+    public func performAndWait<T: Sendable>(
+        inModes modes: [Mode] = [.common],
+        timeout: TimeInterval? = nil,
+        _ body: @escaping @Sendable () throws -> T
+    ) throws -> T {
+        if isOwnedByCurrentThread { return try body() }
+        var deadline = MonotonicClock.never
+        if let timeout {
+            try RunLoopError.validate(timeout, "timeout")
+            deadline = MonotonicClock.instant(secondsFromNow: timeout)
+        }
+        let completion = Completion<T>()
+        let name = threadName
+        let accepted = enqueue(PendingBlock(
+            modes: ModeSelector(modes),
+            body: { completion.fill(Result { try body() }) },
+            discarded: { completion.fill(.failure(RunLoopError.loopThreadExited(threadName: name))) }
+        ))
+        guard accepted else { throw RunLoopError.loopThreadExited(threadName: name) }
+        guard let result = completion.wait(until: deadline) else {
+            throw RunLoopError.timedOut(waitingFor: "a block on the run loop of '\(name)'")
+        }
+        return try result.get()
+    }
+
+    /// Runs `block` on this loop after `delay` seconds, while it runs one of
+    /// `modes` (S-BLK-3): a one-shot timer, as performSelector:afterDelay: is.
+    /// Cancel it with the returned timer's `invalidate()`, or all requests of
+    /// a tag with `cancelPerformRequests(tag:)`.
+    ///
+    /// - Throws: `RunLoopError.invalidInterval` for a negative, NaN or infinite delay.
+    @discardableResult
+    public func perform(
+        afterDelay delay: TimeInterval,
+        inModes modes: [Mode] = [.default],
+        tag: String? = nil,
+        _ block: @escaping @Sendable () -> Void
+    ) throws(RunLoopError) -> Timer {
+        try RunLoopError.validate(delay, "perform(afterDelay:) delay")
+        let timer = try Timer(timeInterval: delay, repeats: false, on: clock) { [weak self] timer in
+            if let tag { self?.forgetDelayedPerform(timer, tag: tag) }
+            block()
+        }
+        if let tag { state.withLock { $0.delayedPerforms[tag, default: []].append(timer) } }
+        for mode in modes { add(timer, forMode: mode) }
+        return timer
+    }
+
+    /// Cancels every delayed perform queued with `tag` that has not run yet
+    /// (cancelPreviousPerformRequests). Any thread.
+    public func cancelPerformRequests(tag: String) {
+        let timers = state.withLock { $0.delayedPerforms.removeValue(forKey: tag) ?? [] }
+        for timer in timers { timer.invalidate() }
+    }
+
+    private func forgetDelayedPerform(_ timer: Timer, tag: String) {
+        state.withLock { state in
+            state.delayedPerforms[tag]?.removeAll { $0 === timer }
+            if state.delayedPerforms[tag]?.isEmpty == true { state.delayedPerforms[tag] = nil }
+        }
+    }
+
+    /// Queues a block and wakes the loop; false if the loop's thread has exited.
+    func enqueue(_ block: PendingBlock) -> Bool {
+        let accepted: Bool = state.withLock { state in
+            guard state.isAlive else { return false }
+            state.blocks.append(block)
+            pendingBlockCount.wrappingAdd(1, ordering: .releasing)
+            return true
+        }
+        if accepted { wakeUp() }
+        return accepted
+    }
+
+    /// Whether a block waits for `mode`: it keeps the mode from being empty (S-RUN-1).
+    func hasBlocks(for mode: Mode, isCommon: Bool) -> Bool {
+        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
+        return state.withLock { $0.blocks.containsBlock(for: mode, isCommon: isCommon) }
+    }
+}

@@ -1,0 +1,102 @@
+internal import CLinuxSupport
+import Glibc
+import Synchronization
+
+/// What a loop sleeps on (S-RUN-2 step 8, S-RUN-9): an eventfd that any
+/// thread signals to wake it, a timerfd armed for the next timer or
+/// deadline, and an epoll set per mode that holds socket sources (made by
+/// `makeModeWaitSet`), plus the ready list of sockets that may hold input.
+///
+/// Threading: `wakeUp()` and `makeModeWaitSet()` from any thread (the
+/// latter under the loop's lock); everything else on the loop's thread.
+final class LoopWaiter: @unchecked Sendable {
+    // @unchecked Sendable: the eventfd and the timerfd's number never
+    // change and their system calls are thread-safe; `timer`, `baseWaitSet`,
+    // `events` and `readyList` are the loop thread's alone.
+
+    let wakeUpSignal: WakeUpSignal
+    /// Set by the first `wakeUp()` after the loop last drained its eventfd,
+    /// so that a burst of wake-ups costs one write (coalesced wake-ups).
+    let wakeUpPending = Atomic<Bool>(false)
+    /// True while the loop sleeps in step 8 (S-RUN-7).
+    let waiting = Atomic<Bool>(false)
+    private let timerFD: Int32
+    // Loop thread only; nil once closed.
+    private var timer: WakeUpTimer?
+    // Loop thread only; nil once closed.
+    private var baseWaitSet: WaitSet?
+    private let events: UnsafeMutablePointer<epoll_event>
+    private static let eventCapacity: Int32 = 64
+    /// Socket sources that may have input (loop thread only).
+    var readyList = ReadyList()
+
+    init() throws(RunLoopError) {
+        wakeUpSignal = try WakeUpSignal()
+        let timer = try WakeUpTimer()
+        let waitSet = try WaitSet()
+        try waitSet.add(wakeUpSignal.fileDescriptor, token: WaitSet.wakeUpToken, edgeTriggered: false)
+        try waitSet.add(timer.fileDescriptor, token: WaitSet.timerToken, edgeTriggered: false)
+        self.timer = timer
+        timerFD = timer.fileDescriptor
+        baseWaitSet = waitSet
+        events = .allocate(capacity: Int(Self.eventCapacity))
+    }
+
+    deinit { events.deallocate() }
+
+    /// Any thread; never blocks. Until the loop has woken, further calls
+    /// cost one atomic exchange.
+    @inline(__always)
+    func wakeUp() {
+        if !wakeUpPending.exchange(true, ordering: .acquiringAndReleasing) {
+            wakeUpSignal.signal()
+        }
+    }
+
+    /// A wait set for a mode's socket sources, holding the loop's own
+    /// eventfd and timerfd too. Under the loop's lock, from any thread; the
+    /// loop is alive (its fds are closed only after it is marked torn down).
+    func makeModeWaitSet() throws(RunLoopError) -> WaitSet {
+        let waitSet = try WaitSet()
+        try waitSet.add(wakeUpSignal.fileDescriptor, token: WaitSet.wakeUpToken, edgeTriggered: false)
+        try waitSet.add(timerFD, token: WaitSet.timerToken, edgeTriggered: false)
+        return waitSet
+    }
+
+    /// Step 8: one epoll_wait on the mode's wait set (the base set for a
+    /// mode without socket sources), blocking or only looking. When it
+    /// blocks, the timerfd is armed for `wakeInstant` (CLOCK_MONOTONIC
+    /// nanoseconds; `MonotonicClock.never` for none). Each socket token
+    /// that epoll reports is given to `socketReady`.
+    func wait(in modeWaitSet: WaitSet?, wakeInstant: UInt64, block: Bool, socketReady: (UInt64) -> Void) {
+        guard let waitSet = modeWaitSet ?? baseWaitSet, let timer else { return }
+        if block {
+            timer.arm(wakeInstant)
+            waiting.store(true, ordering: .releasing)
+        }
+        let count = waitSet.wait(into: events, capacity: Self.eventCapacity, block: block)
+        if block { waiting.store(false, ordering: .releasing) }
+        for index in 0..<count {
+            switch events[index].data.u64 {
+            case WaitSet.wakeUpToken:
+                wakeUpSignal.drain()
+                wakeUpPending.store(false, ordering: .releasing)
+            case WaitSet.timerToken:
+                timer.drain()
+            case let token:
+                socketReady(token)
+            }
+        }
+    }
+
+    /// Closes the timerfd and the base wait set, and keeps the eventfd
+    /// quiet: a torn-down loop is never woken again, and its eventfd stays
+    /// open as long as the loop object, so that a late `wakeUp()` never
+    /// writes into a reused fd number (S-THR-3). Loop thread, at teardown.
+    func close() {
+        wakeUpPending.store(true, ordering: .releasing)
+        readyList.removeAll()
+        baseWaitSet = nil
+        timer = nil
+    }
+}
