@@ -6,7 +6,7 @@
 //
 // RunLoop and Timer are the only RunLoopKit names that Foundation also has
 // today; the other public types (CustomSource, SocketSource, RunLoopObserver,
-// RunLoopMonitor, LoopThread, LoopThreadError, RunLoopError) need no alias.
+// RunLoopMonitor, LoopThread, RunLoopError, RunLoopError) need no alias.
 import RunLoopKit
 
 typealias RunLoop = RunLoopKit.RunLoop

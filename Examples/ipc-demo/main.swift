@@ -75,7 +75,7 @@ func runServer(name: String) throws {
 // MARK: - Client
 
 func runClient(name: String) async throws {
-    let server = try PortNameServer.lookup(name, timeout: 10)
+    let server = try PortNameServer.lookup(name, timeout: .seconds(10))
     log("client", "looked up '\(name)': \(server)")
 
     let reply = try server.sendRequest(msgid: Request.uppercase.rawValue, components: [.data(Data("hello, ports".utf8))],
@@ -104,7 +104,7 @@ func runClient(name: String) async throws {
         log("client", "as expected, an inproc port cannot go to another process: \(error)")
     }
 
-    let sum = try await server.request(msgid: Request.sum.rawValue, components: [.data(Data("1 2 3 4 5".utf8))], timeout: 5)
+    let sum = try await server.request(msgid: Request.sum.rawValue, components: [.data(Data("1 2 3 4 5".utf8))], timeout: .seconds(5))
     log("client", "await request(sum 1...5) -> \(text(sum))")
 
     let bye = try server.sendRequest(msgid: Request.shutdown.rawValue, sendTimeout: 5, receiveTimeout: 5)

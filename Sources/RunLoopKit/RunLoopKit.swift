@@ -5,3 +5,8 @@
 // Names). A file that also imports the full `Foundation` sees two `RunLoop`s
 // and two `Timer`s: see README.md, "Using RunLoopKit beside Foundation".
 @_exported import FoundationEssentials
+// The causes that RunLoopError and PortError share are defined once, in the
+// ZeroMQ module beside ZMQError; `import RunLoopKit` alone gives them.
+@_exported import struct ZeroMQ.SystemCallError
+@_exported import struct ZeroMQ.TimeoutError
+@_exported import struct ZeroMQ.ZMQError

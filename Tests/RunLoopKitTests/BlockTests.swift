@@ -176,11 +176,11 @@ struct BlockTests {
         let loop = try #require(worker.runLoop)
         let release = DispatchSemaphore(value: 0)
         try worker.perform { _ = waitFor(release) }  // the input: a busy loop
-        #expect(throws: RunLoopError.timedOut(waitingFor: "a block on the run loop of 'blk-timeout'")) {
-            try loop.performAndWait(timeout: 0.05) { 1 }
+        #expect(throws: RunLoopError.timedOut(TimeoutError(operation: "performAndWait on the run loop of 'blk-timeout'", limit: .seconds(0.05)))) {
+            try loop.performAndWait(timeout: .seconds(0.05)) { 1 }
         }
-        #expect(throws: LoopThreadError.timedOut(name: "blk-timeout")) {
-            try worker.performAndWait(timeout: 0.05) { 1 }
+        #expect(throws: RunLoopError.timedOut(TimeoutError(operation: "performAndWait on LoopThread 'blk-timeout'", limit: .seconds(0.05)))) {
+            try worker.performAndWait(timeout: .seconds(0.05)) { 1 }
         }
         release.signal()
     }
@@ -190,7 +190,7 @@ struct BlockTests {
         let loop = try SpawnedThread<RunLoop>(named: "blk-exited") { RunLoop.current }.join()
         #expect(loop.hasThreadExited)
         #expect(!loop.perform {})
-        #expect(throws: RunLoopError.loopThreadExited(threadName: "blk-exited")) {
+        #expect(throws: RunLoopError.loopGone(threadName: "blk-exited")) {
             try loop.performAndWait { 1 }
         }
     }
@@ -216,7 +216,7 @@ struct BlockTests {
         while !loop.hasBlocks(for: .default, isCommon: true) { sched_yield() }
         exit.signal()
         try owner.join()
-        #expect(try waiter.join() == Result<Int, RunLoopError>.failure(.loopThreadExited(threadName: "blk-owner")))
+        #expect(try waiter.join() == Result<Int, RunLoopError>.failure(.loopGone(threadName: "blk-owner")))
     }
 
     @Test("S-BLK-3: perform(afterDelay:) runs after its delay; cancelled by tag or by its timer it never runs")

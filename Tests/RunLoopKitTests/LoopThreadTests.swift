@@ -38,7 +38,7 @@ struct LoopThreadTests {
     func startReturnsWhenReady() throws {
         let worker = LoopThread(name: "lt-ready")
         #expect(!worker.isRunning && worker.runLoop == nil && worker.threadID == nil)
-        #expect(throws: LoopThreadError.notStarted(name: "lt-ready")) { try worker.perform {} }
+        #expect(throws: RunLoopError.notStarted(threadName: "lt-ready")) { try worker.perform {} }
         try worker.start()
         defer { worker.stop() }
         #expect(worker.isRunning)
@@ -106,7 +106,7 @@ struct LoopThreadTests {
             try await worker.performAndAwait { () throws -> Int in throw ProbeError(code: 3) }
         }
         worker.stop()
-        await #expect(throws: LoopThreadError.stopped(name: "lt-await")) {
+        await #expect(throws: RunLoopError.loopGone(threadName: "lt-await")) {
             try await worker.performAndAwait { 1 }
         }
     }
@@ -150,7 +150,7 @@ struct LoopThreadTests {
         #expect(events.value == ["task in progress finished", "stop returned"])
         #expect(!worker.isRunning && worker.runLoop == nil)
         #expect(!ProcessProbe.threadExists(tid), "stop() returned before the thread was joined")
-        #expect(throws: LoopThreadError.stopped(name: "lt-stop")) { try worker.perform {} }
+        #expect(throws: RunLoopError.loopGone(threadName: "lt-stop")) { try worker.perform {} }
     }
 
     @Test("S-KEEP-1: a performAndWait waiting when stop() discards its task gets .stopped, no hang")
@@ -166,18 +166,18 @@ struct LoopThreadTests {
             while !loop.stopRequested.load(ordering: .acquiring) && monotonicNow() < deadline { sched_yield() }
         }
         #expect(waitFor(started))
-        let waiter = SpawnedThread<LoopThreadError?>(named: "lt-waiter") {
+        let waiter = SpawnedThread<RunLoopError?>(named: "lt-waiter") {
             do {
                 try worker.performAndWait {}
                 return nil
-            } catch let error as LoopThreadError {
+            } catch let error as RunLoopError {
                 return error
             }
         }
         // Stop only once the waiter's task is queued behind the busy one.
         while !loop.hasBlocks(for: .default, isCommon: true) { sched_yield() }
         worker.stop()
-        #expect(try waiter.join() == .stopped(name: "lt-waiters"))
+        #expect(try waiter.join() == .loopGone(threadName: "lt-waiters"))
     }
 
     @Test("S-KEEP-1: stopAfterDraining() runs what is already queued, then stops")
@@ -197,7 +197,7 @@ struct LoopThreadTests {
         worker.stopAfterDraining()
         #expect(ran.value == Array(0...100))
         #expect(!ProcessProbe.threadExists(tid))
-        #expect(throws: LoopThreadError.stopped(name: "lt-drain")) { try worker.perform {} }
+        #expect(throws: RunLoopError.loopGone(threadName: "lt-drain")) { try worker.perform {} }
     }
 
     @Test("S-KEEP-1: stop is idempotent, also from several threads at once")

@@ -81,15 +81,15 @@ struct MisuseTests {
     func restartThrows() throws {
         let worker = LoopThread(name: "mis-restart")
         try worker.start()
-        #expect(throws: LoopThreadError.alreadyStarted(name: "mis-restart")) { try worker.start() }
+        #expect(throws: RunLoopError.alreadyStarted(threadName: "mis-restart")) { try worker.start() }
         worker.stop()
-        #expect(throws: LoopThreadError.cannotRestart(name: "mis-restart")) { try worker.start() }
+        #expect(throws: RunLoopError.cannotRestart(threadName: "mis-restart")) { try worker.start() }
         #expect(!worker.isRunning)
-        #expect(LoopThreadError.cannotRestart(name: "mis-restart").description.contains("make a new LoopThread"))
+        #expect(RunLoopError.cannotRestart(threadName: "mis-restart").description.contains("make a new LoopThread"))
 
         let stoppedBeforeStart = LoopThread(name: "mis-restart2")
         stoppedBeforeStart.stop()
-        #expect(throws: LoopThreadError.cannotRestart(name: "mis-restart2")) { try stoppedBeforeStart.start() }
+        #expect(throws: RunLoopError.cannotRestart(threadName: "mis-restart2")) { try stoppedBeforeStart.start() }
     }
 
     @Test("S-TMR-1: negative, NaN or infinite timer intervals throw invalidInterval")
@@ -125,9 +125,10 @@ struct MisuseTests {
         let loop = try #require(worker.runLoop)
         for bad in [-1, .nan, .infinity] as [Double] {
             #expect(throws: RunLoopError.self) { try loop.perform(afterDelay: bad) {} }
-            #expect(throws: RunLoopError.self) { try loop.performAndWait(timeout: bad) { 1 } }
-            #expect(throws: RunLoopError.self) { try worker.performAndWait(timeout: bad) { 1 } }
         }
+        // Timeouts are Durations: never NaN or infinite, but they can be negative.
+        #expect(throws: RunLoopError.self) { try loop.performAndWait(timeout: .seconds(-1)) { 1 } }
+        #expect(throws: RunLoopError.self) { try worker.performAndWait(timeout: .seconds(-1)) { 1 } }
     }
 
     @Test("S-RUN-3 misuse: run(seconds: .nan) traps")
@@ -143,19 +144,19 @@ struct MisuseTests {
     @Test("S-BLK-2, S-KEEP-1: submitting to a stopped LoopThread throws .stopped, no hang; before start, .notStarted")
     func submittingToStoppedThreadThrows() async throws {
         let worker = LoopThread(name: "mis-stopped")
-        #expect(throws: LoopThreadError.notStarted(name: "mis-stopped")) { try worker.performAndWait { 1 } }
+        #expect(throws: RunLoopError.notStarted(threadName: "mis-stopped")) { try worker.performAndWait { 1 } }
         try worker.start()
         let loop = try #require(worker.runLoop)
         worker.stop()
-        #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try worker.performAndWait { 1 } }
-        #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try worker.performAndWait(timeout: 1) { 1 } }
-        #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try worker.perform {} }
-        #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try worker.perform(waitUntilDone: true) {} }
-        await #expect(throws: LoopThreadError.stopped(name: "mis-stopped")) { try await worker.performAndAwait { 1 } }
+        #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try worker.performAndWait { 1 } }
+        #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try worker.performAndWait(timeout: .seconds(1)) { 1 } }
+        #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try worker.perform {} }
+        #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try worker.perform(waitUntilDone: true) {} }
+        await #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try await worker.performAndAwait { 1 } }
         // The seeds' dangling-thread pitfall: the old loop reference is harmless.
         #expect(loop.hasThreadExited)
         #expect(!loop.perform {})
-        #expect(throws: RunLoopError.loopThreadExited(threadName: "mis-stopped")) { try loop.performAndWait { 1 } }
+        #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try loop.performAndWait { 1 } }
         loop.wakeUp()
         loop.stop()
     }

@@ -91,7 +91,7 @@ struct PeerDeathTests {
         defer { PortProcess.removeNameFiles(name) }
         let parent = ParentSide("death-parent") { () throws -> DeathObservation in
             var seen = DeathObservation()
-            let remote = try PortNameServer.lookup(name, timeout: 60)
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
             seen.pid = remote.ownerProcessID
             let invalidated = DispatchSemaphore(value: 0)
             let calls = Locked<[UInt64]>([])
@@ -195,7 +195,7 @@ struct PeerDeathTests {
             case .asyncRequest:
                 let executor = try LoopThreadExecutor(name: executorName)
                 defer { executor.stop() }
-                guard let outcome = executor.start({ try await remote.request(msgid: msgid, timeout: 30) }).wait(timeout: 60) else {
+                guard let outcome = executor.start({ try await remote.request(msgid: msgid, timeout: .seconds(30)) }).wait(timeout: 60) else {
                     throw TestFailure("the async request did not finish within 60 s")
                 }
                 return PortProcess.text(of: try outcome.get())
@@ -209,7 +209,7 @@ struct PeerDeathTests {
         let name = PortProcess.uniqueName("reqdeath")
         defer { PortProcess.removeNameFiles(name) }
         let parent = ParentSide("reqdeath-parent") { () throws -> RequestObservation in
-            let remote = try PortNameServer.lookup(name, timeout: 60)
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
             var seen = RequestObservation(pid: remote.ownerProcessID)
             let started = PortProcess.now()
             do {
@@ -238,7 +238,7 @@ struct PeerDeathTests {
         let name = PortProcess.uniqueName("lastwords")
         defer { PortProcess.removeNameFiles(name) }
         let parent = ParentSide("lastwords-parent") { () throws -> RequestObservation in
-            let remote = try PortNameServer.lookup(name, timeout: 60)
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
             var seen = RequestObservation(pid: remote.ownerProcessID)
             do {
                 seen.reply = try api.request(Order.replyThenDie, to: remote, executorName: "lastwords-exec")
@@ -276,8 +276,8 @@ struct PeerDeathTests {
             var seconds: Double = 0
         }
         let parent = ParentSide("sink-parent") { () throws -> Observation in
-            let sink = try PortNameServer.lookup(sinkName, timeout: 60)
-            let control = try PortNameServer.lookup(controlName, timeout: 60)
+            let sink = try PortNameServer.lookup(sinkName, timeout: .seconds(60))
+            let control = try PortNameServer.lookup(controlName, timeout: .seconds(60))
             var seen = Observation(pid: sink.ownerProcessID)
             // Fill the queue: nobody reads the sink.
             while true {

@@ -91,7 +91,7 @@ struct PortIPCTests {
     /// port component, checks the reply and what reached its own port.
     static func requestingChild(name: String, parentPID: Int32) async throws {
         PortChild.report("pid", getpid())
-        let server = try PortNameServer.lookup(name, timeout: 30)
+        let server = try PortNameServer.lookup(name, timeout: .seconds(30))
         PortChild.check(server.ownerProcessID == parentPID, "the name's port belongs to \(server.ownerProcessID), not the parent \(parentPID)")
         PortChild.check(!server.isLocal && server.isValid && server.transport == .ipc, "lookup gave \(server)")
 
@@ -142,7 +142,7 @@ struct PortIPCTests {
             [name = name as String] in
             await PortChild.run {
                 let failures = try await PortProcess.onThread("child-np") {
-                    try PortIPCTests.refuseInprocPorts(to: try PortNameServer.lookup(name, timeout: 30))
+                    try PortIPCTests.refuseInprocPorts(to: try PortNameServer.lookup(name, timeout: .seconds(30)))
                 }
                 for failure in failures { PortChild.fail(failure) }
             }
@@ -166,7 +166,7 @@ struct PortIPCTests {
         defer { PortProcess.removeNameFiles(name) }
         // While the child lives, the parent works on a thread of its own (see ParentSide).
         let parent = ParentSide("ipc-np-parent") {
-            try PortIPCTests.refuseInprocPorts(to: try PortNameServer.lookup(name, timeout: 60))
+            try PortIPCTests.refuseInprocPorts(to: try PortNameServer.lookup(name, timeout: .seconds(60)))
         }
         let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [name = name as String] in
@@ -227,7 +227,7 @@ struct PortIPCTests {
         // The async request, on an executor of its own (no cooperative thread needed).
         let executor = try LoopThreadExecutor(name: "np-async")
         defer { executor.stop() }
-        let asyncOutcome = executor.start { try await remote.request(msgid: 6, components: [.port(inproc)], timeout: 10) }.wait()
+        let asyncOutcome = executor.start { try await remote.request(msgid: 6, components: [.port(inproc)], timeout: .seconds(10)) }.wait()
         let asyncError: (any Error)? = switch asyncOutcome {
         case .failure(let error)?: error
         case .success?: nil
@@ -288,7 +288,7 @@ struct PortIPCTests {
     }
 
     static func floodingChild(name: String) async throws {
-        let server = try PortNameServer.lookup(name, timeout: 60)
+        let server = try PortNameServer.lookup(name, timeout: .seconds(60))
         let acknowledgements = try IPCInbox("child-ack")
         defer { acknowledgements.close() }
         try server.send(msgid: helloMsgid, replyPort: acknowledgements.port, before: Date() + 30)
@@ -368,8 +368,8 @@ struct PortIPCTests {
     }
 
     static func stallingChild(stalledName: String, controlName: String, extra: Int) async throws {
-        let stalled = try PortNameServer.lookup(stalledName, timeout: 60)
-        let control = try PortNameServer.lookup(controlName, timeout: 60)
+        let stalled = try PortNameServer.lookup(stalledName, timeout: .seconds(60))
+        let control = try PortNameServer.lookup(controlName, timeout: .seconds(60))
         let acknowledgements = try IPCInbox("child-ack")
         defer { acknowledgements.close() }
         try await PortProcess.onThread("stall-sender") {
@@ -440,7 +440,7 @@ struct PortIPCTests {
         let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [name = name as String, style = style as ExitStyle] in
             await PortChild.run {
-                let server = try PortNameServer.lookup(name, timeout: 60)
+                let server = try PortNameServer.lookup(name, timeout: .seconds(60))
                 for sequence in 0..<PortIPCTests.flushCount {
                     // Small messages: at exit, thousands are still queued.
                     try server.send(msgid: UInt32(sequence), components: [.data(PortProcess.sequenceData(UInt64(sequence)))],

@@ -34,7 +34,7 @@ struct PortNameServerTests {
         let registered = PortProcess.error { try PortNameServer.register(port, name: name) }
         #expect(Self.isInvalidName(registered, name), "register: \(String(describing: registered))")
         let started = PortProcess.now()
-        let looked = PortProcess.error { _ = try PortNameServer.lookup(name, timeout: 5) }
+        let looked = PortProcess.error { _ = try PortNameServer.lookup(name, timeout: .seconds(5)) }
         #expect(Self.isInvalidName(looked, name), "lookup: \(String(describing: looked))")
         #expect(PortProcess.now() - started < 1_000_000_000, "an invalid name is refused at once, not looked for until the timeout")
         let after = PortProcess.directoryEntries(directory).filter { $0.hasPrefix(name) && !name.isEmpty }
@@ -92,6 +92,8 @@ struct PortNameServerTests {
         defer { other.invalidate() }
         #expect(PortProcess.error { try PortNameServer.register(other, name: name) } as? PortError == .nameInUse(name, pid: getpid()))
         #expect(PortProcess.error { try PortNameServer.register(holder.port, name: name) } as? PortError == .nameInUse(name, pid: getpid()))
+        // The message says it is this very process, not "a live process N".
+        #expect(PortError.nameInUse(name, pid: getpid()).description.contains("already registered by this process"))
         // The failed attempts (which open and close the lock file) did not release the lock.
         #expect(try PortNameServer.lookup(name) === holder.port)
 
@@ -99,7 +101,7 @@ struct PortNameServerTests {
         let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [name = name as String, parentPID = parentPID as Int32] in
             await PortChild.run {
-                let found = try PortNameServer.lookup(name, timeout: 30)
+                let found = try PortNameServer.lookup(name, timeout: .seconds(30))
                 PortChild.check(found.ownerProcessID == parentPID && !found.isLocal, "lookup gave \(found)")
                 let mine = try Port(transport: .ipc)
                 defer { mine.invalidate() }
@@ -121,7 +123,7 @@ struct PortNameServerTests {
             PortProcess.removeNameFiles(name)
         }
         let parent = ParentSide("names-parent") { () throws -> (Int32, PortError?) in
-            let remote = try PortNameServer.lookup(name, timeout: 60)
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
             let refusal = PortProcess.error { try PortNameServer.register(mine.port, name: name) } as? PortError
             try remote.send(msgid: 1, before: Date() + 10)  // "you may go"
             return (remote.ownerProcessID, refusal)
@@ -185,7 +187,7 @@ struct PortNameServerTests {
         let second = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [name = name as String] in
             await PortChild.run {
-                try PortNameServer.lookup(name, timeout: 30).send(msgid: 42, before: Date() + 10)
+                try PortNameServer.lookup(name, timeout: .seconds(30)).send(msgid: 42, before: Date() + 10)
             }
         }
         ChildOutput(second).expectSuccess()
@@ -208,7 +210,7 @@ struct PortNameServerTests {
         let parent = ParentSide("unreg-parent") { () throws -> [String] in
             var problems: [String] = []
             // The child registers `signalName` once it has unregistered `name`.
-            let child = try PortNameServer.lookup(signalName, timeout: 60)
+            let child = try PortNameServer.lookup(signalName, timeout: .seconds(60))
             do {
                 try PortNameServer.register(mine.port, name: name)
             } catch {
@@ -253,7 +255,7 @@ struct PortNameServerTests {
         defer { PortProcess.removeNameFiles(name) }
         #expect(PortProcess.error { _ = try PortNameServer.lookup(name) } as? PortError == .nameNotFound(name))
         let started = PortProcess.now()
-        #expect(PortProcess.error { _ = try PortNameServer.lookup(name, timeout: 0.3) } as? PortError == .nameNotFound(name))
+        #expect(PortProcess.error { _ = try PortNameServer.lookup(name, timeout: .seconds(0.3)) } as? PortError == .nameNotFound(name))
         let waited = PortProcess.now() - started
         #expect(waited >= 290_000_000 && waited < 5_000_000_000, "lookup(timeout: 0.3) gave up after \(waited) ns")
     }
@@ -268,7 +270,7 @@ struct PortNameServerTests {
         let parent = ParentSide("later-parent") { () throws -> (Int32, Double) in
             looking.signal()
             let started = PortProcess.now()
-            let remote = try PortNameServer.lookup(name, timeout: 60)
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
             let waited = Double(PortProcess.now() - started) / 1e9
             try remote.send(msgid: 1, before: Date() + 10)  // "you may go"
             return (remote.ownerProcessID, waited)

@@ -216,13 +216,13 @@ struct PortRequestTests {
         defer { server.invalidate() }
         try Self.serve(server, on: serverLoop, Self.echo)
 
-        let reply = try await server.request(msgid: 7, components: [.data(Data("a".utf8))], timeout: 30)
+        let reply = try await server.request(msgid: 7, components: [.data(Data("a".utf8))], timeout: .seconds(30))
         #expect(reply.msgid == 8)
         #expect(reply.dataComponents == [Data("a".utf8), Data("pong".utf8)])
 
         let answers = try await withThrowingTaskGroup(of: (UInt32, UInt32).self) { group in
             for msgid in UInt32(1000)..<1020 {
-                group.addTask { (msgid, try await server.request(msgid: msgid, timeout: 30).msgid) }
+                group.addTask { (msgid, try await server.request(msgid: msgid, timeout: .seconds(30)).msgid) }
             }
             var answers: [UInt32: UInt32] = [:]
             for try await (msgid, answer) in group { answers[msgid] = answer }
@@ -244,7 +244,7 @@ struct PortRequestTests {
             return nil
         }
         var start = MonotonicClock.now()
-        let error = await portErrorThrown { _ = try await silent.request(msgid: 1, timeout: 0.2) }
+        let error = await portErrorThrown { _ = try await silent.request(msgid: 1, timeout: .seconds(0.2)) }
         var waited = MonotonicClock.seconds(MonotonicClock.now() - start)
         #expect(error?.caseName == "timedOut")
         // Never early. The upper bound only guards against a hang: the awaiting
@@ -257,7 +257,7 @@ struct PortRequestTests {
         defer { full.invalidate() }
         _ = try fillUntilTimeout(full)
         start = MonotonicClock.now()
-        let sendError = await portErrorThrown { _ = try await full.request(msgid: 2, timeout: 0.2) }
+        let sendError = await portErrorThrown { _ = try await full.request(msgid: 2, timeout: .seconds(0.2)) }
         waited = MonotonicClock.seconds(MonotonicClock.now() - start)
         #expect(sendError?.caseName == "timedOut")
         // Never early. The upper bound only guards against a hang: the awaiting

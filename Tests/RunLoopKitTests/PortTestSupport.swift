@@ -178,7 +178,7 @@ extension PortError {
         case .notLocal: "notLocal"
         case .scheduledOnAnotherLoop: "scheduledOnAnotherLoop"
         case .zeroMQ: "zeroMQ"
-        case .systemCallFailed: "systemCallFailed"
+        case .systemCall: "systemCall"
         case .runLoop: "runLoop"
         }
     }

@@ -47,7 +47,7 @@ final class SpawnedProgram {
         defer { (argv + envp).forEach { free($0) } }
         var child: pid_t = 0
         let rc = posix_spawn(&child, path, &actions, nil, argv, envp)
-        guard rc == 0 else { throw PortError.systemCallFailed(call: "posix_spawn(\(path))", errno: rc) }
+        guard rc == 0 else { throw PortError.systemCall(SystemCallError(call: "posix_spawn(\(path))", errno: rc)) }
         pid = child
     }
 

@@ -136,8 +136,8 @@ struct ThreadTests {
         let ran = Counter()
         #expect(loop.perform { ran.increment() } == false, "perform on a dead loop returns false")
         #expect(loop.perform(inModes: [.default]) { ran.increment() } == false)
-        #expect(throws: RunLoopError.loopThreadExited(threadName: loop.threadName)) {
-            try loop.performAndWait(timeout: 5) { ran.increment() }
+        #expect(throws: RunLoopError.loopGone(threadName: loop.threadName)) {
+            try loop.performAndWait(timeout: .seconds(5)) { ran.increment() }
         }
 
         let scheduled = Counter()
@@ -329,7 +329,7 @@ struct ThreadTests {
         }
         let queued = try threads.map { try $0.join() }.reduce(0, +)
         // Everything queued before this runs has run once this returns (S-BLK-4).
-        try worker.performAndWait(timeout: 30) {}
+        try worker.performAndWait(timeout: .seconds(30)) {}
         #expect(queued == 600)
         #expect(blocksRun.value == 600)
         #expect(performed.value <= 600)

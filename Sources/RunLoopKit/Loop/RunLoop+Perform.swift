@@ -26,30 +26,29 @@ extension RunLoop {
     ///
     /// - Parameter timeout: how long to wait, nil for as long as the loop
     ///   lives. The block may still run after a timeout.
-    /// - Throws: what `body` throws; `RunLoopError.loopThreadExited` if the
-    ///   loop's thread has exited or exits before running it;
-    ///   `RunLoopError.timedOut` after `timeout`.
+    /// - Throws: what `body` throws; `RunLoopError.loopGone` if the loop's
+    ///   thread has exited or exits before running it;
+    ///   `RunLoopError.timedOut` after `timeout`; `.invalidInterval` for a
+    ///   negative timeout.
     public func performAndWait<T: Sendable>(
         inModes modes: [Mode] = [.common],
-        timeout: TimeInterval? = nil,
+        timeout: Duration? = nil,
         _ body: @escaping @Sendable () throws -> T
     ) throws -> T {
         if isOwnedByCurrentThread { return try body() }
-        var deadline = MonotonicClock.never
-        if let timeout {
-            try RunLoopError.validate(timeout, "timeout")
-            deadline = MonotonicClock.instant(secondsFromNow: timeout)
-        }
+        let deadline = try timeout.map { (timeout) throws(RunLoopError) in
+            try MonotonicClock.instant(after: timeout, "performAndWait timeout")
+        } ?? MonotonicClock.never
         let completion = Completion<T>()
         let name = threadName
         let accepted = enqueue(PendingBlock(
             modes: ModeSelector(modes),
             body: { completion.fill(Result { try body() }) },
-            discarded: { completion.fill(.failure(RunLoopError.loopThreadExited(threadName: name))) }
+            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) }
         ))
-        guard accepted else { throw RunLoopError.loopThreadExited(threadName: name) }
+        guard accepted else { throw RunLoopError.loopGone(threadName: name) }
         guard let result = completion.wait(until: deadline) else {
-            throw RunLoopError.timedOut(waitingFor: "a block on the run loop of '\(name)'")
+            throw RunLoopError.timedOut(TimeoutError(operation: "performAndWait on the run loop of '\(name)'", limit: timeout))
         }
         return try result.get()
     }

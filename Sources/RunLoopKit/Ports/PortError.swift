@@ -11,7 +11,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     case peerDied(pid: Int32, port: String)
     /// The deadline passed before the operation could finish. For a send,
     /// nothing was sent (S-PORT-4).
-    case timedOut(operation: String)
+    case timedOut(TimeoutError)
     /// A port component or reply port cannot travel to the destination: an
     /// inproc-only port cannot be sent to another process (S-PORT-2).
     case componentNotTransferable(String)
@@ -34,26 +34,29 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     /// libzmq refused an operation.
     case zeroMQ(ZMQError)
     /// A system call failed.
-    case systemCallFailed(call: String, errno: Int32)
-    /// The run loop refused (for example, its thread has exited).
+    case systemCall(SystemCallError)
+    /// The run-loop layer refused: an invalid interval, or a loop or
+    /// LoopThread that is gone or could not start.
     case runLoop(RunLoopError)
 
     public var description: String {
         switch self {
         case let .invalidPort(port): "port \(port) is invalid: it was invalidated and can no longer send or receive"
         case let .peerDied(pid, port): "port \(port) is invalid: its process \(pid) has exited"
-        case let .timedOut(operation): "\(operation) timed out"
+        case let .timedOut(error): error.description
         case let .componentNotTransferable(reason): "component cannot be sent: \(reason)"
         case let .messageTooLarge(reason): "message too large: \(reason)"
         case let .invalidName(name, reason): "invalid port name '\(name)': \(reason)"
-        case let .nameInUse(name, pid): "port name '\(name)' is held by live process \(pid)"
+        case let .nameInUse(name, pid) where pid == getpid():
+            "port name '\(name)' is already registered by this process (pid \(pid)): unregister it first (PortNameServer.unregister), or register another name"
+        case let .nameInUse(name, pid): "port name '\(name)' is held by live process \(pid): pick another name, or stop that process"
         case let .nameNotFound(name): "no live process has registered the port name '\(name)'"
         case let .pathTooLong(path, limit): "ipc socket path is \(path.utf8.count) bytes, over the \(limit)-byte limit of a Unix socket address: \(path) (point RUNLOOPKIT_RUNTIME_DIR or XDG_RUNTIME_DIR at a shorter directory, or use a shorter name)"
         case let .runtimeDirectoryUnsafe(path, reason): "runtime directory \(path) cannot be used: \(reason)"
         case let .notLocal(port): "port \(port) is a send right to another port: only a local port can receive"
         case let .scheduledOnAnotherLoop(port): "port \(port) is already scheduled on another run loop: a local port receives on one loop (any of its modes)"
         case let .zeroMQ(error): error.description
-        case let .systemCallFailed(call, code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
+        case let .systemCall(error): error.description
         case let .runLoop(error): error.description
         }
     }

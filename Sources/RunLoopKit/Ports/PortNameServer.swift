@@ -33,7 +33,7 @@ public enum PortNameServer {
         guard port.isValid else { throw port.invalidError() }
         let paths = try self.paths(for: name)
         let fd = open(paths.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .systemCallFailed(call: "open(\(paths.lock))", errno: errno) }
+        guard fd >= 0 else { throw .systemCall(.last("open(\(paths.lock))")) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = (try? readRegistration(fd))?.pid ?? 0
             close(fd)
@@ -55,7 +55,7 @@ public enum PortNameServer {
             let code = errno
             receiver.unbindIPC(paths.socket)
             close(fd)
-            throw .systemCallFailed(call: "write(\(paths.lock))", errno: code)
+            throw .systemCall(SystemCallError(call: "write(\(paths.lock))", errno: code))
         }
         table.add(name, Registration(lockDescriptor: fd, socketPath: paths.socket, port: port))
         port.didRegister(name)
@@ -66,11 +66,11 @@ public enum PortNameServer {
     ///   server still starting); 0 looks once.
     /// - Throws: `.nameNotFound` if no live process holds the name by then,
     ///   `.invalidName`, `.runtimeDirectoryUnsafe`.
-    public static func lookup(_ name: String, timeout: TimeInterval = 0) throws(PortError) -> Port {
+    public static func lookup(_ name: String, timeout: Duration = .zero) throws(PortError) -> Port {
         try validate(name)
-        do { try RunLoopError.validate(timeout, "timeout") } catch { throw .runLoop(error) }
+        let deadline: UInt64
+        do { deadline = try MonotonicClock.instant(after: timeout, "lookup timeout") } catch { throw .runLoop(error) }
         let paths = try self.paths(for: name)
-        let deadline = MonotonicClock.instant(secondsFromNow: timeout)
         while true {
             if let address = try lookOnce(paths) {
                 let port = Port.resolve(address)

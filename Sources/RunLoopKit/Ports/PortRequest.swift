@@ -66,9 +66,11 @@ extension Port {
             }
             guard now < deadline else {
                 context.discardReplyPort(level: level, transport: replyPort.transport)
-                throw .timedOut(operation: "request \(msgid) to \(self): no reply within \(receiveTimeout) s")
+                throw .timedOut(TimeoutError(operation: "request \(msgid) to \(self): waiting for its reply", limit: .seconds(receiveTimeout)))
             }
-            loop.run(mode: mode, seconds: MonotonicClock.seconds(deadline - now), returnAfterSourceHandled: true)
+            // On the real clock even on a test-clock loop (S-TMR-7): it
+            // bounds a wait on another thread or process.
+            _ = loop.runOnce(mode: mode, deadline: deadline, deadlineOnRealClock: true, returnAfterSourceHandled: true)
         }
     }
 
@@ -80,9 +82,10 @@ extension Port {
     /// - Throws: what `send` throws; `.timedOut` after `timeout`; `.peerDied`
     ///   / `.invalidPort` if this port becomes invalid first.
     public func request(
-        msgid: UInt32, components: [PortMessage.Component] = [], timeout: TimeInterval
+        msgid: UInt32, components: [PortMessage.Component] = [], timeout: Duration
     ) async throws(PortError) -> PortMessage {
-        do { try RunLoopError.validate(timeout, "timeout") } catch { throw .runLoop(error) }
+        let deadline: UInt64
+        do { deadline = try MonotonicClock.instant(after: timeout, "request timeout") } catch { throw .runLoop(error) }
         let loop = try AsyncPorts.loop()
         let replyPort = try Port(transport: address.isInThisProcess ? .inproc : .ipc)
         defer { replyPort.invalidate() }
@@ -103,12 +106,11 @@ extension Port {
                 outcome.onFinish { [self] in removeInvalidationHandler(token) }
                 do throws(PortError) {
                     try replyPort.schedule(in: loop, forMode: .default)
-                    let timer = try? loop.perform(afterDelay: timeout) {
-                        outcome.finish(.failure(PortError.timedOut(operation: "request \(msgid) to \(self): no reply within \(timeout) s")))
+                    let timer = try? loop.perform(afterDelay: MonotonicClock.seconds(deadline &- MonotonicClock.now())) {
+                        outcome.finish(.failure(PortError.timedOut(TimeoutError(operation: "request \(msgid) to \(self): waiting for its reply", limit: timeout))))
                     }
                     outcome.onFinish { timer?.invalidate() }
-                    try send(msgid: msgid, components: components, replyPort: replyPort,
-                             deadline: MonotonicClock.instant(secondsFromNow: timeout))
+                    try send(msgid: msgid, components: components, replyPort: replyPort, deadline: deadline)
                 } catch {
                     outcome.finish(.failure(error))
                 }
@@ -154,7 +156,7 @@ enum AsyncPorts {
         try lock.withLock { () throws(PortError) -> RunLoop in
             if let loop = thread?.runLoop { return loop }
             let made = LoopThread(name: "rlk-async-ports")
-            do { try made.start() } catch { throw .runLoop(.systemCallFailed(call: "starting rlk-async-ports: \(error)", errno: 0)) }
+            do throws(RunLoopError) { try made.start() } catch { throw .runLoop(error) }
             thread = made
             return made.runLoop!
         }

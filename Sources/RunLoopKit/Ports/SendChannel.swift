@@ -54,7 +54,7 @@ final class SendChannel: @unchecked Sendable {
     /// Sends one encoded message; `destinationError` says whether the port
     /// has become unusable while the send waits for room.
     func send(_ frames: OutgoingFrames, deadline: UInt64, destinationError: () -> PortError?) throws(PortError) {
-        guard lock.lock(until: deadline) else { throw .timedOut(operation: "send to port \(address)") }
+        guard lock.lock(until: deadline) else { throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port")) }
         defer {
             socket?.releaseOwnership()
             lock.unlock()
@@ -85,7 +85,7 @@ final class SendChannel: @unchecked Sendable {
     /// never longer than `validityCheckMilliseconds` at a time.
     private func waitForRoom(_ socket: Socket, deadline: UInt64) throws(PortError) {
         let now = MonotonicClock.now()
-        guard now < deadline else { throw .timedOut(operation: "send to port \(address) (its queue stayed full)") }
+        guard now < deadline else { throw .timedOut(TimeoutError(operation: "send to port \(address): its queue stayed full")) }
         do {
             // ZMQ_FD signals that ZMQ_EVENTS may have changed; read the
             // events first, since reading them is what re-arms the signal.

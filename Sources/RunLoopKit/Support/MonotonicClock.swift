@@ -36,6 +36,14 @@ enum MonotonicClock {
         return Date(timeIntervalSinceNow: -seconds(current - instant))
     }
 
+    /// The monotonic instant `duration` from now, saturating at `never`.
+    /// A negative duration is rejected with `reason` naming the parameter.
+    static func instant(after duration: Duration, _ what: String) throws(RunLoopError) -> UInt64 {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        try RunLoopError.validate(seconds, what)
+        return instant(secondsFromNow: seconds)
+    }
+
     /// Whole nanoseconds in a non-negative interval, saturating.
     static func nanoseconds(_ seconds: Double) -> UInt64 {
         let ns = seconds * 1e9

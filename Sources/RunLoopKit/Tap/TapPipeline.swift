@@ -46,7 +46,7 @@ final class TapPipeline: @unchecked Sendable {
             self.dataBytes.store(dataBytes, ordering: .relaxed)
             guard thread == nil else { return }
             let made = LoopThread(name: "rlk-tap")
-            do { try made.start() } catch { throw .runLoop(.systemCallFailed(call: "starting rlk-tap: \(error)", errno: 0)) }
+            do throws(RunLoopError) { try made.start() } catch { throw .runLoop(error) }
             do throws(ZMQError) {
                 // An ipc tap uses the outbound context, which is flushed at
                 // exit, so that a process's last events reach the sniffer.

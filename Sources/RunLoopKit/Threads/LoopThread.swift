@@ -21,7 +21,7 @@ import Synchronization
 /// Threading: every method may be called from any thread, the loop thread
 /// included. `start()` blocks until the loop is ready. `stop()` lets the task
 /// in progress finish, discards what is still queued (waiters get
-/// `LoopThreadError.stopped`), ends the loop and joins the thread; called
+/// `RunLoopError.loopGone`), ends the loop and joins the thread; called
 /// from the loop thread itself it returns at once and the thread ends after
 /// the current task. `stopAfterDraining()` first runs what is already queued
 /// (Android's quitSafely). Stopping is idempotent; a stopped thread cannot
@@ -48,9 +48,9 @@ public final class LoopThread: Sendable {
     deinit { core.stop(draining: false, fromDeinit: true) }
 
     /// Starts the thread and returns once its loop is ready.
-    /// - Throws: `LoopThreadError.alreadyStarted`, `.cannotRestart` after a
+    /// - Throws: `RunLoopError.alreadyStarted`, `.cannotRestart` after a
     ///   stop, or `.startFailed` if the system refuses a thread or the loop's fds.
-    public func start() throws(LoopThreadError) { try core.start() }
+    public func start() throws(RunLoopError) { try core.start() }
 
     /// The thread's loop while it runs; nil before `start()` and after stop.
     public var runLoop: RunLoop? { core.runningLoop }
@@ -68,11 +68,13 @@ public final class LoopThread: Sendable {
     }
 
     /// Queues `task` to run on the thread, without waiting. Never blocks.
-    /// - Throws: `.notStarted` before `start()`, `.stopped` after `stop()`.
-    public func perform(_ task: @escaping @Sendable () -> Void) throws(LoopThreadError) {
+    /// - Throws: `RunLoopError.notStarted` before `start()`, `.loopGone`
+    ///   after `stop()`. (`RunLoop.perform` says the same with a false
+    ///   result, as Foundation's shape asks; one meaning, two idioms.)
+    public func perform(_ task: @escaping @Sendable () -> Void) throws(RunLoopError) {
         let loop = try core.loopAcceptingTasks()
         guard loop.enqueue(PendingBlock(modes: .common, body: core.wrap(task, on: loop), discarded: nil)) else {
-            throw .stopped(name: name)
+            throw .loopGone(threadName: name)
         }
     }
 
@@ -80,28 +82,29 @@ public final class LoopThread: Sendable {
     /// (performSelector:onThread:waitUntilDone: YES). Called on the thread
     /// itself, it runs the task at once.
     ///
-    /// - Parameter timeout: seconds to wait, nil to wait as long as the thread lives.
-    /// - Throws: what `task` throws; `LoopThreadError.notStarted`, `.stopped`
-    ///   (also if the thread stops before the task ran), or `.timedOut`.
+    /// - Parameter timeout: how long to wait, nil to wait as long as the thread lives.
+    /// - Throws: what `task` throws; `RunLoopError.notStarted`, `.loopGone`
+    ///   (also if the thread stops before the task ran), `.timedOut`, or
+    ///   `.invalidInterval` for a negative timeout.
     public func performAndWait<T: Sendable>(
-        timeout: TimeInterval? = nil, _ task: @escaping @Sendable () throws -> T
+        timeout: Duration? = nil, _ task: @escaping @Sendable () throws -> T
     ) throws -> T {
         let loop = try core.loopAcceptingTasks()
         if loop.isOwnedByCurrentThread { return try task() }
-        var deadline = MonotonicClock.never
-        if let timeout {
-            try RunLoopError.validate(timeout, "timeout")
-            deadline = MonotonicClock.instant(secondsFromNow: timeout)
-        }
+        let deadline = try timeout.map { (timeout) throws(RunLoopError) in
+            try MonotonicClock.instant(after: timeout, "performAndWait timeout")
+        } ?? MonotonicClock.never
         let completion = Completion<T>()
         let name = self.name
         let accepted = loop.enqueue(PendingBlock(
             modes: .common,
             body: core.wrap({ completion.fill(Result { try task() }) }, on: loop),
-            discarded: { completion.fill(.failure(LoopThreadError.stopped(name: name))) }
+            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) }
         ))
-        guard accepted else { throw LoopThreadError.stopped(name: name) }
-        guard let result = completion.wait(until: deadline) else { throw LoopThreadError.timedOut(name: name) }
+        guard accepted else { throw RunLoopError.loopGone(threadName: name) }
+        guard let result = completion.wait(until: deadline) else {
+            throw RunLoopError.timedOut(TimeoutError(operation: "performAndWait on LoopThread '\(name)'", limit: timeout))
+        }
         return try result.get()
     }
 
@@ -120,7 +123,7 @@ public final class LoopThread: Sendable {
 
     /// Runs `task` on the thread and awaits its result or error, without
     /// blocking the caller's thread.
-    /// - Throws: what `task` throws, or `LoopThreadError.notStarted` / `.stopped`.
+    /// - Throws: what `task` throws, or `RunLoopError.notStarted` / `.loopGone`.
     public func performAndAwait<T: Sendable>(_ task: @escaping @Sendable () throws -> T) async throws -> T {
         let loop = try core.loopAcceptingTasks()
         let name = self.name
@@ -128,9 +131,9 @@ public final class LoopThread: Sendable {
             let accepted = loop.enqueue(PendingBlock(
                 modes: .common,
                 body: core.wrap({ continuation.resume(with: Result { try task() }) }, on: loop),
-                discarded: { continuation.resume(throwing: LoopThreadError.stopped(name: name)) }
+                discarded: { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) }
             ))
-            if !accepted { continuation.resume(throwing: LoopThreadError.stopped(name: name)) }
+            if !accepted { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) }
         }
     }
 
@@ -139,7 +142,7 @@ public final class LoopThread: Sendable {
     public func stop() { core.stop(draining: false, fromDeinit: false) }
 
     /// Runs every task already queued, then stops as `stop()` does. Tasks
-    /// submitted after this call are refused with `.stopped`.
+    /// submitted after this call are refused with `RunLoopError.loopGone`.
     public func stopAfterDraining() { core.stop(draining: true, fromDeinit: false) }
 }
 
@@ -190,12 +193,12 @@ final class LoopThreadCore: @unchecked Sendable {
         }
     }
 
-    func loopAcceptingTasks() throws(LoopThreadError) -> RunLoop {
-        try lock.withLock { () throws(LoopThreadError) -> RunLoop in
+    func loopAcceptingTasks() throws(RunLoopError) -> RunLoop {
+        try lock.withLock { () throws(RunLoopError) -> RunLoop in
             switch state {
             case let .running(loop): return loop
-            case .created, .starting: throw .notStarted(name: name)
-            case .stopping, .stopped: throw .stopped(name: name)
+            case .created, .starting: throw .notStarted(threadName: name)
+            case .stopping, .stopped: throw .loopGone(threadName: name)
             }
         }
     }
@@ -210,13 +213,13 @@ final class LoopThreadCore: @unchecked Sendable {
         }
     }
 
-    func start() throws(LoopThreadError) {
-        try lifecycleLock.withLock { () throws(LoopThreadError) -> Void in
-            try lock.withLock { () throws(LoopThreadError) -> Void in
+    func start() throws(RunLoopError) {
+        try lifecycleLock.withLock { () throws(RunLoopError) -> Void in
+            try lock.withLock { () throws(RunLoopError) -> Void in
                 switch state {
                 case .created: state = .starting
-                case .starting, .running: throw .alreadyStarted(name: name)
-                case .stopping, .stopped: throw .cannotRestart(name: name)
+                case .starting, .running: throw .alreadyStarted(threadName: name)
+                case .stopping, .stopped: throw .cannotRestart(threadName: name)
                 }
             }
             var handle = pthread_t()
@@ -228,7 +231,7 @@ final class LoopThreadCore: @unchecked Sendable {
             guard rc == 0 else {
                 Unmanaged<LoopThreadCore>.fromOpaque(context).release()
                 lock.withLock { state = .stopped }
-                throw .startFailed(name: name, reason: "pthread_create: \(String(cString: strerror(rc)))")
+                throw .startFailed(threadName: name, reason: "pthread_create: \(String(cString: strerror(rc)))")
             }
             lock.withLock { thread = handle }
             switch ready.wait() {
@@ -237,7 +240,7 @@ final class LoopThreadCore: @unchecked Sendable {
             case let .failure(error)?:
                 pthread_join(handle, nil)
                 lock.withLock { state = .stopped; joinedOrDetached = true }
-                throw .startFailed(name: name, reason: "\(error)")
+                throw .startFailed(threadName: name, reason: "\(error)")
             case nil:
                 preconditionFailure("unreachable: waiting without a deadline")
             }

@@ -13,7 +13,7 @@ final class RLKChildConnection {
         let name = "rlk-bench-\(getpid())-\(tag)"
         let child = try ChildProcess(role: "rlk-peer", cpu: cpu, arguments: [name])
         do {
-            port = try PortNameServer.lookup(name, timeout: 10)
+            port = try PortNameServer.lookup(name, timeout: .seconds(10))
             // One answered request: the child's loop is serving.
             _ = try port.sendRequest(msgid: ChildRoles.Msgid.endOfBatch, sendTimeout: 10, receiveTimeout: 10)
         } catch {

@@ -48,7 +48,7 @@ final class RLKTimerLateness: Contender {
         usleep(UInt32((lead + seconds) * 1e6))
         // Invalidated on the loop's thread, which also orders the log's writes before our read.
         let made = timers
-        try thread.performAndWait(timeout: 10) { for timer in made { timer.invalidate() } }
+        try thread.performAndWait(timeout: .seconds(10)) { for timer in made { timer.invalidate() } }
         return log.samples
     }
 
