@@ -116,7 +116,7 @@ print("stopAfterDraining(): \(patientCount.value) of 4 tasks ran")
 print("\n== 9. performAndAwait: a result without blocking the caller's thread")
 // Last on purpose: once main.swift has awaited, the rest of its top-level
 // code runs on the main actor, which Linux may run on a thread other than the
-// main one (see README.md, "Threading in Swift 6").
+// main one (see the manual, "Getting Started": Swift 6 and the main thread).
 let asyncWorker = LoopThread(name: "async-worker")
 try asyncWorker.start()
 let answer = try await asyncWorker.performAndAwait { "\(6 * 7) from \(here())" }
