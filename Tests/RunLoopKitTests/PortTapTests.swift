@@ -103,6 +103,16 @@ struct PortTapTests {
 
     static let programsBuilt = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("pingpong") && SpawnedProgram.isBuilt("ipc-demo")
 
+    @Test("portsniff --help shows `--count <N>`: value names say what an option takes, not the property behind it",
+          .enabled(if: SpawnedProgram.isBuilt("portsniff"), "build the programs first: swift build (scripts/test.sh does)"))
+    func helpValueNames() throws {
+        let help = try SpawnedProgram("portsniff", ["--help"], in: makeTemporaryDirectory())
+        #expect(help.waitForExit() == 0)
+        // ArgumentParser puts the value name in angle brackets; without
+        // `valueName:` it would print the property's name (`--count <count>`).
+        #expect(help.output.contains("--count <N>"), "\(help.output)")
+    }
+
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {

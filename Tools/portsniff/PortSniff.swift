@@ -16,22 +16,24 @@ struct PortSniff: ParsableCommand {
             matches every filter given; several values of one filter match any of them. Ctrl-C prints a summary.
             """)
 
-    @Option(help: "The tap endpoint to listen on (default: ipc://<runtime dir>/tap.sock, where RUNLOOPKIT_TAP=1 reports).")
+    // Each option names what it takes (N, ID, NAME, FILE...): by default
+    // ArgumentParser shows the property's name, e.g. `--write <write>`.
+    @Option(help: ArgumentHelp("The tap endpoint to listen on (default: ipc://<runtime dir>/tap.sock, where RUNLOOPKIT_TAP=1 reports).", valueName: "ENDPOINT"))
     var endpoint: String?
 
-    @Option(name: .customLong("msgid"), help: "Only messages with this msgid (repeatable).")
+    @Option(name: .customLong("msgid"), help: ArgumentHelp("Only messages with this msgid (repeatable).", valueName: "ID"))
     var msgids: [UInt32] = []
 
-    @Option(name: .customLong("port"), help: "Only messages from or to this port: a registered name, or <pid>/<port id> (repeatable).")
+    @Option(name: .customLong("port"), help: ArgumentHelp("Only messages from or to this port: a registered name, or <pid>/<port id> (repeatable).", valueName: "NAME"))
     var ports: [String] = []
 
-    @Option(name: .customLong("thread"), help: "Only events on this thread name (repeatable).")
+    @Option(name: .customLong("thread"), help: ArgumentHelp("Only events on this thread name (repeatable).", valueName: "NAME"))
     var threads: [String] = []
 
-    @Option(name: .customLong("pid"), help: "Only events of this process (repeatable).")
+    @Option(name: .customLong("pid"), help: ArgumentHelp("Only events of this process (repeatable).", valueName: "PID"))
     var pids: [Int32] = []
 
-    @Option(help: "Show the first N bytes of each data component, in hex (the tap sends RUNLOOPKIT_TAP_BYTES, default 16).")
+    @Option(help: ArgumentHelp("Show the first N bytes of each data component, in hex (the tap sends RUNLOOPKIT_TAP_BYTES, default 16).", valueName: "N"))
     var hex: Int?
 
     @Flag(help: "A table refreshed every second: per port and msgid, messages/s, bytes/s, latency p50/p99, drops.")
@@ -40,13 +42,13 @@ struct PortSniff: ParsableCommand {
     @Flag(help: "JSON Lines: one object per event.")
     var json = false
 
-    @Option(help: "Record every event received (before filters) to this file, as JSON Lines.")
+    @Option(help: ArgumentHelp("Record every event received (before filters) to FILE, as JSON Lines.", valueName: "FILE"))
     var write: String?
 
-    @Option(help: "Replay a recording made with --write through the same filters and views, instead of listening.")
+    @Option(help: ArgumentHelp("Replay FILE, a recording made with --write, through the same filters and views, instead of listening.", valueName: "FILE"))
     var read: String?
 
-    @Option(help: "Exit after N events (after filters).")
+    @Option(help: ArgumentHelp("Exit after N events (after filters).", valueName: "N"))
     var count: Int?
 
     @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
