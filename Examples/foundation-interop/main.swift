@@ -1,7 +1,10 @@
-// foundation-interop: proves the two recipes of README.md, "Using RunLoopKit
-// beside Foundation", for files that import both modules. Without either,
+// foundation-interop: proves the two recipes of README.md, "Beside Foundation", for files that import both modules. Without either,
 // such a file fails to compile: "'RunLoop' is ambiguous for type lookup in
-// this context".
+// this context", and likewise for Timer, Port, PortMessage and
+// URLResourceKey (RunLoopKitNames.swift says why these five). Each recipe
+// uses all five: a timer fires, a port receives a message sent to itself,
+// a file's resource values are read. Each check prints what it proved, and
+// the exit status is 1 if one failed.
 //
 //   recipe 1, module selectors:       ModuleSelectors.swift
 //   recipe 2, one typealias file:     RunLoopKitNames.swift, used here
@@ -15,7 +18,7 @@ import Foundation
 import RunLoopKit
 import Synchronization
 
-print("== recipe 1: module selectors (RunLoopKit::RunLoop, RunLoopKit::Timer)")
+print("== recipe 1: module selectors (RunLoopKit::RunLoop, RunLoopKit::Port, Foundation::URLResourceKey...)")
 #if compiler(>=6.3)
 try moduleSelectorsDemo()
 #else
@@ -23,14 +26,42 @@ print("  skipped: module selectors need Swift 6.3 or later; recipe 2 works with 
 #endif
 
 print("\n== recipe 2: typealiases in RunLoopKitNames.swift; this file imports Foundation and RunLoopKit")
-print("  RunLoop is \(String(reflecting: RunLoop.self)), Timer is \(String(reflecting: Timer.self)), RunLoop.Mode is \(String(reflecting: RunLoop.Mode.self))")
-print("  Foundation's stay reachable: \(String(reflecting: Foundation.RunLoop.self)), \(String(reflecting: Foundation.Timer.self))")
+// Every clashing name, unqualified, and the type each one means here.
+let resolved = [
+    String(reflecting: RunLoop.self), String(reflecting: Timer.self), String(reflecting: Port.self),
+    String(reflecting: PortMessage.self), String(reflecting: URLResourceKey.self),
+]
+check(resolved == ["RunLoopKit.RunLoop", "RunLoopKit.Timer", "RunLoopKit.Port", "RunLoopKit.PortMessage", "Foundation.URLResourceKey"],
+      "unqualified, the clashing names mean \(resolved.joined(separator: ", "))")
+let foundations = [
+    String(reflecting: Foundation.RunLoop.self), String(reflecting: Foundation.Timer.self),
+    String(reflecting: Foundation.Port.self), String(reflecting: Foundation.PortMessage.self),
+]
+check(foundations == ["Foundation.RunLoop", "Foundation.Timer", "Foundation.Port", "Foundation.PortMessage"],
+      "Foundation's stay reachable qualified: \(foundations.joined(separator: ", "))")
+
 let fired = Atomic<Bool>(false)
 let timer = try Timer(timeInterval: 0.02, repeats: false) { _ in fired.store(true, ordering: .relaxed) }
 RunLoop.current.add(timer, forMode: .default)
-let result = RunLoop.current.run(mode: .default, seconds: 1)
-let url = URL(string: "https://github.com/apple/swift-corelibs-foundation")!
-print("  RunLoop.current.run(...) -> .\(result), timer fired: \(fired.load(ordering: .relaxed)); Foundation's URL beside it: host \(url.host ?? "?")")
+let result: RunLoop.RunResult = RunLoop.current.run(mode: .default, seconds: 1)
+check(fired.load(ordering: .relaxed), "a Timer on RunLoop.current fired; run returned .\(result)")
+
+let port: Port = try Port()
+let inbox = Inbox<PortMessage>()
+port.setMessageHandler { (message: PortMessage) in inbox.store(message) }
+try port.schedule(in: RunLoop.current, forMode: .default)
+let text = Data("sent with PortMessage".utf8)
+try PortMessage(msgid: 8, components: [.data(text)], sendPort: port, replyPort: port).send(before: Date() + 1)
+let portResult = RunLoop.current.run(mode: .default, seconds: 2, returnAfterSourceHandled: true)
+port.invalidate()
+let received = inbox.value
+check(received?.msgid == 8 && received?.dataComponents == [text] && received?.sendPort == port && received?.replyPort == port,
+      "a PortMessage sent to a Port on RunLoop.current arrived (run returned .\(portResult)): \(received.map(String.init(describing:)) ?? "nothing")")
+
+let directory = FileManager.default.temporaryDirectory
+let keys: Set<URLResourceKey> = [.isDirectoryKey]
+check(try directory.resourceValues(forKeys: keys).isDirectory == true,
+      "URLResourceKey is Foundation's, the one URL.resourceValues(forKeys:) takes: \(directory.path) is a directory")
 
 // MARK: - Why: perform onto a sleeping loop from another thread
 
@@ -79,3 +110,8 @@ worker.runLoop!.perform { kitLatency.ran() }
 try worker.performAndWait {}  // runs after the block above
 worker.stop()
 print("  RunLoopKit.RunLoop: the block ran after \(kitLatency.elapsed) (perform wakes the loop)")
+
+// The exit status says whether both recipes did what the checks above say.
+let failures = failedChecks.load(ordering: .relaxed)
+print(failures == 0 ? "\nall checks passed" : "\n\(failures) check(s) FAILED")
+exit(failures == 0 ? 0 : 1)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Measures which type names are ambiguous in a client file that imports
+# Foundation, RunLoopKit and ZeroMQ, and checks that both recipes of README's
+# "Using RunLoopKit beside Foundation" (Examples/foundation-interop) cover
+# exactly those names:
+#   ./scripts/foundation-clashes.sh
+# Run it after adding a public type to RunLoopKit or ZeroMQ, or with a new
+# toolchain: Foundation's names differ between versions, so a list written by
+# hand goes stale.
+#
+# How: every public top-level name of RunLoopKit, ZeroMQ and
+# FoundationEssentials (which RunLoopKit re-exports) is read from the built
+# modules' symbol graphs, not from the sources, so nothing declared in an
+# unusual way is missed. Each name is then used in a type position
+# (`typealias Probe_X = X`) in one probe file that imports the three modules,
+# and the compiler says which are "ambiguous for type lookup". Names that are
+# not types (functions, variables) fail with other errors, which are ignored.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-deps.sh
+
+# Builds ZeroMQ too; quiet unless it fails.
+if ! log=$(swift build --target RunLoopKit 2>&1); then
+    echo "$log" >&2
+    exit 1
+fi
+bin=$(swift build --show-bin-path)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The search paths SwiftPM gives a client target of RunLoopKit.
+flags=(-I "$bin/Modules"
+       -Xcc "-fmodule-map-file=$bin/CLinuxSupport.build/module.modulemap"
+       -Xcc -I -Xcc Sources/CLinuxSupport/include
+       -Xcc -fmodule-map-file=Sources/CZeroMQ/module.modulemap)
+target="$(uname -m)-unknown-linux-gnu"
+
+for module in RunLoopKit ZeroMQ FoundationEssentials; do
+    swift-symbolgraph-extract -module-name "$module" -target "$target" "${flags[@]}" \
+        -minimum-access-level public -output-dir "$work" >/dev/null
+done
+# A symbol whose path has one component is declared at the top level.
+names=$(cat "$work"/RunLoopKit.symbols.json "$work"/ZeroMQ.symbols.json "$work"/FoundationEssentials.symbols.json |
+    grep -o '"pathComponents":\["[A-Za-z_][A-Za-z0-9_]*"\]' | cut -d'"' -f4 | sort -u)
+
+{
+    printf 'import Foundation\nimport RunLoopKit\nimport ZeroMQ\n'
+    for name in $names; do printf 'typealias Probe_%s = %s\n' "$name" "$name"; done
+} >"$work/probe.swift"
+clashes=$(swiftc -typecheck -diagnostic-style llvm "${flags[@]}" "$work/probe.swift" 2>&1 |
+    sed -n "s/.*error: '\([A-Za-z0-9_]*\)' is ambiguous for type lookup.*/\1/p" | sort -u || true)
+
+echo "$(swift --version 2>/dev/null | head -1)"
+echo "names probed: $(echo "$names" | wc -w) (public top-level names of RunLoopKit, ZeroMQ, FoundationEssentials)"
+echo "ambiguous beside Foundation: $(echo $clashes)"
+
+# Recipe 2 aliases each clashing name once; recipe 1 spells each with a
+# module selector.
+examples=Examples/foundation-interop
+aliased=$(sed -n 's/^typealias \([A-Za-z0-9_]*\) = .*/\1/p' "$examples/RunLoopKitNames.swift" | sort -u)
+status=0
+if [ "$aliased" != "$clashes" ]; then
+    echo "RunLoopKitNames.swift aliases: $(echo $aliased); update it, ModuleSelectors.swift and README" >&2
+    status=1
+fi
+for name in $clashes; do
+    if ! grep -Eq "(RunLoopKit|Foundation)::$name\b" "$examples/ModuleSelectors.swift"; then
+        echo "ModuleSelectors.swift does not use $name through a module selector" >&2
+        status=1
+    fi
+done
+[ "$status" = 0 ] && echo "both recipes of $examples cover every clashing name"
+exit "$status"
