@@ -67,7 +67,10 @@ struct PortIPCTests {
         #expect(request.msgid == 1)
         #expect(request.components.count == 2)
         #expect(PortProcess.text(of: request) == "hello across processes")
-        #expect(request.sendPort === server.port, "a received message's sendPort is the port it arrived on")
+        // S-PORT-3, as NSPortMessage documents: receivePort is the port it
+        // arrived on, sendPort the port replies go through (its reply port).
+        #expect(request.receivePort === server.port, "a received message's receivePort is the port it arrived on")
+        #expect(request.sendPort != nil && request.sendPort === request.replyPort, "a received message's sendPort is its reply port")
         let component = try #require(PortProcess.ports(of: request).first)
         #expect(!component.isLocal && component.transport == .ipc, "a port component is a send right: \(component)")
         #expect(component.ownerProcessID == childPID)
@@ -81,7 +84,7 @@ struct PortIPCTests {
         let viaBack = back.messages[0]
         #expect(viaBack.msgid == 7)
         #expect(PortProcess.text(of: viaBack) == "sent to the reply's port component")
-        #expect(viaBack.sendPort === back.port)
+        #expect(viaBack.receivePort === back.port)
 
         // The child has exited: the send rights to its ports go invalid (S-PORT-5).
         #expect(await PortProcess.waitUntil(timeout: 10) { !component.isValid && !replyPort.isValid })
@@ -117,7 +120,7 @@ struct PortIPCTests {
         PortChild.check(notices.wait(forCount: 1), "nothing reached the port sent as a component")
         if let notice = notices.messages.first {
             PortChild.check(notice.msgid == 101 && PortProcess.text(of: notice) == "to the component", "notice \(notice)")
-            PortChild.check(notice.sendPort === notices.port && notice.replyPort == nil, "notice \(notice)")
+            PortChild.check(notice.receivePort === notices.port && notice.replyPort == nil && notice.sendPort == nil, "notice \(notice)")
         }
 
         // The parent's port, received as a component, is usable here.

@@ -42,7 +42,7 @@ struct PortRequestTests {
         }
         #expect(reply.msgid == 42)
         #expect(reply.dataComponents == [Data("ping".utf8), Data("pong".utf8)])
-        let replyPort = try #require(reply.sendPort)
+        let replyPort = try #require(reply.receivePort)
         #expect(replyPort.isLocal && replyPort !== server, "the reply arrives on the caller's own reply port")
 
         let msgids = try client.performAndWait {
@@ -294,7 +294,7 @@ struct PortRequestTests {
         }
         try sender.join()
         #expect(received.map(\.msgid) == Array(0..<UInt32(count)))
-        #expect(received.allSatisfy { $0.sendPort === port && $0.dataComponents == [Data([UInt8($0.msgid & 0xFF)])] })
+        #expect(received.allSatisfy { $0.receivePort === port && $0.dataComponents == [Data([UInt8($0.msgid & 0xFF)])] })
         #expect(!port.isValid)
     }
 

@@ -226,13 +226,16 @@ struct PortTests {
             Issue.record("component 4 is not a port")
         }
         #expect(first.replyPort === replies)
-        #expect(first.sendPort === port)
+        // S-PORT-3, as NSPortMessage documents for a received message.
+        #expect(first.sendPort === replies, "sendPort is where replies go")
+        #expect(first.receivePort === port, "receivePort is the port it arrived on")
+        #expect(first.isIncoming)
 
         let second = received[1]
         #expect(second.msgid == 0)
         #expect(second.components.isEmpty)
-        #expect(second.replyPort == nil)
-        #expect(second.sendPort === port)
+        #expect(second.replyPort == nil && second.sendPort == nil)
+        #expect(second.receivePort === port)
 
         let third = received[2]
         #expect(third.msgid == 77)
@@ -336,7 +339,7 @@ struct PortTests {
         #expect(seen.value == ["same objects"])
         #expect(replyInbox.msgids == [101])
         #expect(replyInbox.messages.first?.dataComponents == [Data("reply".utf8)])
-        #expect(replyInbox.messages.first?.sendPort === replies)
+        #expect(replyInbox.messages.first?.receivePort === replies)
         #expect(extraInbox.msgids == [201])
         let clientThreadID = try #require(clientThread.threadID)
         #expect((replyInbox.all + extraInbox.all).allSatisfy { $0.threadID == clientThreadID })

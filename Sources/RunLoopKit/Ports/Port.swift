@@ -34,11 +34,14 @@ import Synchronization
 /// a send right to a port in a process that has exited becomes invalid by
 /// itself, within the time `ProcessWatcher` documents (S-PORT-5).
 public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible {
-    // @unchecked Sendable: mutable state is guarded by `lock` or `handlerLock`, or atomic.
+    // @unchecked Sendable: what changes is in `state` (behind its lock),
+    // atomic, or behind `handlerLock` (the message path's, issue 9).
 
     /// How far a local port can be reached.
     public enum Transport: Sendable, Hashable {
-        /// From this process only (ZeroMQ inproc): the fastest.
+        /// From this process only (ZeroMQ inproc): the fastest. Registering
+        /// such a port under a name makes it reachable through that name
+        /// (`PortNameServer.register`), and only through it.
         case inproc
         /// Also from other processes of the same user (ZeroMQ ipc).
         case ipc
@@ -50,9 +53,31 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     let descriptorBytes: [UInt8]
     /// The receiving half; nil for a send right.
     let receiver: PortReceiver?
+    /// Mirrors `state.lifecycle` for the message path, which reads it on
+    /// every send without a lock; `state` holds the reason.
     private let valid = Atomic<Bool>(true)
 
-    private let lock = Lock()
+    /// A port's life (S-PORT-5): open until invalidated (by `invalidate()`,
+    /// its owner process's exit, or its socket vanishing), which is final.
+    enum Lifecycle {
+        case open
+        case invalidated(PortError)
+    }
+
+    /// What changes rarely: lifecycle, scheduling, handlers, names.
+    struct State {
+        var lifecycle = Lifecycle.open
+        /// The Source1 through which the port's loop receives.
+        var source: SocketSource?
+        var invalidationHandlers: [(token: InvalidationHandlerToken, body: @Sendable (Port) -> Void)] = []
+        var nextHandlerID: UInt64 = 0
+        /// Names this port is registered under (S-PORT-6).
+        var registeredNames: [String] = []
+        /// The name a send right was looked up under.
+        var lookedUpName: String?
+    }
+
+    private let state = Locked(State())
     /// The send channel, made on the first send and kept until deinit: the
     /// bits of a retained `Unmanaged<SendChannel>`, or 0. Read without a
     /// lock, because every send reads it, and a lock that the receiving
@@ -63,18 +88,6 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     private let handlerLock = Lock()
     // Guarded by handlerLock.
     private var handler: (@Sendable (PortMessage) -> Void)?
-    // Guarded by lock: the Source1 through which the port's loop receives.
-    private var source: SocketSource?
-    // Guarded by lock.
-    private var invalidationHandlers: [(id: UInt64, body: @Sendable (Port) -> Void)] = []
-    // Guarded by lock.
-    private var nextHandlerID: UInt64 = 0
-    // Guarded by lock: why the port became invalid, for the errors it throws.
-    private var invalidation: PortError?
-    // Guarded by lock: names this port is registered under (S-PORT-6).
-    var registeredNames: [String] = []
-    // Guarded by lock: the name a send right was looked up under.
-    var lookedUpName: String?
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")
@@ -105,7 +118,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         receiver = nil
         if let reason {
             valid.store(false, ordering: .relaxed)
-            invalidation = reason
+            state.withLock { $0.lifecycle = .invalidated(reason) }
         }
     }
 
@@ -114,10 +127,11 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         if bits != 0 { Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
         // A local port nobody references any more cannot be sent to: close it.
         if let receiver {
+            let (source, names) = state.withLock { ($0.source, $0.registeredNames) }
             source?.invalidate()
             receiver.close()
             PortRegistry.shared.removeLocal(address)
-            for name in registeredNames { PortNameServer.release(name) }
+            for name in names { PortNameServer.release(name) }
         }
     }
 
@@ -144,7 +158,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// How the tap and portsniff name the port: a name it is registered or
     /// was looked up under, else "<pid>/<port id>".
     var tapLabel: String {
-        lock.withLock { registeredNames.first ?? lookedUpName } ?? "\(address.pid)/\(address.portID)"
+        state.withLock { $0.registeredNames.first ?? $0.lookedUpName } ?? "\(address.pid)/\(address.portID)"
     }
 
     public static func == (lhs: Port, rhs: Port) -> Bool { lhs.address == rhs.address }
@@ -166,8 +180,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     public func schedule(in loop: RunLoop, forMode mode: RunLoop.Mode) throws(PortError) {
         guard let receiver else { throw .notLocal(description) }
         guard isValid else { throw invalidError() }
-        let source: SocketSource = lock.withLock {
-            if let existing = self.source { return existing }
+        let source: SocketSource = state.withLock { state in
+            if let existing = state.source { return existing }
             let made = SocketSource(
                 socket: receiver.socket,
                 pollDescriptor: receiver.pollDescriptor,
@@ -176,7 +190,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 hasInput: { receiver.hasInput() },
                 handler: { [weak self] _ in self?.receiveOne() }
             )
-            self.source = made
+            state.source = made
             return made
         }
         // Check and claim in one step: two threads scheduling on two loops at
@@ -185,9 +199,20 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         do { try loop.add(source, forMode: mode) } catch { throw .runLoop(error) }
     }
 
+    /// Receives on `thread`'s loop in the common modes (where a LoopThread's
+    /// tasks run too). Any thread.
+    /// - Throws: `.runLoop(.notStarted)` before the thread's `start()`,
+    ///   `.runLoop(.loopGone)` after its `stop()`; otherwise what
+    ///   `schedule(in:forMode:)` throws.
+    public func schedule(on thread: LoopThread, forMode mode: RunLoop.Mode = .common) throws(PortError) {
+        let loop: RunLoop
+        do throws(RunLoopError) { loop = try thread.loopAcceptingWork() } catch { throw .runLoop(error) }
+        try schedule(in: loop, forMode: mode)
+    }
+
     /// Stops receiving on `loop` in `mode`; messages wait in the port.
     public func remove(from loop: RunLoop, forMode mode: RunLoop.Mode) {
-        guard let source = lock.withLock({ self.source }) else { return }
+        guard let source = state.withLock({ $0.source }) else { return }
         loop.remove(source, forMode: mode)
     }
 
@@ -195,7 +220,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     private func receiveOne() {
         guard let receiver, let (received, traceID) = receiver.receive() else { return }
         var message = received
-        message.sendPort = self
+        message.arrived(on: self)
         if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
         guard let handler = handlerLock.withLock({ self.handler }) else {
             let count = receiver.countDrop()
@@ -331,11 +356,20 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         return nil
     }
 
-    func withStateLock<T>(_ body: () -> T) -> T { lock.withLock(body) }
-
     func invalidError() -> PortError {
-        lock.withLock { invalidation } ?? .invalidPort(description)
+        state.withLock { state in
+            if case let .invalidated(reason) = state.lifecycle { return reason }
+            return .invalidPort(description)
+        }
     }
+
+    /// The name a send right was looked up under, if it has none yet (for the tap).
+    func noteLookedUp(as name: String) {
+        state.withLock { if $0.lookedUpName == nil { $0.lookedUpName = name } }
+    }
+
+    func didRegister(_ name: String) { state.withLock { $0.registeredNames.append(name) } }
+    func didUnregister(_ name: String) { state.withLock { $0.registeredNames.removeAll { $0 == name } } }
 
     // MARK: - Invalidation (S-PORT-5)
 
@@ -346,13 +380,13 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     func invalidate(because reason: PortError?) {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        let (source, handlers, names): (SocketSource?, [@Sendable (Port) -> Void], [String]) = lock.withLock {
-            invalidation = reason ?? .invalidPort(description)
+        let (source, handlers, names): (SocketSource?, [@Sendable (Port) -> Void], [String]) = state.withLock { state in
+            state.lifecycle = .invalidated(reason ?? .invalidPort(description))
             defer {
-                invalidationHandlers.removeAll()
-                registeredNames.removeAll()
+                state.invalidationHandlers.removeAll()
+                state.registeredNames.removeAll()
             }
-            return (self.source, invalidationHandlers.map(\.body), registeredNames)
+            return (state.source, state.invalidationHandlers.map(\.body), state.registeredNames)
         }
         source?.invalidate()
         receiver?.close()
@@ -363,25 +397,36 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// Runs `body` once when the port becomes invalid (NSPortDidBecomeInvalid),
     /// on the thread that invalidates it (for a dead peer, RunLoopKit's
-    /// process-watcher thread). If the port is already invalid, runs it now.
+    /// process-watcher thread). If the port is already invalid, runs it now,
+    /// on the calling thread, and returns a token that removes nothing.
+    /// Any thread.
     /// - Returns: a token for `removeInvalidationHandler(_:)`.
     @discardableResult
-    public func addInvalidationHandler(_ body: @escaping @Sendable (Port) -> Void) -> UInt64 {
-        let id: UInt64? = lock.withLock {
-            guard valid.load(ordering: .acquiring) else { return nil }
-            nextHandlerID += 1
-            invalidationHandlers.append((nextHandlerID, body))
-            return nextHandlerID
+    public func addInvalidationHandler(_ body: @escaping @Sendable (Port) -> Void) -> InvalidationHandlerToken {
+        let token: InvalidationHandlerToken? = state.withLock { state in
+            guard case .open = state.lifecycle else { return nil }
+            state.nextHandlerID += 1
+            let token = InvalidationHandlerToken(id: state.nextHandlerID)
+            state.invalidationHandlers.append((token, body))
+            return token
         }
-        guard let id else {
+        guard let token else {
             body(self)
-            return 0
+            return InvalidationHandlerToken(id: 0)
         }
-        return id
+        return token
     }
 
-    public func removeInvalidationHandler(_ token: UInt64) {
-        lock.withLock { invalidationHandlers.removeAll { $0.id == token } }
+    /// Removes a handler added with `addInvalidationHandler(_:)`; a handler
+    /// that already ran, or a token of another port, removes nothing. Any thread.
+    public func removeInvalidationHandler(_ token: InvalidationHandlerToken) {
+        state.withLock { $0.invalidationHandlers.removeAll { $0.token == token } }
+    }
+
+    /// Names one invalidation handler of one port, for
+    /// `removeInvalidationHandler(_:)`.
+    public struct InvalidationHandlerToken: Hashable, Sendable {
+        fileprivate let id: UInt64
     }
 
     // MARK: - Resolving descriptors

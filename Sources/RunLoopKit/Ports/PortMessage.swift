@@ -1,6 +1,8 @@
 /// A message between ports (NSPortMessage): a message id, components that
 /// are each bytes or a port, the port it is sent to and a port for the reply
-/// (S-PORT-2). Nothing else travels: the component type allows only data and
+/// (S-PORT-2); `sendPort` and `receivePort` mean what NSPortMessage says,
+/// for outgoing and for received messages, and `replyPort` names the reply
+/// port either way. Nothing else travels: the component type allows only data and
 /// ports, and a port component arrives as a usable send right to the
 /// original port (S-PORT-3).
 ///
@@ -22,19 +24,51 @@ public struct PortMessage: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The message id, chosen by the application (NSPortMessage `msgid`).
     public var msgid: UInt32
+    /// The data and port components, in order.
     public var components: [Component]
-    /// The destination: set on a received message to the port it arrived on;
-    /// `send(before:)` sends to it.
+    /// As NSPortMessage documents: on an outgoing message, the port it is
+    /// sent to (`send(before:)` sends to it); on a received message, the
+    /// port replies go through, that is, the sender's reply port (S-PORT-3).
     public var sendPort: Port?
-    /// Where the receiver should send its reply, if anywhere.
-    public var replyPort: Port?
+    /// As NSPortMessage documents: on an outgoing message, the port replies
+    /// arrive at; on a received message, the port it arrived on.
+    public var receivePort: Port?
+    /// True for a message handed to a port's handler: its `sendPort` and
+    /// `receivePort` then read as NSPortMessage's do for an incoming message.
+    public private(set) var isIncoming = false
 
+    /// The reply port, whichever way the message goes: where replies
+    /// arrive on an outgoing message (its `receivePort`), where replies go
+    /// on a received one (its `sendPort`). Reply with
+    /// `message.replyPort?.send(...)`.
+    public var replyPort: Port? {
+        get { isIncoming ? sendPort : receivePort }
+        set { if isIncoming { sendPort = newValue } else { receivePort = newValue } }
+    }
+
+    /// An outgoing message to `sendPort`, whose replies arrive at `replyPort`.
     public init(msgid: UInt32 = 0, components: [Component] = [], sendPort: Port? = nil, replyPort: Port? = nil) {
         self.msgid = msgid
         self.components = components
         self.sendPort = sendPort
-        self.replyPort = replyPort
+        self.receivePort = replyPort
+    }
+
+    /// Foundation's initializer (NSPortMessage `initWithSendPort:receivePort:components:`):
+    /// an outgoing message to `sendPort` whose replies arrive at `receivePort`,
+    /// with msgid 0.
+    public init(sendPort: Port?, receivePort: Port?, components: [Component]) {
+        self.init(msgid: 0, components: components, sendPort: sendPort, replyPort: receivePort)
+    }
+
+    /// Turns a decoded message into a received one, as its handler sees it:
+    /// replies go to the reply port it carried, and it arrived on `port`.
+    mutating func arrived(on port: Port) {
+        sendPort = receivePort
+        receivePort = port
+        isIncoming = true
     }
 
     /// Sends the message to `sendPort` (NSPortMessage `sendBeforeDate:`).

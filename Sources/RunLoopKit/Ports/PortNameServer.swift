@@ -25,8 +25,16 @@ public enum PortNameServer {
     /// Registers a local port under `name` for the processes of this user.
     /// The name lasts until `unregister(_:)`, the port's invalidation, or the
     /// process's exit.
-    /// - Throws: `.invalidName`, `.nameInUse` (a live process holds it),
-    ///   `.notLocal`, `.invalidPort`, `.pathTooLong`, `.runtimeDirectoryUnsafe`.
+    ///
+    /// A name is how other processes reach a port, so registering makes the
+    /// port reachable through the name's socket whatever its transport: an
+    /// `.inproc` port registered under a name receives from other processes
+    /// through that name (and only through it: its own descriptor, sent in a
+    /// message, still names no socket, so sending it to another process is
+    /// refused with `.componentNotTransferable`). `unregister` ends that.
+    /// - Throws: `.invalidName`, `.nameInUse` (a live process holds it, or
+    ///   this one), `.notLocal`, `.invalidPort`, `.pathTooLong`,
+    ///   `.runtimeDirectoryUnsafe`.
     public static func register(_ port: Port, name: String) throws(PortError) {
         try validate(name)
         guard let receiver = port.receiver else { throw .notLocal(port.description) }
@@ -74,7 +82,7 @@ public enum PortNameServer {
         while true {
             if let address = try lookOnce(paths) {
                 let port = Port.resolve(address)
-                port.withStateLock { if port.lookedUpName == nil { port.lookedUpName = name } }
+                port.noteLookedUp(as: name)
                 return port
             }
             guard MonotonicClock.now() < deadline else { throw .nameNotFound(name) }
@@ -155,20 +163,12 @@ public enum PortNameServer {
         weak var port: Port?
     }
 
-    final class Table: @unchecked Sendable {
-        // @unchecked Sendable: guarded by `lock`.
-        private let lock = Lock()
-        // Guarded by lock.
-        private var entries: [String: Registration] = [:]
+    final class Table: Sendable {
+        private let entries = Locked<[String: Registration]>([:])
 
-        func add(_ name: String, _ registration: Registration) { lock.withLock { entries[name] = registration } }
-        func remove(_ name: String) -> Registration? { lock.withLock { entries.removeValue(forKey: name) } }
+        func add(_ name: String, _ registration: Registration) { entries.withLock { $0[name] = registration } }
+        func remove(_ name: String) -> Registration? { entries.withLock { $0.removeValue(forKey: name) } }
     }
 
     static let table = Table()
-}
-
-extension Port {
-    func didRegister(_ name: String) { withStateLock { registeredNames.append(name) } }
-    func didUnregister(_ name: String) { withStateLock { registeredNames.removeAll { $0 == name } } }
 }

@@ -4,34 +4,34 @@
 /// on its process.
 import Glibc
 
-final class PortRegistry: @unchecked Sendable {
-    // @unchecked Sendable: everything is guarded by `lock`.
+final class PortRegistry: Sendable {
     static let shared = PortRegistry()
 
     private struct WeakPort {
         weak var port: Port?
     }
 
-    private let lock = Lock()
-    // Guarded by lock: local ports by port id.
-    private var local: [UInt64: WeakPort] = [:]
-    // Guarded by lock: send rights to other processes' ports.
-    private var remote: [PortAddress: WeakPort] = [:]
-    // Guarded by lock: the most recently resolved send rights, kept alive so
-    // that a reply port dropped after each reply does not close and reopen
-    // its ipc connection every time.
-    private var recent: [Port?] = Array(repeating: nil, count: 64)
-    private var recentNext = 0
+    private struct Tables {
+        /// Local ports by port id.
+        var local: [UInt64: WeakPort] = [:]
+        /// Send rights to other processes' ports.
+        var remote: [PortAddress: WeakPort] = [:]
+        /// The most recently resolved send rights, kept alive so that a reply
+        /// port dropped after each reply does not close and reopen its ipc
+        /// connection every time.
+        var recent: [Port?] = Array(repeating: nil, count: 64)
+        var recentNext = 0
+        var atExitInstalled = false
+    }
 
-    // Guarded by lock.
-    private var atExitInstalled = false
+    private let tables = Locked(Tables())
 
     /// Makes sure that at process exit every local port still open has its
     /// ipc socket files removed.
     func cleanUpAtExit() {
-        let install: Bool = lock.withLock {
-            defer { atExitInstalled = true }
-            return !atExitInstalled
+        let install: Bool = tables.withLock { tables in
+            defer { tables.atExitInstalled = true }
+            return !tables.atExitInstalled
         }
         if install {
             atexit { PortRegistry.shared.unlinkAllFiles() }
@@ -39,37 +39,37 @@ final class PortRegistry: @unchecked Sendable {
     }
 
     private func unlinkAllFiles() {
-        let ports = lock.withLock { local.values.compactMap(\.port) }
+        let ports = tables.withLock { $0.local.values.compactMap(\.port) }
         for port in ports { port.receiver?.unlinkFilesAtExit() }
     }
 
     func addLocal(_ port: Port) {
-        lock.withLock { local[port.address.portID] = WeakPort(port: port) }
+        tables.withLock { $0.local[port.address.portID] = WeakPort(port: port) }
     }
 
     func removeLocal(_ address: PortAddress) {
-        lock.withLock {
-            if let entry = local[address.portID], entry.port == nil || entry.port?.address == address {
-                local[address.portID] = nil
+        tables.withLock { tables in
+            if let entry = tables.local[address.portID], entry.port == nil || entry.port?.address == address {
+                tables.local[address.portID] = nil
             }
         }
     }
 
     func resolve(_ address: PortAddress) -> Port {
         if address.isInThisProcess {
-            if let port = lock.withLock({ local[address.portID]?.port }) { return port }
+            if let port = tables.withLock({ $0.local[address.portID]?.port }) { return port }
             // Its port is gone: a send right that can only fail, clearly.
             return Port(sendRightTo: address, invalidBecause: .invalidPort("Port(\(address))"))
         }
         var evicted: Port?
-        let (port, isNew): (Port, Bool) = lock.withLock {
-            if let existing = remote[address]?.port { return (existing, false) }
+        let (port, isNew): (Port, Bool) = tables.withLock { tables in
+            if let existing = tables.remote[address]?.port { return (existing, false) }
             let made = Port(sendRightTo: address)
-            remote[address] = WeakPort(port: made)
-            if remote.count % 256 == 0 { remote = remote.filter { $0.value.port != nil } }
-            evicted = recent[recentNext]
-            recent[recentNext] = made
-            recentNext = (recentNext + 1) % recent.count
+            tables.remote[address] = WeakPort(port: made)
+            if tables.remote.count % 256 == 0 { tables.remote = tables.remote.filter { $0.value.port != nil } }
+            evicted = tables.recent[tables.recentNext]
+            tables.recent[tables.recentNext] = made
+            tables.recentNext = (tables.recentNext + 1) % tables.recent.count
             return (made, true)
         }
         _ = evicted  // released here, outside the lock
@@ -79,9 +79,9 @@ final class PortRegistry: @unchecked Sendable {
 
     /// The process has exited: every send right to its ports becomes invalid (S-PORT-5).
     func processExited(_ process: ProcessIdentity) {
-        let ports: [Port] = lock.withLock {
-            let matching = remote.filter { $0.key.pid == process.pid && $0.key.startTime == process.startTime }
-            for key in matching.keys { remote[key] = nil }
+        let ports: [Port] = tables.withLock { tables in
+            let matching = tables.remote.filter { $0.key.pid == process.pid && $0.key.startTime == process.startTime }
+            for key in matching.keys { tables.remote[key] = nil }
             return matching.values.compactMap(\.port)
         }
         for port in ports {

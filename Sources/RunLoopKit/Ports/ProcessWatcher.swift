@@ -11,31 +11,30 @@ import Logging
 /// milliseconds. Where pidfds are not available, the watcher looks at every
 /// watched process every `pollInterval` seconds instead. Either way the
 /// bound is documented as one second (docs/ports.md).
-final class ProcessWatcher: @unchecked Sendable {
-    // @unchecked Sendable: `watched` is guarded by `lock`; the thread's loop
-    // is used through its thread-safe API.
+final class ProcessWatcher: Sendable {
     static let shared = ProcessWatcher()
     static let pollInterval: TimeInterval = 0.25
     private static let logger = Logger(label: "RunLoopKit.ProcessWatcher")
 
-    private let lock = Lock()
-    // Guarded by lock.
-    private var watched: Set<ProcessIdentity> = []
-    // Guarded by lock: processes watched by polling, where pidfd_open failed.
-    private var polled: Set<ProcessIdentity> = []
-    // Guarded by lock: made on first use.
-    private var thread: LoopThread?
-    // Guarded by lock.
-    private var pollTimer: Timer?
+    private struct Watches {
+        var watched: Set<ProcessIdentity> = []
+        /// Processes watched by polling, where pidfd_open failed.
+        var polled: Set<ProcessIdentity> = []
+        /// The watcher's thread, made on first use.
+        var thread: LoopThread?
+        var pollTimer: Timer?
+    }
+
+    private let watches = Locked(Watches())
 
     /// Starts watching `process`, once. Never calls back on the caller's
     /// thread: an exit, even one that already happened, is reported on the
     /// watcher's thread.
     func watch(_ process: ProcessIdentity) {
-        guard let loop: RunLoop = lock.withLock({
-            guard watched.insert(process).inserted else { return nil }
-            guard let loop = watcherLoopLocked() else {
-                watched.remove(process)  // a later watch tries again
+        guard let loop: RunLoop = watches.withLock({ watches in
+            guard watches.watched.insert(process).inserted else { return nil }
+            guard let loop = Self.watcherLoop(&watches) else {
+                watches.watched.remove(process)  // a later watch tries again
                 return nil
             }
             return loop
@@ -69,28 +68,29 @@ final class ProcessWatcher: @unchecked Sendable {
     }
 
     private func exited(_ process: ProcessIdentity) {
-        lock.withLock {
-            watched.remove(process)
-            polled.remove(process)
+        watches.withLock {
+            $0.watched.remove(process)
+            $0.polled.remove(process)
         }
         PortRegistry.shared.processExited(process)
     }
 
     private func startPolling(_ process: ProcessIdentity, on loop: RunLoop) {
-        let needsTimer: Bool = lock.withLock {
-            polled.insert(process)
-            return pollTimer == nil
+        let needsTimer: Bool = watches.withLock {
+            $0.polled.insert(process)
+            return $0.pollTimer == nil
         }
         guard needsTimer, let timer = try? Timer(timeInterval: Self.pollInterval, repeats: true, block: { [self] _ in
-            let candidates = lock.withLock { polled }
+            let candidates = watches.withLock { $0.polled }
             for process in candidates where !process.isAlive { exited(process) }
         }) else { return }
-        lock.withLock { pollTimer = timer }
+        watches.withLock { $0.pollTimer = timer }
         loop.add(timer, forMode: .common)
     }
 
-    private func watcherLoopLocked() -> RunLoop? {
-        if let loop = thread?.runLoop { return loop }
+    /// The watcher thread's loop, starting the thread on first use (lock held).
+    private static func watcherLoop(_ watches: inout Watches) -> RunLoop? {
+        if let loop = watches.thread?.runLoop { return loop }
         let made = LoopThread(name: "rlk-procwatch")
         do {
             try made.start()
@@ -98,7 +98,7 @@ final class ProcessWatcher: @unchecked Sendable {
             Self.logger.error("cannot start the process watcher: \(error); remote ports will not notice their process's exit")
             return nil
         }
-        thread = made
+        watches.thread = made
         return made.runLoop
     }
 }
