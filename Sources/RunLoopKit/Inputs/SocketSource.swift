@@ -30,11 +30,15 @@ public import ZeroMQ
 public final class SocketSource: @unchecked Sendable {
     /// What the source listens to.
     public enum Endpoint: @unchecked Sendable {
+        /// A ZeroMQ socket: the source wakes the loop through its ZMQ_FD.
         case socket(Socket)
+        /// A plain file descriptor, reported while it is readable.
         case fileDescriptor(Int32)
     }
 
+    /// The socket or file descriptor the source listens to.
     public let endpoint: Endpoint
+    /// Kept for CFRunLoopSource parity; socket sources are served in arrival order, so that a busy one cannot starve the others (S-SRC1-1).
     public let order: Int
     private let handler: @Sendable (SocketSource) -> Void
     /// The socket's ZMQ_FD, read once in init; nil for a file descriptor source.
@@ -92,6 +96,7 @@ public final class SocketSource: @unchecked Sendable {
         self.handler = { source in handler(source, fileDescriptor) }
     }
 
+    /// False after `invalidate()`, or once its loop's thread exited (S-THR-3). Any thread.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// Removes the source from its loop; its handler is never called again.

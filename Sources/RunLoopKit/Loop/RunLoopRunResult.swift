@@ -10,6 +10,7 @@ extension RunLoop {
         /// A source was handled and the run was asked to return after one.
         case handledSource
 
+        /// The case's name, as in logs.
         public var description: String {
             switch self {
             case .finished: "finished"

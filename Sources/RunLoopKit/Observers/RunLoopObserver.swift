@@ -19,13 +19,23 @@ import Synchronization
 /// runs on the loop's thread and may add or remove anything, itself included
 /// (S-OBS-3).
 public final class RunLoopObserver: @unchecked Sendable {
+    /// The activities the observer is told of (S-OBS-1).
     public let activities: RunLoop.Activity
+    /// False for an observer that invalidates itself after its first call (S-OBS-2).
     public let repeats: Bool
+    /// Observers of one activity are told in ascending order, then in the order they were added.
     public let order: Int
     private let handler: @Sendable (RunLoopObserver, RunLoop.Activity) -> Void
     private let valid = Atomic<Bool>(true)
     let binding = LoopBinding()
 
+    /// An observer, not yet in any loop: add it with `RunLoop.add(_:forMode:)`.
+    /// - Parameters:
+    ///   - activities: what to be told of.
+    ///   - repeats: false to be told once only.
+    ///   - order: lower orders are told first.
+    ///   - handler: runs on the loop's thread with the observer and the activity;
+    ///     it may add or remove anything, itself included (S-OBS-3).
     public init(
         activities: RunLoop.Activity,
         repeats: Bool = true,
@@ -38,6 +48,7 @@ public final class RunLoopObserver: @unchecked Sendable {
         self.handler = handler
     }
 
+    /// False after `invalidate()`, after a non-repeating observer's call, or once its loop's thread exited. Any thread.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// Removes the observer from its loop; it is never called again. Idempotent.

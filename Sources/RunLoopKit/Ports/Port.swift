@@ -153,6 +153,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// ones that arrived while it had no message handler.
     public var droppedMessageCount: UInt64 { receiver?.droppedCount ?? 0 }
 
+    /// `Port(<pid>/<port id> (inproc|ipc path))`, as logs and errors show it.
     public var description: String { "Port(\(address))" }
 
     /// How the tap and portsniff name the port: a name it is registered or
@@ -161,7 +162,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         state.withLock { $0.registeredNames.first ?? $0.lookedUpName } ?? "\(address.pid)/\(address.portID)"
     }
 
+    /// Two ports are equal when they name the same port: a send right equals the port it sends to.
     public static func == (lhs: Port, rhs: Port) -> Bool { lhs.address == rhs.address }
+    /// Hashes the port's address, consistently with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(address) }
 
     // MARK: - Receiving

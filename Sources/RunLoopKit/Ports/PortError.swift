@@ -39,6 +39,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     /// LoopThread that is gone or could not start.
     case runLoop(RunLoopError)
 
+    /// What happened and, where there is one, what to do.
     public var description: String {
         switch self {
         case let .invalidPort(port): "port \(port) is invalid: it was invalidated and can no longer send or receive"

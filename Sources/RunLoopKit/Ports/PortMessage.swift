@@ -13,9 +13,12 @@
 public struct PortMessage: Sendable, CustomStringConvertible {
     /// One component: bytes as they are, or a port (sent as a send right).
     public enum Component: Sendable, Equatable, CustomStringConvertible {
+        /// Bytes, delivered as they were sent.
         case data(Data)
+        /// A port, delivered as a send right to the original (S-PORT-3).
         case port(Port)
 
+        /// `data(N bytes)` or `port(Port(...))`.
         public var description: String {
             switch self {
             case let .data(data): "data(\(data.count) bytes)"
@@ -84,6 +87,7 @@ public struct PortMessage: Sendable, CustomStringConvertible {
         components.compactMap { if case let .data(data) = $0 { data } else { nil } }
     }
 
+    /// The msgid, the components and the reply port, for logs.
     public var description: String {
         "PortMessage(msgid: \(msgid), components: \(components), reply: \(replyPort.map(\.description) ?? "none"))"
     }

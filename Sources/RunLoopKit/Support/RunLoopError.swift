@@ -33,6 +33,7 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
     /// still run later.
     case timedOut(TimeoutError)
 
+    /// What happened and, where there is one, what to do.
     public var description: String {
         switch self {
         case let .systemCall(error): error.description

@@ -2,6 +2,7 @@
 /// tap reports it and `portsniff` shows it. Encoded as one JSON object per
 /// line on the tap socket (and in `portsniff --json` / `--write`).
 public struct PortTapEvent: Codable, Sendable, Hashable {
+    /// Which side reported the event; encoded as "send" or "deliver".
     public enum Kind: String, Codable, Sendable {
         /// A thread sent the message (reported by the sender's process).
         case send
@@ -14,10 +15,13 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     public struct Component: Codable, Sendable, Hashable {
         /// What a component is; encoded as "data" or "port".
         public enum Kind: String, Codable, Sendable {
+            /// A data component.
             case data
+            /// A port component.
             case port
         }
 
+        /// Whether the component is data or a port.
         public var kind: Kind
         /// Bytes of a data component; 0 for a port.
         public var size: Int
@@ -25,6 +29,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         /// its name as the tap shows ports.
         public var head: String?
 
+        /// A component as the tap reports it.
         public init(kind: Kind, size: Int, head: String? = nil) {
             self.kind = kind
             self.size = size
@@ -32,9 +37,11 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         }
     }
 
+    /// A send or a delivery.
     public var kind: Kind
     /// Wall-clock time of the event, in nanoseconds since 1970.
     public var time: Int64
+    /// The process that reported the event.
     public var pid: Int32
     /// The name of the thread that sent, or on whose loop it was delivered.
     public var thread: String
@@ -42,7 +49,9 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     public var source: String?
     /// The port the message was sent to.
     public var destination: String
+    /// The message's msgid.
     public var msgid: UInt32
+    /// The message's components, in order.
     public var components: [Component]
     /// Pairs a send with its delivery; the same in both events (hexadecimal).
     public var trace: String?
@@ -50,6 +59,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// full or no sniffer was listening), counted from the tap's start.
     public var dropped: UInt64
 
+    /// An event with every field given; the tap makes these, and portsniff decodes them.
     public init(
         kind: Kind, time: Int64, pid: Int32, thread: String, source: String?, destination: String,
         msgid: UInt32, components: [Component], trace: String?, dropped: UInt64

@@ -29,6 +29,7 @@ import Synchronization
 /// keeps no reference to the LoopThread, nor to a task after running it, so
 /// the seeds' retain cycle cannot be written.
 public final class LoopThread: Sendable {
+    /// The thread's name, as given; the OS shows its first 15 bytes (S-THR-5).
     public let name: String
     private let core: LoopThreadCore
 
@@ -58,6 +59,7 @@ public final class LoopThread: Sendable {
     /// The thread's loop while it runs; nil before `start()` and after stop.
     public var runLoop: RunLoop? { core.runningLoop }
 
+    /// True between a successful `start()` and `stop()`. Any thread.
     public var isRunning: Bool { core.runningLoop != nil }
 
     /// The kernel thread id while it runs (what `ps -L` shows).

@@ -26,6 +26,7 @@ public final class Timer: @unchecked Sendable {
 
     /// The repeat interval; 0 for a one-shot timer.
     public let timeInterval: TimeInterval
+    /// Whether the timer fires again every `timeInterval` seconds.
     public let repeats: Bool
     private let block: @Sendable (Timer) -> Void
 
