@@ -31,6 +31,15 @@ struct MisuseTests {
         Self.expectMessage(runBefore, contains: "this run loop belongs to thread 'mis-owner2'")
     }
 
+    @Test("S-THR-4: running RunLoop.main off the main thread traps, naming a top-level await as the likely cause")
+    func runningMainOffMainThreadTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try onNewThread { _ = RunLoop.main.run(mode: .default, seconds: 0.1) }
+        }
+        Self.expectMessage(result, contains: "this run loop belongs to thread 'main'")
+        Self.expectMessage(result, contains: "after an `await` in main.swift")
+    }
+
     @Test("S-MODE-4: running the loop in .common returns .finished at once, servicing nothing")
     func runningCommonFinishes() throws {
         let fired = Locked(false)
@@ -125,6 +134,10 @@ struct MisuseTests {
         let loop = try #require(worker.runLoop)
         for bad in [-1, .nan, .infinity] as [Double] {
             #expect(throws: RunLoopError.self) { try loop.perform(afterDelay: bad) {} }
+        }
+        // The error names the request, not a "timer interval".
+        #expect(throws: RunLoopError.invalidInterval(-0.5, reason: "perform(afterDelay:) delay is negative")) {
+            try loop.perform(afterDelay: -0.5) {}
         }
         // Timeouts are Durations: never NaN or infinite, but they can be negative.
         #expect(throws: RunLoopError.self) { try loop.performAndWait(timeout: .seconds(-1)) { 1 } }
