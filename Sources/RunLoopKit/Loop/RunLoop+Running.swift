@@ -14,6 +14,7 @@ extension RunLoop {
     /// Runs may nest (S-RUN-8). Only the loop's own thread may call it.
     ///
     /// - Parameters:
+    ///   - mode: the mode to run; only its items are serviced (S-MODE-2).
     ///   - seconds: how long the run may last; `.infinity` for no deadline.
     ///     NaN is a programming error.
     ///   - returnAfterSourceHandled: return `.handledSource` after the first

@@ -70,8 +70,10 @@ public enum PortNameServer {
     }
 
     /// A send right to the port registered under `name`.
-    /// - Parameter timeout: how long to wait for the name to appear (a
-    ///   server still starting); 0 looks once.
+    /// - Parameters:
+    ///   - name: the name a process registered.
+    ///   - timeout: how long to wait for the name to appear (a
+    ///     server still starting); 0 looks once.
     /// - Throws: `.nameNotFound` if no live process holds the name by then,
     ///   `.invalidName`, `.runtimeDirectoryUnsafe`.
     public static func lookup(_ name: String, timeout: Duration = .zero) throws(PortError) -> Port {

@@ -20,6 +20,8 @@ extension Port {
     /// request.
     ///
     /// - Parameters:
+    ///   - msgid: the request's message id.
+    ///   - components: the request's data and port components.
     ///   - sendTimeout: how long the send may wait for room (S-PORT-4).
     ///   - receiveTimeout: how long to wait for the reply after sending.
     /// - Throws: what `send` throws; `.timedOut` when no reply came in time;

@@ -32,7 +32,9 @@ public enum PortTap {
     }
 
     /// Switches the tap on, reporting to `endpoint` (default: `defaultEndpoint()`).
-    /// - Parameter dataBytes: leading bytes of each data component to report.
+    /// - Parameters:
+    ///   - endpoint: a ZeroMQ endpoint to PUSH events to; nil for the default.
+    ///   - dataBytes: leading bytes of each data component to report.
     public static func enable(endpoint: String? = nil, dataBytes: Int = 16) throws(PortError) {
         let target: String
         if let endpoint { target = endpoint } else { target = try defaultEndpoint() }
