@@ -88,7 +88,9 @@ public final class Message {
 
     /// Drops the content and starts over as an empty frame, so that a message kept for
     /// reuse does not pin a large frame's buffer.
-    func reset() {
+    ///
+    /// Thread rules: the message's thread. Never fails.
+    public func reset() {
         zmq_msg_close(pointer)
         zmq_msg_init(pointer)
     }

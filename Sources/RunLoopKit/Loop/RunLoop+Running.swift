@@ -151,7 +151,7 @@ extension RunLoop {
                 }
             }
             let firedTimers = fireDueTimers(&snapshot, mode: mode)             // 9
-            if handleOneSocketSource(&snapshot, mode: mode) { handled = true }
+            if handleOneSocketSource(&snapshot, mode: mode, returnAfterSourceHandled: returnAfterSourceHandled) { handled = true }
             if drainBlocks(&snapshot, mode: mode) { handled = true }          // 10
 
             let passNumber = completedPasses.wrappingAdd(1, ordering: .relaxed).newValue
@@ -276,10 +276,13 @@ extension RunLoop {
     // MARK: - Socket sources
 
     /// Step 9, second half: one socket source event per pass (S-SRC1-1),
-    /// from the front of the ready list.
-    private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
+    /// from the front of the ready list. For a port, one event is a batch
+    /// of up to its `maxMessagesPerCallout` messages, exactly one in a run
+    /// with returnAfterSourceHandled.
+    private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode, returnAfterSourceHandled: Bool) -> Bool {
         guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
-        callout(.socketSource, snapshot, mode: mode) { source.handle() }
+        let batch = CalloutBatch(limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode)
+        callout(.socketSource, snapshot, mode: mode) { source.handle(batch) }
         return true
     }
 

@@ -56,6 +56,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// Mirrors `state.lifecycle` for the message path, which reads it on
     /// every send without a lock; `state` holds the reason.
     private let valid = Atomic<Bool>(true)
+    /// `maxMessagesPerCallout`.
+    private let batchLimit = Atomic<Int>(Port.defaultMaxMessagesPerCallout)
 
     /// A port's life (S-PORT-5): open until invalidated (by `invalidate()`,
     /// its owner process's exit, or its socket vanishing), which is final.
@@ -191,7 +193,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 // The receiver, not the port: the source must not keep its
                 // port alive, and a weak reference costs on every message.
                 hasInput: { receiver.hasInput() },
-                handler: { [weak self] _ in self?.receiveOne() }
+                handler: { [weak self] _, batch in self?.deliver(batch) }
             )
             state.source = made
             return made
@@ -219,11 +221,44 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         loop.remove(source, forMode: mode)
     }
 
-    /// On the loop thread: one message to the handler.
-    private func receiveOne() {
-        guard let receiver, let (received, traceID) = receiver.receive() else { return }
-        var message = received
-        message.arrived(on: self)
+    /// How many queued messages one callout of this port may deliver
+    /// (S-SRC1-1, SwiftNIO's `maxMessagesPerRead`): fewer passes, so fewer
+    /// observer calls and wake-up checks per message. A run with
+    /// returnAfterSourceHandled still gets exactly one, and a stop ends the
+    /// batch after the message being delivered. 1 gives CFRunLoop's order
+    /// exactly (one message per pass). Values below 1 count as 1. Any
+    /// thread; takes effect at the next callout.
+    public var maxMessagesPerCallout: Int {
+        get { batchLimit.load(ordering: .relaxed) }
+        set { batchLimit.store(max(1, newValue), ordering: .relaxed) }
+    }
+
+    /// The default `maxMessagesPerCallout`, chosen by measurement
+    /// (docs/performance.md, "Several messages per callout").
+    public static let defaultMaxMessagesPerCallout = 32
+
+    /// On the loop thread: one socket event, a batch of messages to the
+    /// handler. Each malformed message dropped on the way counts as one.
+    private func deliver(_ batch: CalloutBatch) {
+        guard let receiver else { return }
+        let limit = min(batch.limit, batchLimit.load(ordering: .relaxed))
+        var handled = 0
+        while true {
+            switch receiver.receive() {
+            case .empty:
+                return
+            case .dropped:
+                break
+            case var .message(decoded):
+                decoded.message.arrived(on: self)
+                deliver(decoded.message, traceID: decoded.traceID, receiver: receiver)
+            }
+            handled += 1
+            guard handled < limit, batch.mayContinue() else { return }
+        }
+    }
+
+    private func deliver(_ message: PortMessage, traceID: UInt64?, receiver: PortReceiver) {
         if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
         guard let handler = handlerLock.withLock({ self.handler }) else {
             let count = receiver.countDrop()
@@ -256,69 +291,19 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                  deadline: MonotonicClock.instant(for: deadline))
     }
 
+    /// The path of every send: Port → encode → send channel → socket.
     func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: UInt64) throws(PortError) {
         if !isValid { throw invalidError() }
-        guard components.count <= WireFormat.maxComponents else {
-            throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
-        }
-        var portDescriptors: [[UInt8]] = []
-        // Every frame counts towards the limit, the header and descriptors
-        // too, as the receiver counts them (docs/wire-format.md, "Limits").
+        for case let .port(port) in components { try checkCanCarry(port, as: "a port component") }
+        if let replyPort { try checkCanCarry(replyPort, as: "the reply port") }
         // The tap, when on, marks the message so that its delivery can be paired with this send.
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
-        var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
-        for component in components {
-            switch component {
-            case let .data(data):
-                guard data.count <= WireFormat.maxFrameBytes else {
-                    throw .messageTooLarge("a data component of \(data.count) bytes, over the limit of \(WireFormat.maxFrameBytes)")
-                }
-                totalBytes += data.count
-            case let .port(port):
-                try checkCanCarry(port, as: "a port component")
-                portDescriptors.append(port.descriptorBytes)
-                totalBytes += port.descriptorBytes.count
-            }
-        }
-        var replyDescriptor: [UInt8]?
-        if let replyPort {
-            try checkCanCarry(replyPort, as: "the reply port")
-            replyDescriptor = replyPort.descriptorBytes
-            totalBytes += replyPort.descriptorBytes.count
-        }
-        guard totalBytes <= WireFormat.maxMessageBytes else {
-            throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
-        }
         let channel = sendChannel()
         // Taken before sending: a delivery may be reported before the send returns.
         let sendTime = traceID == nil ? 0 : PortTap.now()
-        let records = components.count + (replyPort == nil ? 0 : 1)
-        let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
-        // The usual case: the whole message in one frame (version 2). A large
-        // one goes as a frame per component (version 1), not copied into one buffer.
-        let packed = packedSize <= WireFormat.packLimit
-        let bufferSize = packed ? packedSize : WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
-        do {
-            try withUnsafeTemporaryAllocation(byteCount: bufferSize, alignment: 8) { buffer in
-                let frames: OutgoingFrames
-                if packed {
-                    let size = WireFormat.writePacked(
-                        into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
-                        replyDescriptor: replyDescriptor, traceID: traceID)
-                    frames = OutgoingFrames(packed: UnsafeRawBufferPointer(rebasing: buffer[..<size]))
-                } else {
-                    let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyPort != nil,
-                                                      components: components, traceID: traceID)
-                    frames = OutgoingFrames(
-                        header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
-                        portDescriptors: portDescriptors, replyDescriptor: replyDescriptor)
-                }
-                try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
-            }
-        } catch let error as PortError {
-            throw error
-        } catch {
-            throw .invalidPort("\(self): \(error)")
+        try MessageEncoder.withFrames(msgid: msgid, components: components, replyPort: replyPort, traceID: traceID) {
+            (frames) throws(PortError) in
+            try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
         }
         if let traceID {
             PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)

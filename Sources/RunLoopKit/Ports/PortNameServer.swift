@@ -58,7 +58,7 @@ public enum PortNameServer {
         }
         let published = PortAddress(pid: port.address.pid, startTime: port.address.startTime,
                                     portID: port.address.portID, ipcPath: paths.socket)
-        let bytes = WireFormat.encodeDescriptor(published)
+        let bytes = WireFormat.nameFileContents(for: published)
         guard ftruncate(fd, 0) == 0, pwrite(fd, bytes, bytes.count, 0) == bytes.count else {
             let code = errno
             receiver.unbindIPC(paths.socket)
@@ -125,11 +125,11 @@ public enum PortNameServer {
     }
 
     private static func readRegistration(_ fd: Int32) throws -> PortAddress {
-        var buffer = [UInt8](repeating: 0, count: WireFormat.descriptorFixedSize + WireFormat.maxIPCPathBytes)
+        var buffer = [UInt8](repeating: 0, count: WireFormat.maxNameFileBytes)
         let count = pread(fd, &buffer, buffer.count, 0)
         guard count > 0 else { throw PortError.nameNotFound("") }
         return try buffer.withUnsafeBytes { bytes in
-            try WireFormat.decodeDescriptor(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
+            try WireFormat.decodeNameFile(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
         }
     }
 

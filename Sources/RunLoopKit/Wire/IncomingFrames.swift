@@ -1,0 +1,65 @@
+import ZeroMQ
+
+/// The raw frames of one received message, before anything is decoded:
+/// a port's receiver fills it from its socket, `MessageDecoder` reads it.
+///
+/// Reused from message to message, so that a stream of one-frame (packed)
+/// messages allocates nothing here. Memory stays bounded whatever a peer
+/// sends: frames past `maxKept`, or past `WireFormat.maxMessageBytes` in
+/// all, are received into a scratch frame and counted, never kept, so that
+/// a bad message is still read to its end (S-PORT-7).
+///
+/// Threading: the receiver's, under its lock.
+final class IncomingFrames {
+    /// A good message has at most a header, its components and a reply port.
+    static let maxKept = WireFormat.maxComponents + 2
+
+    private var slots: [Message] = [Message()]
+    private let scratch = Message()
+    /// Frames kept, from the first.
+    private(set) var keptCount = 0
+    /// Every frame of the message, kept or not.
+    private(set) var frameCount = 0
+    /// The bytes of every frame, kept or not.
+    private(set) var totalBytes = 0
+
+    /// Whether frames of a message are held (received, not yet decoded).
+    var isHolding: Bool { frameCount > 0 }
+
+    /// Frame `index` (below `keptCount`).
+    subscript(index: Int) -> Message { slots[index] }
+
+    /// Receives the next whole message without waiting; false when none is
+    /// queued. libzmq hands out a multipart message whole, so once its first
+    /// frame is here, the rest is too.
+    func receive(from socket: Socket) throws(ZMQError) -> Bool {
+        clear()
+        guard try socket.receive(into: slots[0], dontWait: true) else { return false }
+        keptCount = 1
+        frameCount = 1
+        totalBytes = slots[0].count
+        var more = slots[0].hasMore
+        while more {
+            let keep = keptCount < Self.maxKept && totalBytes <= WireFormat.maxMessageBytes
+            if keep && keptCount == slots.count { slots.append(Message()) }
+            let frame = keep ? slots[keptCount] : scratch
+            guard try socket.receive(into: frame, dontWait: true) else { break }
+            if keep { keptCount += 1 }
+            frameCount += 1
+            totalBytes += frame.count
+            more = frame.hasMore
+        }
+        return true
+    }
+
+    /// Forgets the message held; frames beyond the first give their buffers
+    /// back, so that a large message is not pinned until the next one.
+    func clear() {
+        if keptCount > 0 && slots[0].count > WireFormat.packLimit { slots[0].reset() }
+        if keptCount > 1 { for index in 1..<keptCount { slots[index].reset() } }
+        scratch.reset()
+        keptCount = 0
+        frameCount = 0
+        totalBytes = 0
+    }
+}

@@ -1,0 +1,88 @@
+import ZeroMQ
+
+/// Frames → PortMessage (docs/wire-format.md): checks a received message
+/// against the format, version 1 (multipart) or 2 (packed), and builds the
+/// PortMessage its handler gets, resolving each port descriptor to a Port.
+/// Anything malformed, truncated, oversized or of an unknown version is a
+/// `DecodeError`, never a crash (S-PORT-7). Reachability is not its
+/// business: a descriptor becomes a send right here, and whether it can be
+/// reached is decided on its first send (S-PORT-8).
+///
+/// Threading: one per port receiver, used under the receiver's lock.
+struct MessageDecoder {
+    /// A decoded message and, when the sender's tap was on, its trace id.
+    struct Decoded {
+        var message: PortMessage
+        let traceID: UInt64?
+    }
+
+    /// Descriptors decoded recently, and the ports they named: the same
+    /// reply port comes back message after message, so it is decoded once,
+    /// not once per message (and its send channel stays open meanwhile).
+    private var cache = DescriptorCache()
+
+    mutating func decode(_ frames: IncomingFrames) -> Result<Decoded, WireFormat.DecodeError> {
+        guard frames.totalBytes <= WireFormat.maxMessageBytes else { return .failure(.messageTooLarge(frames.totalBytes)) }
+        let header: WireFormat.Header
+        do {
+            header = try frames[0].withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try WireFormat.readHeader(bytes) }
+        } catch {
+            return .failure(error)
+        }
+        if header.isPacked {
+            // A packed message is one frame; frames after it make it malformed.
+            guard frames.frameCount == 1 else { return .failure(.frameCountMismatch(expected: 1, got: frames.frameCount)) }
+            return decodePacked(frames[0], header)
+        }
+        return decodeMultipart(frames, header)
+    }
+
+    /// Version 2: every component and the reply port in the header's frame.
+    private mutating func decodePacked(_ frame: Message, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
+        guard frame.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(frame.count)) }
+        var message = PortMessage(msgid: header.msgid)
+        message.components.reserveCapacity(header.componentCount)
+        do throws(WireFormat.DecodeError) {
+            try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) -> Void in
+                try WireFormat.readPackedRecords(bytes, header: header) { (index, record) throws(WireFormat.DecodeError) -> Void in
+                    if index == header.componentCount {
+                        message.replyPort = try cache.port(for: record)
+                    } else if header.kind(at: index) == WireFormat.kindData {
+                        message.components.append(.data(record.isEmpty ? Data() : Data(bytes: record.baseAddress!, count: record.count)))
+                    } else {
+                        message.components.append(.port(try cache.port(for: record)))
+                    }
+                }
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success(Decoded(message: message, traceID: header.traceID))
+    }
+
+    /// Version 1: a frame per component, then the reply port's descriptor.
+    private mutating func decodeMultipart(_ frames: IncomingFrames, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
+        guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
+            return .failure(.frameCountMismatch(expected: header.frameCount, got: frames.frameCount))
+        }
+        var message = PortMessage(msgid: header.msgid)
+        message.components.reserveCapacity(header.componentCount)
+        for index in 1..<max(frames.keptCount, 1) {
+            let frame = frames[index]
+            guard frame.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(frame.count)) }
+            let component = index - 1
+            do throws(WireFormat.DecodeError) {
+                if component == header.componentCount {
+                    message.replyPort = try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }
+                } else if header.kind(at: component) == WireFormat.kindData {
+                    message.components.append(.data(frame.data))
+                } else {
+                    message.components.append(.port(try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }))
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(Decoded(message: message, traceID: header.traceID))
+    }
+}

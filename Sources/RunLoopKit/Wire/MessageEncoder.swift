@@ -1,0 +1,60 @@
+/// PortMessage → frames (docs/wire-format.md): checks a message against the
+/// wire format's limits, then writes it, packed into one frame (version 2)
+/// when it fits in `WireFormat.packLimit`, else as a header frame followed
+/// by a frame per component and the reply port's descriptor (version 1).
+///
+/// The caller checks first that every port can travel to the destination
+/// (a port rule, not a wire rule: `Port.send`).
+enum MessageEncoder {
+    /// Encodes the message into a buffer that lives for the call, and calls
+    /// `send` with its frames. Throws `.messageTooLarge`, before `send`,
+    /// for a message over a limit.
+    static func withFrames<R>(
+        msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
+        _ send: (OutgoingFrames) throws(PortError) -> R
+    ) throws(PortError) -> R {
+        guard components.count <= WireFormat.maxComponents else {
+            throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
+        }
+        var portDescriptors: [[UInt8]] = []
+        // Every frame counts towards the limit, the header and descriptors
+        // too, as the receiver counts them (docs/wire-format.md, "Limits").
+        var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        for component in components {
+            switch component {
+            case let .data(data):
+                guard data.count <= WireFormat.maxFrameBytes else {
+                    throw .messageTooLarge("a data component of \(data.count) bytes, over the limit of \(WireFormat.maxFrameBytes)")
+                }
+                totalBytes += data.count
+            case let .port(port):
+                portDescriptors.append(port.descriptorBytes)
+                totalBytes += port.descriptorBytes.count
+            }
+        }
+        let replyDescriptor = replyPort?.descriptorBytes
+        totalBytes += replyDescriptor?.count ?? 0
+        guard totalBytes <= WireFormat.maxMessageBytes else {
+            throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
+        }
+        let records = components.count + (replyDescriptor == nil ? 0 : 1)
+        let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
+        // The usual case: the whole message in one frame. A large one goes
+        // as a frame per component, not copied into one buffer.
+        let packed = packedSize <= WireFormat.packLimit
+        let bufferSize = packed ? packedSize : WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        return try withUnsafeTemporaryAllocation(byteCount: bufferSize, alignment: 8) { (buffer) throws(PortError) -> R in
+            if packed {
+                let size = WireFormat.writePacked(
+                    into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
+                    replyDescriptor: replyDescriptor, traceID: traceID)
+                return try send(OutgoingFrames(packed: UnsafeRawBufferPointer(rebasing: buffer[..<size])))
+            }
+            let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
+                                              components: components, traceID: traceID)
+            return try send(OutgoingFrames(
+                header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
+                portDescriptors: portDescriptors, replyDescriptor: replyDescriptor))
+        }
+    }
+}

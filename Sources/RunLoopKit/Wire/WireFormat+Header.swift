@@ -1,0 +1,85 @@
+/// The header frame of every message (docs/wire-format.md, "Header").
+extension WireFormat {
+    /// The header's size for `componentCount` components.
+    static func headerSize(componentCount: Int, traced: Bool) -> Int {
+        headerFixedSize + componentCount + (traced ? traceIDSize : 0)
+    }
+
+    /// Writes the header into `buffer` (at least `headerSize` bytes);
+    /// returns the size used.
+    static func writeHeader(
+        into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
+        components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false
+    ) -> Int {
+        buffer[0] = headerMagic.0
+        buffer[1] = headerMagic.1
+        buffer[2] = headerMagic.2
+        buffer[3] = headerMagic.3
+        buffer[4] = packed ? packedVersion : version
+        buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
+        buffer.storeBytes(of: UInt16(components.count).littleEndian, toByteOffset: 6, as: UInt16.self)
+        buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
+        for (index, component) in components.enumerated() {
+            if case .port = component { buffer[headerFixedSize + index] = kindPort } else { buffer[headerFixedSize + index] = kindData }
+        }
+        guard let traceID else { return headerFixedSize + components.count }
+        buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + components.count, as: UInt64.self)
+        return headerFixedSize + components.count + traceIDSize
+    }
+
+    struct Header {
+        let msgid: UInt32
+        let hasReplyPort: Bool
+        let componentCount: Int
+        /// Version 2: the components follow the header in its own frame.
+        let isPacked: Bool
+        /// The header's own bytes; in a packed frame, where the records start.
+        let size: Int
+        /// The kinds of a message with a port component; nil when every
+        /// component is data, the usual case, which then costs no array.
+        let mixedKinds: [UInt8]?
+        /// Present when the sender's tap was on.
+        let traceID: UInt64?
+        var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
+        /// Components, then the reply port's descriptor if there is one.
+        var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
+
+        /// `kindData` or `kindPort`: the kind of component `index`.
+        func kind(at index: Int) -> UInt8 { mixedKinds?[index] ?? kindData }
+
+        /// The kinds of all the components, in order.
+        var kinds: [UInt8] { mixedKinds ?? Array(repeating: kindData, count: componentCount) }
+    }
+
+    static func readHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
+        guard bytes.count >= headerFixedSize else { throw .shortFrame("header (\(bytes.count) bytes)") }
+        guard bytes[0] == headerMagic.0, bytes[1] == headerMagic.1, bytes[2] == headerMagic.2, bytes[3] == headerMagic.3 else {
+            throw .badMagic
+        }
+        guard bytes[4] == version || bytes[4] == packedVersion else { throw .unsupportedVersion(bytes[4]) }
+        let isPacked = bytes[4] == packedVersion
+        let flags = bytes[5]
+        guard flags & ~knownFlags == 0 else { throw .unknownFlags(flags) }
+        let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
+        guard count <= maxComponents else { throw .tooManyComponents(count) }
+        let traced = flags & flagHasTraceID != 0
+        let size = headerSize(componentCount: count, traced: traced)
+        // A packed frame goes on with its records; a multipart header ends here.
+        guard isPacked ? bytes.count >= size : bytes.count == size else {
+            throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
+        }
+        let msgid = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        var mixedKinds: [UInt8]?
+        for index in 0..<count {
+            let kind = bytes[headerFixedSize + index]
+            guard kind == kindData || kind == kindPort else { throw .unknownComponentKind(kind) }
+            if kind == kindPort && mixedKinds == nil {
+                mixedKinds = Array(bytes[headerFixedSize..<headerFixedSize + count])
+            }
+        }
+        let traceID = traced
+            ? UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: headerFixedSize + count, as: UInt64.self)) : nil
+        return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, componentCount: count,
+                      isPacked: isPacked, size: size, mixedKinds: mixedKinds, traceID: traceID)
+    }
+}

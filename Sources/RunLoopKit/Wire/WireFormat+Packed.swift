@@ -1,0 +1,63 @@
+/// Version 2, the packed form: the whole message in one frame (docs/wire-format.md, "Packed").
+extension WireFormat {
+    /// The packed size of a message whose multipart frames add up to
+    /// `frameBytes` (header included), with `records` components and reply port.
+    static func packedSize(frameBytes: Int, records: Int) -> Int { frameBytes + records * recordLengthSize }
+
+    /// Writes a whole message in the packed form into `buffer` (at least
+    /// `packedSize` bytes): the header with version 2, then each component
+    /// and the reply port's descriptor as a length and its bytes. Returns
+    /// the size used. `portDescriptors` are the port components', in order.
+    static func writePacked(
+        into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, components: [PortMessage.Component],
+        portDescriptors: [[UInt8]], replyDescriptor: [UInt8]?, traceID: UInt64?
+    ) -> Int {
+        var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
+                                 components: components, traceID: traceID, packed: true)
+        func record(_ bytes: UnsafeRawBufferPointer) {
+            buffer.storeBytes(of: UInt32(bytes.count).littleEndian, toByteOffset: offset, as: UInt32.self)
+            offset += recordLengthSize
+            if let base = bytes.baseAddress, !bytes.isEmpty {
+                (buffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
+            }
+            offset += bytes.count
+        }
+        var portsWritten = 0
+        for component in components {
+            switch component {
+            case let .data(data):
+                data.withUnsafeBytes(record)
+            case .port:
+                portDescriptors[portsWritten].withUnsafeBytes(record)
+                portsWritten += 1
+            }
+        }
+        replyDescriptor?.withUnsafeBytes(record)
+        return offset
+    }
+
+    /// Walks the records of a packed frame (`bytes` is the whole frame):
+    /// calls `body` with each record's index and bytes, in order. Throws if
+    /// a length runs past the frame's end or bytes are left after the last.
+    static func readPackedRecords(
+        _ bytes: UnsafeRawBufferPointer, header: Header,
+        _ body: (Int, UnsafeRawBufferPointer) throws(DecodeError) -> Void
+    ) throws(DecodeError) {
+        var offset = header.size
+        for index in 0..<header.recordCount {
+            guard bytes.count - offset >= recordLengthSize else {
+                throw .badPackedRecords("the frame ends before the length of record \(index)")
+            }
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            offset += recordLengthSize
+            guard bytes.count - offset >= length else {
+                throw .badPackedRecords("record \(index) announces \(length) bytes, \(bytes.count - offset) are left")
+            }
+            try body(index, UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]))
+            offset += length
+        }
+        guard offset == bytes.count else {
+            throw .badPackedRecords("\(bytes.count - offset) bytes after the last record")
+        }
+    }
+}
