@@ -450,8 +450,8 @@ struct PortNameServerTests {
         let paths = try #require(child.reports["paths"], child.comment).split(separator: ",").map(String.init)
         #expect(paths.count == 4)
         for path in paths { #expect(!PortProcess.exists(path), "\(path) outlived its process") }
-        // Only the name's lock file stays (by design).
-        #expect(PortProcess.directoryEntries(directory) == ["named.lock"])
+        // Only the name's lock file and the host's id stay (by design, S-PORT-8).
+        #expect(PortProcess.directoryEntries(directory) == ["host-id", "named.lock"])
     }
 
     @Test("S-PORT-6: the socket files of a killed process stay until the next process using the directory sweeps them, and its stale name is taken over; files of live processes are left alone")
@@ -495,6 +495,6 @@ struct PortNameServerTests {
         ChildOutput(result).expectSuccess()
         #expect(PortProcess.exists(live))
         unlink(live)
-        #expect(PortProcess.directoryEntries(directory) == ["named.lock"])
+        #expect(PortProcess.directoryEntries(directory) == ["host-id", "named.lock"])
     }
 }

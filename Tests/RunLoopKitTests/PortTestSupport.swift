@@ -167,6 +167,7 @@ extension PortError {
         switch self {
         case .invalidPort: "invalidPort"
         case .peerDied: "peerDied"
+        case .unreachable: "unreachable"
         case .timedOut: "timedOut"
         case .componentNotTransferable: "componentNotTransferable"
         case .messageTooLarge: "messageTooLarge"

@@ -102,10 +102,12 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         let portID = Self.nextPortID.wrappingAdd(1, ordering: .relaxed).oldValue
         let process = ProcessIdentity.current
         var ipcPath: String?
+        var host: HostIdentity?
         if transport == .ipc {
             ipcPath = try RuntimeDirectory.path() + "/p\(process.pid)-\(portID).sock"
+            host = HostIdentity.current
         }
-        address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, ipcPath: ipcPath)
+        address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, ipcPath: ipcPath, hostID: host)
         descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
@@ -233,6 +235,23 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         set { batchLimit.store(max(1, newValue), ordering: .relaxed) }
     }
 
+    /// How long a send may wait for a connection to another process's port
+    /// (one not made yet, a handshake that does not finish) before it fails
+    /// as `.unreachable`, whatever its deadline (S-PORT-4); default 1 second.
+    /// A peer that is connected but slow to read is back-pressure, which the
+    /// send's own deadline bounds. Any thread; applies to later waits.
+    public static var connectionBound: Duration {
+        get { .nanoseconds(Int64(clamping: connectionBoundNanoseconds)) }
+        set {
+            let (seconds, attoseconds) = newValue.components
+            let nanoseconds = max(0, seconds) &* 1_000_000_000 &+ max(0, attoseconds / 1_000_000_000)
+            connectionBoundStorage.store(UInt64(nanoseconds), ordering: .relaxed)
+        }
+    }
+
+    static var connectionBoundNanoseconds: UInt64 { connectionBoundStorage.load(ordering: .relaxed) }
+    private static let connectionBoundStorage = Atomic<UInt64>(1_000_000_000)
+
     /// The default `maxMessagesPerCallout`, chosen by measurement
     /// (docs/performance.md, "Several messages per callout").
     public static let defaultMaxMessagesPerCallout = 32
@@ -301,9 +320,19 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         let channel = sendChannel()
         // Taken before sending: a delivery may be reported before the send returns.
         let sendTime = traceID == nil ? 0 : PortTap.now()
-        try MessageEncoder.withFrames(msgid: msgid, components: components, replyPort: replyPort, traceID: traceID) {
-            (frames) throws(PortError) in
-            try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
+        do {
+            try MessageEncoder.withFrames(msgid: msgid, components: components, replyPort: replyPort, traceID: traceID) {
+                (frames) throws(PortError) in
+                try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
+            }
+        } catch {
+            // Nothing can ever receive through it from here (S-PORT-8): the
+            // send right is invalid from now on, and its handlers are told.
+            switch error {
+            case .unreachable, .peerDied: invalidate(because: error)
+            default: break
+            }
+            throw error
         }
         if let traceID {
             PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)

@@ -11,6 +11,17 @@ struct PortAddress: Hashable, Sendable, CustomStringConvertible {
     let portID: UInt64
     /// The ipc socket path; nil for a port reachable only within its process.
     let ipcPath: String?
+    /// The host of an ipc port (S-PORT-8); nil for an inproc port, and for
+    /// one named by a version-1 descriptor, which does not say.
+    let hostID: HostIdentity?
+
+    init(pid: Int32, startTime: UInt64, portID: UInt64, ipcPath: String?, hostID: HostIdentity? = nil) {
+        self.pid = pid
+        self.startTime = startTime
+        self.portID = portID
+        self.ipcPath = ipcPath
+        self.hostID = hostID
+    }
 
     var inprocEndpoint: String { "inproc://runloopkit/\(pid)/\(startTime)/\(portID)" }
     var ipcEndpoint: String? { ipcPath.map { "ipc://" + $0 } }

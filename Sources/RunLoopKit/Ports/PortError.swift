@@ -9,6 +9,12 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidPort(String)
     /// The process that owns the remote port has exited (S-PORT-5).
     case peerDied(pid: Int32, port: String)
+    /// Nothing can receive through this port from here (S-PORT-8): an
+    /// inproc port of another process, an ipc port of another host, an ipc
+    /// path that is missing or refuses connections, or no connection made
+    /// within `Port.connectionBound`. Decided on the first send, at once;
+    /// the port is invalid from then on.
+    case unreachable(String, reason: String)
     /// The deadline passed before the operation could finish. For a send,
     /// nothing was sent (S-PORT-4).
     case timedOut(TimeoutError)
@@ -44,6 +50,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .invalidPort(port): "port \(port) is invalid: it was invalidated and can no longer send or receive"
         case let .peerDied(pid, port): "port \(port) is invalid: its process \(pid) has exited"
+        case let .unreachable(port, reason): "port \(port) cannot be reached from this process: \(reason)"
         case let .timedOut(error): error.description
         case let .componentNotTransferable(reason): "component cannot be sent: \(reason)"
         case let .messageTooLarge(reason): "message too large: \(reason)"

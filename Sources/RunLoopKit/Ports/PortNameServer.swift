@@ -57,7 +57,7 @@ public enum PortNameServer {
             throw error
         }
         let published = PortAddress(pid: port.address.pid, startTime: port.address.startTime,
-                                    portID: port.address.portID, ipcPath: paths.socket)
+                                    portID: port.address.portID, ipcPath: paths.socket, hostID: HostIdentity.current)
         let bytes = WireFormat.nameFileContents(for: published)
         guard ftruncate(fd, 0) == 0, pwrite(fd, bytes, bytes.count, 0) == bytes.count else {
             let code = errno

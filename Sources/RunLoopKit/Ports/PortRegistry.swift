@@ -63,7 +63,10 @@ final class PortRegistry: Sendable {
         }
         var evicted: Port?
         let (port, isNew): (Port, Bool) = tables.withLock { tables in
-            if let existing = tables.remote[address]?.port { return (existing, false) }
+            // An invalid one is not handed out again: a descriptor that arrives
+            // later (a peer that lied before, a process's port looked up
+            // anew) gets a fresh send right and a fresh decision (S-PORT-8).
+            if let existing = tables.remote[address]?.port, existing.isValid { return (existing, false) }
             let made = Port(sendRightTo: address)
             tables.remote[address] = WeakPort(port: made)
             if tables.remote.count % 256 == 0 { tables.remote = tables.remote.filter { $0.value.port != nil } }

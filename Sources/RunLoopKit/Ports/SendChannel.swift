@@ -20,6 +20,14 @@ final class SendChannel: @unchecked Sendable {
     private var socket: Socket?
     // Guarded by lock: closed for the process's exit (see `OutboundFlush`).
     private var isClosedForExit = false
+    // Guarded by lock: why nothing can be sent from here, once the first
+    // send found out (S-PORT-8); then every send fails at once.
+    private var unreachable: PortError?
+    // Guarded by lock: when the socket was connected, and whether it has
+    // taken a frame since: until it has, waiting for room is waiting for a
+    // connection, which the connection bound limits (S-PORT-4).
+    private var connectedAt: UInt64 = 0
+    private var hasAccepted = false
 
     /// Messages queued towards one port before senders wait (ZMQ_SNDHWM;
     /// inproc adds the receiver's ZMQ_RCVHWM).
@@ -59,6 +67,7 @@ final class SendChannel: @unchecked Sendable {
             socket?.releaseOwnership()
             lock.unlock()
         }
+        if let unreachable { throw unreachable }
         let socket = try connectedSocket()
         do {
             // The first frame decides: accepted, or no room yet.
@@ -67,6 +76,7 @@ final class SendChannel: @unchecked Sendable {
                 if let error = destinationError() { throw error }
                 try waitForRoom(socket, deadline: deadline)
             }
+            hasAccepted = true
             for index in 1..<frames.count where try !frames.send(index, on: socket, portsSent: &portsSent) {
                 // libzmq refuses a later frame only when the peer's
                 // connection broke mid-message; it discards the part sent.
@@ -85,6 +95,13 @@ final class SendChannel: @unchecked Sendable {
     /// never longer than `validityCheckMilliseconds` at a time.
     private func waitForRoom(_ socket: Socket, deadline: UInt64) throws(PortError) {
         let now = MonotonicClock.now()
+        if !hasAccepted && now - connectedAt >= Port.connectionBoundNanoseconds {
+            // Never connected: no handshake within the bound, whatever the
+            // deadline (S-PORT-4): unreachable, not slow.
+            let bound = Duration.nanoseconds(Int64(clamping: Port.connectionBoundNanoseconds))
+            unreachable = .unreachable(address.description, reason: "no connection within the connection bound (\(bound))")
+            throw unreachable!
+        }
         guard now < deadline else { throw .timedOut(TimeoutError(operation: "send to port \(address): its queue stayed full")) }
         do {
             // ZMQ_FD signals that ZMQ_EVENTS may have changed; read the
@@ -101,6 +118,13 @@ final class SendChannel: @unchecked Sendable {
     private func connectedSocket() throws(PortError) -> Socket {
         if let socket { return socket }
         if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
+        if let unreachable { throw unreachable }
+        // Decided on first use (S-PORT-8): before libzmq, which would
+        // connect in the background and wait quietly for a peer that never comes.
+        if let problem = Reachability.problem(with: address) {
+            unreachable = problem
+            throw problem
+        }
         do {
             // inproc needs the receiver's context; ipc channels use their own,
             // so that it can be flushed and terminated at exit.
@@ -113,6 +137,7 @@ final class SendChannel: @unchecked Sendable {
             try made.setImmediate(true)
             try made.connect(endpoint)
             socket = made
+            connectedAt = MonotonicClock.now()
             return made
         } catch {
             throw .zeroMQ(error)

@@ -4,7 +4,7 @@
 /// these bytes; only this file knows their layout and size.
 extension WireFormat {
     /// The most bytes a name file holds: a descriptor with the longest path.
-    static var maxNameFileBytes: Int { descriptorFixedSize + maxIPCPathBytes }
+    static var maxNameFileBytes: Int { descriptorV2FixedSize + maxIPCPathBytes }
 
     /// What `address`'s name file holds.
     static func nameFileContents(for address: PortAddress) -> [UInt8] {

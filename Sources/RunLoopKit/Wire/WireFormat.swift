@@ -29,6 +29,11 @@ enum WireFormat {
     static let descriptorMagic: (UInt8, UInt8, UInt8, UInt8) = (0x52, 0x4C, 0x4B, 0x44)
     static let headerFixedSize = 12
     static let descriptorFixedSize = 28
+    /// A version-2 descriptor: version 1's fixed part and a 16-byte host id.
+    static let descriptorV2FixedSize = 44
+    /// Port descriptors carry their own version: 1 (no host), or 2 (an ipc
+    /// port with its host's id, S-PORT-8).
+    static let descriptorVersionWithHost: UInt8 = 2
 
     static let flagHasReplyPort: UInt8 = 1 << 0
     /// Set while the traffic tap is on: 8 bytes of trace id follow the
