@@ -360,7 +360,8 @@ struct WireFormatTests {
             ("27 bytes", Array(descriptor(transport: 0, path: []).prefix(27))),
             ("wrong magic", descriptor(magic: Array("RLKP".utf8))),
             ("version 0", descriptor(version: 0)),
-            ("version 2", descriptor(version: 2)),
+            ("version 2 with version 1's length", descriptor(version: 2)),
+            ("version 3", descriptor(version: 3)),
             ("transport 2", descriptor(transport: 2)),
             ("transport 255", descriptor(transport: 255, path: [])),
             ("path length over the frame", descriptor(pathLength: 12)),
@@ -381,6 +382,42 @@ struct WireFormatTests {
         }
         // The longest path allowed.
         #expect(Self.descriptorError(descriptor(path: Array(("/" + String(repeating: "a", count: 106)).utf8))) == nil)
+    }
+
+    /// The document's version-2 descriptor: the example's reply port, host id 00 01 … 0F.
+    static let exampleHost = HostIdentity(high: 0x0706_0504_0302_0100, low: 0x0F0E_0D0C_0B0A_0908)
+    static let exampleDescriptorV2: [UInt8] = hex("""
+        52 4C 4B 44  02  01  26 00  92 10 00 00
+        06 12 0F 00 00 00 00 00  03 00 00 00 00 00 00 00
+        00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F
+        2F 72 75 6E 2F 75 73 65 72 2F 31 30 30 30 2F 72
+        75 6E 6C 6F 6F 70 6B 69 74 2F 70 34 32 34 32 2D
+        33 2E 73 6F 63 6B
+        """)
+
+    @Test("S-PORT-8: an ipc port's descriptor with its host id is version 2, as in docs/wire-format.md byte for byte, and decodes back")
+    func descriptorVersion2() throws {
+        let address = PortAddress(pid: 4242, startTime: 987_654, portID: 3,
+                                  ipcPath: Self.exampleReplyAddress.ipcPath, hostID: Self.exampleHost)
+        #expect(WireFormat.encodeDescriptor(address) == Self.exampleDescriptorV2)
+        #expect(try Self.documentExample(heading: "## Example, a version-2 descriptor") == [Self.exampleDescriptorV2])
+        let decoded = try Self.decodeDescriptor(Self.exampleDescriptorV2)
+        #expect(decoded == address && decoded.hostID == Self.exampleHost && decoded.ipcPath == address.ipcPath)
+        // Version 1 is still read, and says nothing of the host.
+        #expect(try Self.decodeDescriptor(Self.exampleFrames[2]).hostID == nil)
+        // An inproc port has no host id to carry: version 1.
+        let inproc = PortAddress(pid: 4242, startTime: 1, portID: 3, ipcPath: nil, hostID: Self.exampleHost)
+        #expect(WireFormat.encodeDescriptor(inproc)[4] == 1)
+        // Malformed version-2 descriptors: a version-1 length, transport 0, a path past the end.
+        var short = Self.exampleDescriptorV2
+        short.removeLast()
+        var inprocV2 = Self.exampleDescriptorV2
+        inprocV2[5] = 0
+        let version1Length = Array(Self.exampleDescriptorV2.prefix(28)) + Array(Self.exampleDescriptorV2.suffix(38))
+        for (name, bytes) in [("one byte short", short), ("transport 0", inprocV2), ("version 1's length", version1Length)] {
+            let error = Self.descriptorError(bytes)
+            #expect(Self.isBadDescriptor(error), "\(name): \(String(describing: error))")
+        }
     }
 
     @Test("S-PORT-7: the errors only a whole message shows (frame count, frame size, total size) are the receiver's; every DecodeError says what was wrong")
