@@ -20,14 +20,14 @@ enum RuntimeDirectory {
         return path
     }
 
-    private static let sweepLock = Lock()
-    nonisolated(unsafe) private static var swept: Set<String> = []  // guarded by sweepLock
+    /// The directories this process has swept.
+    private static let swept = Locked<Set<String>>([])
 
     /// Once per process and directory: removes the anonymous socket files
     /// (`p<pid>-<n>.sock`) of processes that no longer exist, which exited
     /// without closing their ports. Named ports clean up on registration.
     private static func sweepOnce(_ path: String) {
-        guard sweepLock.withLock({ swept.insert(path).inserted }) else { return }
+        guard swept.withLock({ $0.insert(path).inserted }) else { return }
         guard let directory = opendir(path) else { return }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
