@@ -1,11 +1,17 @@
-// lag-monitor: find what blocks a loop thread (卡顿监控).
+// lag-monitor: find what blocks a loop thread, and name the block that did it.
 //
-// The tutorials list stall detection (监控应用卡顿) among the uses of a run loop;
-// on iOS it is done with an observer that times the gap between
-// kCFRunLoopAfterWaiting and kCFRunLoopBeforeWaiting. RunLoopKit hands the
-// facts to a `RunLoopMonitor` instead: the kind, mode, thread and duration of
-// every callout (observer, timer, source, block) and of every pass. This one
-// reports each callout longer than a threshold.
+// A loop thread answers no faster than its longest callout: while one block,
+// timer or handler runs, everything else queued for that thread waits. On iOS
+// and macOS such stalls are found with a CFRunLoopObserver (see Apple's
+// CFRunLoopObserver reference and the "Run Loops" chapter of the Threading
+// Programming Guide for the activities) that times each pass from
+// kCFRunLoopAfterWaiting to kCFRunLoopBeforeWaiting: how long the loop was
+// awake and busy before it could sleep again. RunLoopKit hands the facts to a
+// `RunLoopMonitor` instead: the kind, mode, thread and duration of every
+// callout (observer, timer, source, block) and of every pass, and, for a
+// block, which one it was: the tag given to `perform(tag:)`, and the file and
+// line of the `perform` call (`CalloutReport.origin`). This monitor reports
+// each callout longer than a threshold.
 //
 //   swift run lag-monitor [--threshold-ms N]     (default 50)
 import Glibc
@@ -26,7 +32,10 @@ final class LagMonitor: RunLoopMonitor {
             if slow { $0.reports += 1 }
         }
         guard slow else { return }
-        print("LAG: thread '\(callout.threadName)' was blocked \(milliseconds(callout.duration)) by a \(callout.kind) callout in mode \(callout.mode) (threshold \(milliseconds(threshold)))")
+        // A block (or a delayed perform's timer) says which one it was:
+        // "block tag 'decode-image' (main.swift:NN)", or "block main.swift:NN".
+        let culprit = callout.origin.map { "\(callout.kind) \($0)" } ?? "a \(callout.kind) callout"
+        print("LAG: thread '\(callout.threadName)' was blocked \(milliseconds(callout.duration)) by \(culprit) in mode \(callout.mode) (threshold \(milliseconds(threshold)))")
     }
 
     func runLoop(_ loop: RunLoop, didFinish pass: RunLoop.PassReport) {
@@ -71,7 +80,7 @@ try ui.start()
 let monitor = LagMonitor(threshold: .milliseconds(thresholdMs))
 ui.runLoop!.monitor = monitor  // any thread; takes effect at the loop's next pass
 print("watching thread 'ui-thread', threshold \(thresholdMs) ms")
-print("tasks: quick ones (2 ms) arriving every 10 ms, a quick timer, and one slow task (150 ms)\n")
+print("tasks: quick ones (2 ms) arriving every 10 ms, a quick timer, and two slow tasks (80 ms, and 150 ms tagged 'decode-image')\n")
 
 // A one-shot timer on the ui thread's loop, in the common modes like the tasks.
 try ui.performAndWait {
@@ -79,9 +88,14 @@ try ui.performAndWait {
     RunLoop.current.add(timer, forMode: .common)
 }
 for index in 1...10 {
-    if index == 6 {
-        try ui.perform { work(ms: 150) }  // the stall: decoding a big image on the UI thread, say
-    } else {
+    switch index {
+    case 3:
+        try ui.perform { work(ms: 80) }  // untagged: the report names this line
+    case 6:
+        // The stall: decoding a big image on the UI thread, say. The tag
+        // names it in the report, beside this line.
+        try ui.perform(tag: "decode-image") { work(ms: 150) }
+    default:
         try ui.perform { work(ms: 2) }
     }
     usleep(10_000)

@@ -1,7 +1,10 @@
 // Observability (issue item 5): a RunLoopMonitor set on `loop.monitor` gets a
 // PassReport per pass and a CalloutReport per callout. The callouts are those
-// of S-RUN-2 (observers S-OBS-2, timers S-TMR-2, blocks S-BLK-1).
+// of S-RUN-2 (observers S-OBS-2, timers S-TMR-2, blocks S-BLK-1). A block's
+// report names it (CalloutReport.origin): the tag given to perform, and the
+// file and line of the perform call; so does a delayed perform's (S-BLK-3).
 import Dispatch
+import Glibc
 @testable import RunLoopKit
 import Testing
 
@@ -121,5 +124,140 @@ struct MonitorTests {
         for _ in 0..<10 { try worker.performAndWait {} }
         #expect(recorder.callouts.value.count == count, "reports kept coming after monitor = nil")
         #expect(loop.monitor == nil)
+    }
+
+    // MARK: - Which block (CalloutReport.origin)
+
+    /// The origins of the block callouts that started at or after `after`, in callout order.
+    private static func blockOrigins(_ recorder: Recorder, after: UInt64) -> [RunLoop.CalloutOrigin?] {
+        recorder.callouts.value.filter { $0.kind == .block && $0.startNanoseconds >= after }.map(\.origin)
+    }
+
+    @Test("Monitor, S-BLK-1, S-BLK-2: a block queued with a tag is reported with that tag and its perform call's file and line, through every perform entry point")
+    func taggedBlocksAreNamed() async throws {
+        let worker = LoopThread(name: "mon-tags")
+        try worker.start()
+        let loop = try #require(worker.runLoop)
+        let recorder = Recorder()
+        loop.monitor = recorder
+        try worker.performAndWait {}  // a barrier: what follows runs with the monitor in place
+        let after = monotonicNow()
+        var lines: [UInt] = []
+        // One block through each entry point, each queued after the previous
+        // one from this thread or waited for: they run in this order (S-BLK-4).
+        loop.perform(tag: "RunLoop.perform") {}; lines.append(#line)
+        loop.perform(inModes: [.default], tag: "RunLoop.perform(inModes:)") {}; lines.append(#line)
+        try loop.performAndWait(tag: "RunLoop.performAndWait") {}; lines.append(#line)
+        try worker.perform(tag: "LoopThread.perform") {}; lines.append(#line)
+        try worker.performAndWait(tag: "LoopThread.performAndWait") {}; lines.append(#line)
+        try worker.perform(waitUntilDone: false, tag: "waitUntilDone: false") {}; lines.append(#line)
+        try worker.perform(waitUntilDone: true, tag: "waitUntilDone: true") {}; lines.append(#line)
+        try await worker.performAndAwait(tag: "LoopThread.performAndAwait") {}; lines.append(#line)
+        worker.stop()  // joins: every report has been delivered
+
+        let origins = Self.blockOrigins(recorder, after: after)
+        let tags = [
+            "RunLoop.perform", "RunLoop.perform(inModes:)", "RunLoop.performAndWait", "LoopThread.perform",
+            "LoopThread.performAndWait", "waitUntilDone: false", "waitUntilDone: true", "LoopThread.performAndAwait",
+        ]
+        #expect(origins.map { $0?.tag } == tags)
+        // The caller's call site, not a line inside RunLoopKit (perform(waitUntilDone:) forwards it).
+        #expect(origins.map { $0?.file } == Array(repeating: #fileID, count: tags.count))
+        #expect(origins.map { $0?.line } == lines)
+        #expect(origins.first??.description == "tag 'RunLoop.perform' (MonitorTests.swift:\(lines[0]))")
+        #expect(origins.first??.location == "MonitorTests.swift:\(lines[0])")
+    }
+
+    @Test("Monitor, S-BLK-1, S-BLK-2: a block queued without a tag is reported with the file and line of its perform call")
+    func untaggedBlocksNameTheirCallSite() async throws {
+        let worker = LoopThread(name: "mon-lines")
+        try worker.start()
+        let loop = try #require(worker.runLoop)
+        let recorder = Recorder()
+        loop.monitor = recorder
+        try worker.performAndWait {}
+        let after = monotonicNow()
+        var lines: [UInt] = []
+        loop.perform {}; lines.append(#line)
+        loop.perform(inModes: [.common]) {}; lines.append(#line)
+        try loop.performAndWait {}; lines.append(#line)
+        try worker.perform {}; lines.append(#line)
+        try worker.performAndWait {}; lines.append(#line)
+        try worker.perform(waitUntilDone: false) {}; lines.append(#line)
+        try worker.perform(waitUntilDone: true) {}; lines.append(#line)
+        try await worker.performAndAwait {}; lines.append(#line)
+        worker.stop()
+
+        let origins = Self.blockOrigins(recorder, after: after)
+        #expect(origins.count == lines.count, "one report per block: \(origins)")
+        #expect(origins.allSatisfy { $0 != nil && $0?.tag == nil }, "\(origins)")
+        #expect(origins.map { $0?.file } == Array(repeating: #fileID, count: lines.count))
+        #expect(origins.map { $0?.line } == lines)
+        #expect(origins.map { $0?.description } == lines.map { "MonitorTests.swift:\($0)" })
+    }
+
+    @Test("Monitor, S-BLK-3, S-TMR-7: a delayed perform's timer callout carries its tag, file and line")
+    func delayedPerformIsNamed() throws {
+        let recorder = Recorder()
+        let lines = try SpawnedThread<[UInt]>(named: "mon-delay") {
+            let clock = TestClock()
+            let loop = RunLoop.current
+            loop.use(clock)
+            loop.monitor = recorder
+            var lines: [UInt] = []
+            try loop.perform(afterDelay: 5, tag: "autosave") {}; lines.append(#line)
+            try loop.perform(afterDelay: 6, inModes: [.default]) {}; lines.append(#line)
+            clock.advance(by: .seconds(6))
+            loop.run(mode: .default, seconds: 0)  // both due: they fire in this pass, in fire-date order
+            return lines
+        }.join()
+
+        let timers = recorder.callouts.value.filter { $0.kind == .timer }
+        #expect(timers.map { $0.origin?.tag } == ["autosave", nil])
+        #expect(timers.map { $0.origin?.file } == [#fileID, #fileID])
+        #expect(timers.map { $0.origin?.line } == lines)
+        #expect(timers.first?.origin?.description == "tag 'autosave' (MonitorTests.swift:\(lines[0]))")
+    }
+
+    @Test("Monitor, S-OBS-2, S-TMR-2, S-SRC0-1, S-SRC1-1: observer, timer, custom source and socket source callouts have no origin")
+    func otherCalloutsHaveNoOrigin() throws {
+        let recorder = Recorder()
+        let pipeFDs = try makePipe()
+        defer { close(pipeFDs.read); close(pipeFDs.write) }
+        let socketEvents = Counter()
+        let socket = SocketSource(fileDescriptor: pipeFDs.read) { _, fd in
+            var byte: UInt8 = 0
+            if read(fd, &byte, 1) == 1 { socketEvents.increment() }
+        }
+        let blockLine = try SpawnedThread<UInt>(named: "mon-others") {
+            let clock = TestClock()
+            let loop = RunLoop.current
+            loop.use(clock)
+            loop.monitor = recorder
+            loop.add(RunLoopObserver(activities: [.entry, .beforeTimers, .exit]) { _, _ in }, forMode: .default)
+            try loop.scheduledTimer(withTimeInterval: 1, repeats: false) { _ in }
+            let source = CustomSource {}
+            loop.add(source, forMode: .default)
+            try loop.add(socket, forMode: .default)
+            source.signal()
+            #expect(write(pipeFDs.write, "x", 1) == 1)
+            loop.perform {}; let blockLine: UInt = #line
+            clock.advance(by: .seconds(1))
+            // Polls until the byte written before the run was handled (the
+            // first pass normally; the bound only turns a bug into a failure).
+            for _ in 0..<1_000 where socketEvents.value == 0 { loop.run(mode: .default, seconds: 0) }
+            socket.invalidate()
+            source.invalidate()
+            return blockLine
+        }.join()
+
+        let callouts = recorder.callouts.value
+        let kinds = Set(callouts.map(\.kind))
+        // Each kind of callout took place, so that the next expectation covers it.
+        #expect(kinds.isSuperset(of: [.observer(.entry), .timer, .customSource, .socketSource, .block]), "\(kinds)")
+        let others = callouts.filter { $0.kind != .block }
+        #expect(others.allSatisfy { $0.origin == nil }, "\(others.filter { $0.origin != nil }.map { "\($0.kind): \($0.origin!)" })")
+        // The block beside them is named.
+        #expect(callouts.filter { $0.kind == .block }.map { $0.origin?.line } == [blockLine])
     }
 }

@@ -6,26 +6,52 @@ extension RunLoop {
     /// one thread run in that order (S-BLK-4). Running one counts as a handled
     /// source (S-BLK-5).
     ///
+    /// - Parameters:
+    ///   - tag: a name for the block that a `RunLoopMonitor` sees in
+    ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
+    ///     Free while no monitor is set.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Returns: false if the loop's thread has exited; the block will not run.
     @discardableResult
-    public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .common, body: block, discarded: nil))
+    public func perform(
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ block: @escaping @Sendable () -> Void
+    ) -> Bool {
+        enqueue(PendingBlock(modes: .common, body: block, discarded: nil, origin: BlockOrigin(tag: tag, file: file, line: line)))
     }
 
     /// Queues `block` to run on the loop's thread while it runs one of
-    /// `modes` (`.common` accepted), and wakes the loop (S-BLK-1).
+    /// `modes` (`.common` accepted), and wakes the loop (S-BLK-1). Any
+    /// thread; never blocks.
     ///
+    /// - Parameters:
+    ///   - tag: a name for the block that a `RunLoopMonitor` sees in
+    ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Returns: false if the loop's thread has exited; the block will not run.
     @discardableResult
-    public func perform(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: ModeSelector(modes), body: block, discarded: nil))
+    public func perform(
+        inModes modes: [Mode], tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ block: @escaping @Sendable () -> Void
+    ) -> Bool {
+        enqueue(PendingBlock(
+            modes: ModeSelector(modes), body: block, discarded: nil, origin: BlockOrigin(tag: tag, file: file, line: line)))
     }
 
     /// Runs `body` on the loop's thread and waits for its result or error
-    /// (S-BLK-2). On the loop's own thread it runs at once.
+    /// (S-BLK-2). Any thread; blocks the caller until the block has run (or
+    /// the timeout). On the loop's own thread it runs at once, as a plain
+    /// call: not a callout, so no monitor hears of it.
     ///
-    /// - Parameter timeout: how long to wait, nil for as long as the loop
-    ///   lives. The block may still run after a timeout.
+    /// - Parameters:
+    ///   - timeout: how long to wait, nil for as long as the loop lives. The
+    ///     block may still run after a timeout.
+    ///   - tag: a name for the block that a `RunLoopMonitor` sees in
+    ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Throws: what `body` throws; `RunLoopError.loopGone` if the loop's
     ///   thread has exited or exits before running it;
     ///   `RunLoopError.timedOut` after `timeout`; `.invalidInterval` for a
@@ -33,6 +59,7 @@ extension RunLoop {
     public func performAndWait<T: Sendable>(
         inModes modes: [Mode] = [.common],
         timeout: Duration? = nil,
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping @Sendable () throws -> T
     ) throws -> T {
         if isOwnedByCurrentThread { return try body() }
@@ -44,7 +71,8 @@ extension RunLoop {
         let accepted = enqueue(PendingBlock(
             modes: ModeSelector(modes),
             body: { completion.fill(Result { try body() }) },
-            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) }
+            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) },
+            origin: BlockOrigin(tag: tag, file: file, line: line)
         ))
         guard accepted else { throw RunLoopError.loopGone(threadName: name) }
         guard let result = completion.wait(until: deadline) else {
@@ -56,18 +84,26 @@ extension RunLoop {
     /// Runs `block` on this loop after `delay` seconds, while it runs one of
     /// `modes` (S-BLK-3): a one-shot timer, as performSelector:afterDelay: is.
     /// Cancel it with the returned timer's `invalidate()`, or all requests of
-    /// a tag with `cancelPerformRequests(tag:)`.
+    /// a tag with `cancelPerformRequests(tag:)`. Any thread; never blocks.
     ///
+    /// - Parameters:
+    ///   - tag: names the request for `cancelPerformRequests(tag:)`, and for
+    ///     a `RunLoopMonitor`: the timer's `CalloutReport.origin` carries it,
+    ///     with `file` and `line`.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Throws: `RunLoopError.invalidInterval` for a negative, NaN or infinite delay.
     @discardableResult
     public func perform(
         afterDelay delay: TimeInterval,
         inModes modes: [Mode] = [.default],
         tag: String? = nil,
+        file: StaticString = #fileID, line: UInt = #line,
         _ block: @escaping @Sendable () -> Void
     ) throws(RunLoopError) -> Timer {
         try RunLoopError.validate(delay, "perform(afterDelay:) delay")
-        let timer = try Timer(timeInterval: delay, repeats: false, on: clock) { [weak self] timer in
+        let origin = BlockOrigin(tag: tag, file: file, line: line)
+        let timer = try Timer(timeInterval: delay, repeats: false, on: clock, origin: origin) { [weak self] timer in
             if let tag { self?.forgetDelayedPerform(timer, tag: tag) }
             block()
         }

@@ -193,15 +193,22 @@ extension RunLoop {
 
     // MARK: - Callouts
 
-    /// Runs one callout, timing it for the monitor if there is one.
+    /// Runs one callout, timing it for the monitor if there is one. `origin`
+    /// (a queued block's or a delayed perform's) is an autoclosure so that
+    /// without a monitor it is not even read, and the public form, which
+    /// makes a String, is built only for a monitor.
     @inline(__always)
-    private func callout(_ kind: CalloutKind, _ snapshot: ModeSnapshot, mode: Mode, _ body: () -> Void) {
+    private func callout(
+        _ kind: CalloutKind, _ snapshot: ModeSnapshot, mode: Mode,
+        origin: @autoclosure () -> BlockOrigin? = nil, _ body: () -> Void
+    ) {
         guard let monitor = snapshot.monitor else { return body() }
         let start = MonotonicClock.now()
         body()
         let duration = MonotonicClock.now() - start
         monitor.runLoop(self, didFinish: CalloutReport(
-            kind: kind, mode: mode, threadName: threadName, startNanoseconds: start, durationNanoseconds: duration))
+            kind: kind, mode: mode, threadName: threadName, startNanoseconds: start, durationNanoseconds: duration,
+            origin: origin()?.calloutOrigin))
     }
 
     /// Tells the mode's observers of `activity`, in order (S-OBS-2). Works
@@ -252,7 +259,7 @@ extension RunLoop {
                 return block
             }
             guard let block = next else { return ran }
-            callout(.block, snapshot, mode: mode) { block.body() }
+            callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
             ran = true
         }
     }
@@ -325,7 +332,7 @@ extension RunLoop {
                     for waiting in due[index...] { snapshot.timerSchedule.insert(waiting) }
                     break
                 }
-                callout(.timer, snapshot, mode: mode) { if timer.fireOnLoop(now: now) { fired += 1 } }
+                callout(.timer, snapshot, mode: mode, origin: timer.origin) { if timer.fireOnLoop(now: now) { fired += 1 } }
                 snapshot.timerSchedule.insert(timer)  // at its next fire instant, if it has one
             }
         }

@@ -72,27 +72,48 @@ public final class LoopThread: Sendable {
         return loop.threadName
     }
 
-    /// Queues `task` to run on the thread, without waiting. Never blocks.
+    /// Queues `task` to run on the thread, without waiting. Any thread;
+    /// never blocks.
+    ///
+    /// - Parameters:
+    ///   - tag: a name for the task that a `RunLoopMonitor` on the thread's
+    ///     loop sees in `CalloutReport.origin`, beside `file` and `line`; nil
+    ///     for none. Free while no monitor is set.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Throws: `RunLoopError.notStarted` before `start()`, `.loopGone`
     ///   after `stop()`. (`RunLoop.perform` says the same with a false
     ///   result, as Foundation's shape asks; one meaning, two idioms.)
-    public func perform(_ task: @escaping @Sendable () -> Void) throws(RunLoopError) {
+    public func perform(
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ task: @escaping @Sendable () -> Void
+    ) throws(RunLoopError) {
         let loop = try core.loopAcceptingTasks()
-        guard loop.enqueue(PendingBlock(modes: .common, body: core.wrap(task, on: loop), discarded: nil)) else {
-            throw .loopGone(threadName: name)
-        }
+        let queued = loop.enqueue(PendingBlock(
+            modes: .common, body: core.wrap(task, on: loop), discarded: nil,
+            origin: BlockOrigin(tag: tag, file: file, line: line)))
+        guard queued else { throw .loopGone(threadName: name) }
     }
 
     /// Runs `task` on the thread and waits for its result or error
-    /// (performSelector:onThread:waitUntilDone: YES). Called on the thread
-    /// itself, it runs the task at once.
+    /// (performSelector:onThread:waitUntilDone: YES). Any thread; blocks the
+    /// caller until the task has run (or the timeout). Called on the thread
+    /// itself, it runs the task at once, as a plain call: not a callout, so
+    /// no monitor hears of it.
     ///
-    /// - Parameter timeout: how long to wait, nil to wait as long as the thread lives.
+    /// - Parameters:
+    ///   - timeout: how long to wait, nil to wait as long as the thread lives.
+    ///   - tag: a name for the task that a `RunLoopMonitor` sees in
+    ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Throws: what `task` throws; `RunLoopError.notStarted`, `.loopGone`
     ///   (also if the thread stops before the task ran), `.timedOut`, or
     ///   `.invalidInterval` for a negative timeout.
     public func performAndWait<T: Sendable>(
-        timeout: Duration? = nil, _ task: @escaping @Sendable () throws -> T
+        timeout: Duration? = nil,
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ task: @escaping @Sendable () throws -> T
     ) throws -> T {
         let loop = try core.loopAcceptingTasks()
         if loop.isOwnedByCurrentThread { return try task() }
@@ -104,7 +125,8 @@ public final class LoopThread: Sendable {
         let accepted = loop.enqueue(PendingBlock(
             modes: .common,
             body: core.wrap({ completion.fill(Result { try task() }) }, on: loop),
-            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) }
+            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) },
+            origin: BlockOrigin(tag: tag, file: file, line: line)
         ))
         guard accepted else { throw RunLoopError.loopGone(threadName: name) }
         guard let result = completion.wait(until: deadline) else {
@@ -114,29 +136,50 @@ public final class LoopThread: Sendable {
     }
 
     /// Cocoa's shape: `waitUntilDone` true waits for the task and rethrows
-    /// its error; false queues it and returns.
-    public func perform(waitUntilDone: Bool, _ task: @escaping @Sendable () throws -> Void) throws {
+    /// its error (as `performAndWait`); false queues it and returns (as
+    /// `perform`), and an error it throws is logged. Any thread.
+    ///
+    /// - Parameters:
+    ///   - tag: a name for the task that a `RunLoopMonitor` sees in
+    ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
+    public func perform(
+        waitUntilDone: Bool,
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ task: @escaping @Sendable () throws -> Void
+    ) throws {
         if waitUntilDone {
-            try performAndWait(task)
+            try performAndWait(tag: tag, file: file, line: line, task)
         } else {
             let name = self.name
-            try perform {
+            try perform(tag: tag, file: file, line: line) {
                 do { try task() } catch { LoopThreadCore.logger.error("task on LoopThread '\(name)' threw: \(error)") }
             }
         }
     }
 
     /// Runs `task` on the thread and awaits its result or error, without
-    /// blocking the caller's thread.
+    /// blocking the caller's thread. Any thread or task.
+    ///
+    /// - Parameters:
+    ///   - tag: a name for the task that a `RunLoopMonitor` sees in
+    ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
     /// - Throws: what `task` throws, or `RunLoopError.notStarted` / `.loopGone`.
-    public func performAndAwait<T: Sendable>(_ task: @escaping @Sendable () throws -> T) async throws -> T {
+    public func performAndAwait<T: Sendable>(
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ task: @escaping @Sendable () throws -> T
+    ) async throws -> T {
         let loop = try core.loopAcceptingTasks()
         let name = self.name
         return try await withCheckedThrowingContinuation { continuation in
             let accepted = loop.enqueue(PendingBlock(
                 modes: .common,
                 body: core.wrap({ continuation.resume(with: Result { try task() }) }, on: loop),
-                discarded: { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) }
+                discarded: { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) },
+                origin: BlockOrigin(tag: tag, file: file, line: line)
             ))
             if !accepted { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) }
         }

@@ -172,7 +172,8 @@ final class LoopThreadCore: Sendable {
             let accepted = loop.enqueue(PendingBlock(modes: .common, body: { [self] in
                 quitRequested.store(true, ordering: .releasing)
                 loop.stop()
-            }, discarded: nil))
+            // Its origin is this line: a monitor sees the stop as a block of RunLoopKit's.
+            }, discarded: nil, origin: BlockOrigin(tag: nil, file: #fileID, line: #line)))
             if accepted { return }
         }
         quitRequested.store(true, ordering: .releasing)

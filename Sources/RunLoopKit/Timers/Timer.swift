@@ -29,6 +29,9 @@ public final class Timer: @unchecked Sendable {
     /// Whether the timer fires again every `timeInterval` seconds.
     public let repeats: Bool
     private let block: @Sendable (Timer) -> Void
+    /// For a timer made by `perform(afterDelay:)`: the tag and call site
+    /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
+    let origin: BlockOrigin?
 
     /// The fire date exactly as set or computed (S-TMR-6), as the bit
     /// pattern of its `timeIntervalSinceReferenceDate`.
@@ -68,18 +71,20 @@ public final class Timer: @unchecked Sendable {
         try self.init(firstFire: date, instant: MonotonicClock.instant(for: date), interval: interval, repeats: repeats, block: block)
     }
 
-    /// A timer that first fires `timeInterval` seconds from now on `clock`.
+    /// A timer that first fires `timeInterval` seconds from now on `clock`;
+    /// `origin` for a delayed perform's.
     convenience init(
-        timeInterval: TimeInterval, repeats: Bool, on clock: LoopClock, block: @escaping @Sendable (Timer) -> Void
+        timeInterval: TimeInterval, repeats: Bool, on clock: LoopClock, origin: BlockOrigin? = nil,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         try RunLoopError.validate(timeInterval, "timer interval")
         try self.init(
             firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
-            interval: timeInterval, repeats: repeats, block: block)
+            interval: timeInterval, repeats: repeats, origin: origin, block: block)
     }
 
     private init(
-        firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool,
+        firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool, origin: BlockOrigin? = nil,
         block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         if repeats && interval == 0 {
@@ -88,6 +93,7 @@ public final class Timer: @unchecked Sendable {
         self.timeInterval = repeats ? interval : 0
         self.repeats = repeats
         self.block = block
+        self.origin = origin
         fireDateBits = Atomic(date.timeIntervalSinceReferenceDate.bitPattern)
         fireInstant = Atomic(instant)
     }
