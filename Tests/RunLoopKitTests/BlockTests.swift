@@ -1,5 +1,7 @@
 // Blocks and perform requests: S-BLK-1 to S-BLK-5. Loops run on threads made
-// for the test (SpawnedThread, LoopThread).
+// for the test (SpawnedThread, LoopThread). The delayed performs (S-BLK-3)
+// and the timer of S-RUN-5 run on a TestClock (S-TMR-7): what they test is
+// order, modes and cancellation, not real time.
 import CLinuxSupport
 import Dispatch
 import Glibc
@@ -219,17 +221,17 @@ struct BlockTests {
         #expect(try waiter.join() == Result<Int, RunLoopError>.failure(.loopGone(threadName: "blk-owner")))
     }
 
-    @Test("S-BLK-3: perform(afterDelay:) runs after its delay; cancelled by tag or by its timer it never runs")
+    @Test("S-BLK-3, S-TMR-7: perform(afterDelay:) runs after its delay; cancelled by tag or by its timer it never runs")
     func delayedPerforms() throws {
+        // Instants on the loop's test clock, which moves 5 ms each time the loop would sleep.
         let ran = Locked<[String]>([])
-        let (result, start, plainAt) = try SpawnedThread<(RunLoop.RunResult, UInt64, UInt64)>(named: "blk-delay") {
-            let loop = RunLoop.current
+        let (result, start, plainAt) = try TestClockThread<(RunLoop.RunResult, UInt64, UInt64)>.run(named: "blk-delay") { clock, loop in
             let plainAt = Locked<UInt64>(0)
-            let start = monotonicNow()
+            let start = clock.nowInstant
             try loop.perform(afterDelay: 0.03, tag: "x") { ran.withLock { $0.append("x1") } }
             try loop.perform(afterDelay: 0.04, tag: "x") { ran.withLock { $0.append("x2") } }
             try loop.perform(afterDelay: 0.05) {
-                plainAt.value = monotonicNow()
+                plainAt.value = clock.nowInstant
                 ran.withLock { $0.append("plain") }
             }
             let invalidated = try loop.perform(afterDelay: 0.06, tag: "y") { ran.withLock { $0.append("invalidated") } }
@@ -237,48 +239,50 @@ struct BlockTests {
             loop.cancelPerformRequests(tag: "x")
             loop.cancelPerformRequests(tag: "no such tag")
             invalidated.invalidate()
+            advanceWhenIdle(clock, by: .milliseconds(5), on: loop)
             let result = loop.run(mode: .default, seconds: 10)
             return (result, start, plainAt.value)
-        }.join()
+        }
         #expect(result == .finished)
         #expect(ran.value == ["plain", "z"])
         #expect(plainAt >= start + 50 * Self.ms, "a delayed perform ran early")
     }
 
-    @Test("S-BLK-3: a delayed perform runs only in its modes")
+    @Test("S-BLK-3, S-TMR-7: a delayed perform runs only in its modes")
     func delayedPerformModes() throws {
         let ran = Locked<[String]>([])
-        let results = try SpawnedThread<[RunLoop.RunResult]>(named: "blk-delaymode") {
-            let loop = RunLoop.current
+        let results = try TestClockThread<[RunLoop.RunResult]>.run(named: "blk-delaymode") { clock, loop in
             let other = RunLoop.Mode("S-BLK-3.other")
             try loop.perform(afterDelay: 0.01, inModes: [other]) { ran.withLock { $0.append("\(RunLoop.current.currentMode!)") } }
+            advanceWhenIdle(clock, by: .milliseconds(5), on: loop, mode: other)
             // .default has nothing: the delayed perform is a timer of `other` only.
             let inDefault = loop.run(mode: .default, seconds: 1)
             return [inDefault, loop.run(mode: other, seconds: 10)]
-        }.join()
+        }
         #expect(results == [.finished, .finished])
         #expect(ran.value == ["S-BLK-3.other"])
     }
 
-    @Test("S-BLK-3: cancelPerformRequests from another thread while the loop sleeps: it never runs")
+    @Test("S-BLK-3, S-TMR-7: cancelPerformRequests from another thread while the loop sleeps: it never runs")
     func cancelDelayedPerformFromAnotherThread() throws {
         let asleep = DispatchSemaphore(value: 0)
         let loopBox = Locked<RunLoop?>(nil)
         let ran = Locked(false)
-        let thread = SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "blk-cancel") {
-            let loop = RunLoop.current
+        let thread = TestClockThread<(RunLoop.RunResult, UInt64)>(named: "blk-cancel") { clock, loop in
             try loop.perform(afterDelay: 20, tag: "later") { ran.value = true }
             signalBeforeWaiting(asleep, on: loop)
             loopBox.value = loop
-            let start = monotonicNow()
+            let start = clock.nowInstant
             let result = loop.run(mode: .default, seconds: 30)
-            return (result, monotonicNow() - start)
+            return (result, clock.nowInstant - start)
         }
         #expect(waitFor(asleep))
         try #require(loopBox.value).cancelPerformRequests(tag: "later")
         let (result, elapsed) = try thread.join()
         #expect(result == .finished)
-        #expect(elapsed < 10_000 * Self.ms)
+        // Neither the delay (20 s) nor the run's deadline (30 s) came on the
+        // test clock, which nobody advanced: the cancel woke the loop.
+        #expect(elapsed == 0, "the loop was not woken by cancelPerformRequests")
         #expect(!ran.value)
     }
 
@@ -306,22 +310,21 @@ struct BlockTests {
         #expect(ran.value == 1)
     }
 
-    @Test("S-BLK-5, S-RUN-5: with returnAfterSourceHandled, timers keep the run going but a perform ends it")
+    @Test("S-BLK-5, S-RUN-5, S-TMR-7: with returnAfterSourceHandled, timers keep the run going but a perform ends it")
     func performCountsAsHandledSourceTimersDoNot() throws {
         let fires = Locked(0)
-        let (result, performed) = try SpawnedThread<(RunLoop.RunResult, Bool)>(named: "blk-handled") {
-            let loop = RunLoop.current
+        let (result, performed) = try TestClockThread<(RunLoop.RunResult, Bool)>.run(named: "blk-handled") { clock, loop in
             let performed = Locked(false)
-            let timer = try Timer(timeInterval: 0.01, repeats: true) { _ in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: true) { _ in
                 if fires.withLock({ $0 += 1; return $0 }) == 2 {
                     loop.perform { performed.value = true }
                 }
             }
-            loop.add(timer, forMode: .default)
+            advanceWhenIdle(clock, by: .milliseconds(10), on: loop)
             let result = loop.run(mode: .default, seconds: 10, returnAfterSourceHandled: true)
             timer.invalidate()
             return (result, performed.value)
-        }.join()
+        }
         #expect(result == .handledSource)
         #expect(performed)
         #expect(fires.value == 2)

@@ -6,6 +6,7 @@ import CLinuxSupport
 import Dispatch
 import Glibc
 @testable import RunLoopKit
+import Testing
 
 extension Locked where Value == [UInt64] {
     func append(_ element: UInt64) { withLock { $0.append(element) } }
@@ -46,6 +47,74 @@ final class SpawnedThread<T: Sendable>: @unchecked Sendable {
     static func run(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) throws -> T {
         try SpawnedThread(named: name, body).join()
     }
+}
+
+/// A `SpawnedThread` whose loop measures its timers, `perform(afterDelay:)`
+/// and run deadlines on a `TestClock` of its own (S-TMR-7), given to the
+/// loop before `body` runs. Time moves only when the test advances the clock
+/// (or `advanceWhenIdle` does), so no timer test waits for real time.
+///
+/// On such a loop a run's deadline passes only when the clock is advanced,
+/// so a timer bug that should end a run with a wrong result would leave it
+/// waiting forever instead. `join(timeout:)` is the safety net, never the
+/// synchronisation: if `body` has not returned after `timeout` seconds of
+/// real time, it records an issue and advances the clock by a day at a time
+/// (every deadline passes, every timer comes due), so that the test fails
+/// with the run's result instead of hanging.
+final class TestClockThread<T: Sendable> {
+    let clock = TestClock()
+    private let finished = DispatchSemaphore(value: 0)
+    private let thread: SpawnedThread<T>
+
+    init(named name: String, _ body: @escaping @Sendable (TestClock, RunLoop) throws -> T) {
+        let clock = self.clock, finished = self.finished
+        thread = SpawnedThread(named: name) {
+            defer { finished.signal() }
+            let loop = RunLoop.current
+            loop.use(clock)
+            return try body(clock, loop)
+        }
+    }
+
+    /// Waits for `body` to return (see the safety net above) and returns
+    /// what it returned, or rethrows what it threw.
+    func join(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) throws -> T {
+        if finished.wait(timeout: .now() + timeout) == .timedOut {
+            Issue.record("the test-clock thread did not finish within \(timeout) s of real time; advancing its clock to end its runs", sourceLocation: sourceLocation)
+            var advances = 0
+            while finished.wait(timeout: .now() + 1) == .timedOut {
+                advances += 1
+                // Not waiting on the clock: joining would hang. Leave the thread.
+                guard advances <= 10 else { throw TestFailure("the test-clock thread is stuck, and not on its clock") }
+                clock.advance(by: .seconds(86_400))
+            }
+        }
+        return try thread.join()
+    }
+
+    /// Runs `body` on a new test-clock thread and waits for it.
+    static func run(
+        named name: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: @escaping @Sendable (TestClock, RunLoop) throws -> T
+    ) throws -> T {
+        try TestClockThread(named: name, body).join(sourceLocation: sourceLocation)
+    }
+}
+
+/// Makes time pass on `clock` only while `loop` would sleep in `mode`: an
+/// observer that advances the clock by `step` each time the loop is about
+/// to wait (S-RUN-2 step 7). The advance wakes the loop, which then fires
+/// whatever came due (S-TMR-7), as a loop on the real clock would after
+/// sleeping that long. A loop kept busy (a handled source, a block) does
+/// not sleep, so its time passes only as the test's callouts advance it.
+/// An observer alone does not keep a mode alive (S-RUN-1).
+@discardableResult
+func advanceWhenIdle(
+    _ clock: TestClock, by step: Duration, on loop: RunLoop, mode: RunLoop.Mode = .default
+) -> RunLoopObserver {
+    let observer = RunLoopObserver(activities: .beforeWaiting) { _, _ in clock.advance(by: step) }
+    loop.add(observer, forMode: mode)
+    return observer
 }
 
 /// Non-generic, because a C function pointer cannot capture a generic parameter.

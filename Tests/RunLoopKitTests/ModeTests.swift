@@ -61,18 +61,20 @@ struct ModeTests {
 
     // MARK: S-MODE-2
 
-    @Test("S-MODE-2: a run services only its mode; a signalled source, a due timer and a block of another mode wait and are not lost")
+    @Test("S-MODE-2, S-TMR-7: a run services only its mode; a signalled source, a due timer and a block of another mode wait and are not lost")
     func onlyTheRunningModeIsServiced() throws {
         let events = EventLog()
-        let results = try onNewThread { () -> [RunLoop.RunResult] in
-            let loop = RunLoop.current
+        // On a test clock: A's timer is due from the start, and B's 50 ms run
+        // sleeps while the clock moves on by 50 ms, without waiting for real time.
+        let results = try TestClockThread<[RunLoop.RunResult]>.run(named: "mode-only") { clock, loop in
             let modeA: RunLoop.Mode = "S-MODE-2.A"
             let modeB: RunLoop.Mode = "S-MODE-2.B"
             recordActivities(of: loop, mode: modeA, into: events, prefix: "A:", activities: [.entry, .exit])
             recordActivities(of: loop, mode: modeB, into: events, prefix: "B:", activities: [.entry, .exit])
+            advanceWhenIdle(clock, by: .milliseconds(50), on: loop, mode: modeB)
             let sourceA = CustomSource { events.add("sourceA") }
             loop.add(sourceA, forMode: modeA)
-            let timerA = try RunLoopKit.Timer(timeInterval: 0, repeats: false) { _ in events.add("timerA") }
+            let timerA = try RunLoopKit.Timer(fire: clock.now, interval: 0, repeats: false) { _ in events.add("timerA") }
             loop.add(timerA, forMode: modeA)
             loop.perform(inModes: [modeA]) { events.add("blockA") }
             loop.add(unsignalledSource(), forMode: modeB)
@@ -160,6 +162,9 @@ struct ModeTests {
         }
         #expect(try sender.send("ping"))
 
+        // The real clock (S-TMR-7): the timer is due at once, so no time
+        // needs to pass, and the run's 0.5 s deadline bounds a wait for the
+        // ZeroMQ message, which a test-clock deadline would not bound.
         let (containedBefore, containedAfter, results) = try onNewThread {
             () -> ([Bool], [Bool], [RunLoop.RunResult]) in
             let loop = RunLoop.current

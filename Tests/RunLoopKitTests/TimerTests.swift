@@ -1,5 +1,34 @@
-// Timers: S-TMR-1 to S-TMR-5. Every loop here runs on a thread made for the
-// test; the run's deadline is only a safety net.
+// Timers: S-TMR-1 to S-TMR-6. Every loop here runs on a thread made for the
+// test.
+//
+// Where timing itself is not the subject, the loop runs on a TestClock
+// (S-TMR-7): time moves only when the test advances it, directly or with
+// `advanceWhenIdle` (an observer that moves the clock a step each time the
+// loop is about to sleep), and the assertions are the same, in test-clock
+// instants. On the test clock: a timer in two modes (S-TMR-1), skipping
+// missed fires after a busy loop and firing only in its modes (S-TMR-2),
+// invalidation from another thread while asleep or during a fire, one-shot
+// self-invalidation, and a repeating timer invalidated on its second fire
+// ending the run with .finished (S-TMR-4); and every S-TMR-6 test below.
+// Fire-date order on the test clock is proven in TestClockTests
+// (fireDateOrderAndNoBurst).
+//
+// These stay on the real clock, because real time is what they test:
+// - neverEarly (S-TMR-1, S-TMR-2): never early against CLOCK_MONOTONIC, the
+//   clock the timerfd and the wake-up run on;
+// - toleranceCoalesces (S-TMR-3): tolerance decides when the loop arms its
+//   timerfd to wake; a test-clock loop never sleeps for a timer (it fires
+//   what is due when an advance wakes it), so coalescing cannot be seen
+//   there. Its logic alone is scheduleMatchesLookingAtEveryTimer's;
+// - zeroToleranceWakesAtDate (S-TMR-3): wake-up latency;
+// - fireDateMovedEarlier / fireDateMovedLater (S-TMR-5): the loop re-arms
+//   its timerfd when fireDate moves while it sleeps.
+// toleranceClamps and scheduleMatchesLookingAtEveryTimer run no loop and
+// wait for nothing (the latter only builds instants from the monotonic
+// clock). In other files: ModeTests' addCommonModeLaterBringsCommonItems
+// keeps the real clock: its timer is due at once, so no time needs to pass,
+// and its only deadline bounds the wait for a ZeroMQ message, input from
+// outside the loop, which a test-clock deadline would no longer bound.
 import Dispatch
 @testable import RunLoopKit
 import Testing
@@ -51,20 +80,19 @@ struct TimerTests {
         }
     }
 
-    @Test("S-TMR-1: a timer in two modes of one loop fires in either, once")
+    @Test("S-TMR-1, S-TMR-7: a timer in two modes of one loop fires in either, once")
     func timerInTwoModes() throws {
         let fired = Locked(0)
-        let (before, after, result) = try SpawnedThread<([Bool], [Bool], RunLoop.RunResult)>(named: "tmr-modes") {
-            let loop = RunLoop.current
+        let (before, after, result) = try TestClockThread<([Bool], [Bool], RunLoop.RunResult)>.run(named: "tmr-modes") { clock, loop in
             let other = RunLoop.Mode("S-TMR-1.other")
-            let timer = try Timer(timeInterval: 0.01, repeats: false) { _ in fired.withLock { $0 += 1 } }
-            loop.add(timer, forMode: .default)
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in fired.withLock { $0 += 1 } }
             loop.add(timer, forMode: other)
+            advanceWhenIdle(clock, by: .milliseconds(1), on: loop, mode: other)
             let before = [loop.contains(timer, inMode: .default), loop.contains(timer, inMode: other)]
             let result = loop.run(mode: other, seconds: 10)
             let after = [loop.contains(timer, inMode: .default), loop.contains(timer, inMode: other)]
             return (before, after, result)
-        }.join()
+        }
         #expect(before == [true, true])
         #expect(result == .finished)
         #expect(fired.value == 1)
@@ -72,26 +100,30 @@ struct TimerTests {
         #expect(after == [false, false])
     }
 
-    @Test("S-TMR-2: a repeating timer made late by a busy loop fires once, then at the next multiple of its interval")
+    @Test("S-TMR-2, S-TMR-7: a repeating timer made late by a busy loop fires once, then at the next multiple of its interval")
     func lateTimerSkipsMissedFires() throws {
+        // Instants and fire times are on the loop's test clock.
         let interval = 100 * Self.ms
         let fires = Locked<[UInt64]>([])
         let nextDates = Locked<[UInt64]>([])
-        let (result, firstDate) = try SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "tmr-late") {
-            let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 0.1, repeats: true) { timer in
-                let now = monotonicNow()
+        let (result, firstDate) = try TestClockThread<(RunLoop.RunResult, UInt64)>.run(named: "tmr-late") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.1, repeats: true) { timer in
+                let now = clock.nowInstant
                 // The next date is set once the callout returns (S-TMR-6):
                 // read it from a block, which runs after the timers of the pass.
                 loop.perform { nextDates.append(timer.nextFireInstant) }
                 if fires.withLock({ $0.append(now); return $0.count }) == 3 { timer.invalidate() }
             }
             let firstDate = timer.nextFireInstant
-            loop.add(timer, forMode: .default)
-            // The input: the loop is busy for 350 ms (blocks run before timers), over three fire dates.
-            loop.perform { blockThread(milliseconds: 350) }
+            // The input: the loop is busy for 350 ms (blocks run before
+            // timers), over three fire dates: a block during which the
+            // clock moves on by 350 ms.
+            loop.perform { clock.advance(by: .milliseconds(350)) }
+            // Then time passes while the loop sleeps, 30 ms at a time
+            // (not a divisor of the interval, so fires come late by varying amounts).
+            advanceWhenIdle(clock, by: .milliseconds(30), on: loop)
             return (loop.run(mode: .default, seconds: 10), firstDate)
-        }.join()
+        }
 
         #expect(result == .finished)
         let fired = fires.value, next = nextDates.value
@@ -107,30 +139,33 @@ struct TimerTests {
         #expect(fired[2] >= next[1])
     }
 
-    @Test("S-TMR-2: a timer fires only while its loop runs one of its modes; late, it fires once")
+    @Test("S-TMR-2, S-TMR-7: a timer fires only while its loop runs one of its modes; late, it fires once")
     func timerWaitsForItsMode() throws {
+        // Instants and fire times are on the loop's test clock.
         let interval = 50 * Self.ms
         let fires = Locked<[UInt64]>([])
         let nextDates = Locked<[UInt64]>([])
         let (otherResult, firesInOtherMode, result, firstDate, otherEnded) =
-            try SpawnedThread<(RunLoop.RunResult, Int, RunLoop.RunResult, UInt64, UInt64)>(named: "tmr-mode") {
-                let loop = RunLoop.current
+            try TestClockThread<(RunLoop.RunResult, Int, RunLoop.RunResult, UInt64, UInt64)>.run(named: "tmr-mode") { clock, loop in
                 let other = RunLoop.Mode("S-TMR-2.other")
                 loop.add(keepAliveSource(), forMode: other)
-                let timer = try Timer(timeInterval: 0.05, repeats: true) { timer in
-                    let now = monotonicNow()
+                let timer = try loop.scheduledTimer(withTimeInterval: 0.05, repeats: true) { timer in
+                    let now = clock.nowInstant
                     // After the callout, when the next date is set (S-TMR-6).
                     loop.perform { nextDates.append(timer.nextFireInstant) }
                     if fires.withLock({ $0.append(now); return $0.count }) == 2 { timer.invalidate() }
                 }
                 let firstDate = timer.nextFireInstant
-                loop.add(timer, forMode: .default)
+                // Time passes while the loop sleeps: 50 ms at a time in
+                // `other`, 20 ms at a time in the default mode.
+                advanceWhenIdle(clock, by: .milliseconds(50), on: loop, mode: other)
+                advanceWhenIdle(clock, by: .milliseconds(20), on: loop, mode: .default)
                 // Six fire dates pass while the loop runs a mode the timer is not in.
                 let otherResult = loop.run(mode: other, seconds: 0.3)
-                let otherEnded = monotonicNow()
+                let otherEnded = clock.nowInstant
                 let firesInOther = fires.value.count
                 return (otherResult, firesInOther, loop.run(mode: .default, seconds: 10), firstDate, otherEnded)
-            }.join()
+            }
 
         #expect(otherResult == .timedOut)
         #expect(firesInOtherMode == 0, "the timer fired while the loop ran a mode it is not in")
@@ -208,46 +243,47 @@ struct TimerTests {
         #expect(timer.tolerance == 0)
     }
 
-    @Test("S-TMR-4: invalidate() from another thread while the loop sleeps ends the run with .finished")
+    @Test("S-TMR-4, S-TMR-7: invalidate() from another thread while the loop sleeps ends the run with .finished")
     func invalidateFromAnotherThreadWhileSleeping() throws {
         let asleep = DispatchSemaphore(value: 0)
         let timerBox = Locked<Timer?>(nil)
         let fires = Locked(0)
-        let loopThread = SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "tmr-inv1") {
-            let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 20, repeats: true) { _ in fires.withLock { $0 += 1 } }
+        let loopThread = TestClockThread<(RunLoop.RunResult, UInt64)>(named: "tmr-inv1") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 20, repeats: true) { _ in fires.withLock { $0 += 1 } }
             timerBox.value = timer
-            loop.add(timer, forMode: .default)
             signalBeforeWaiting(asleep, on: loop)
-            let start = monotonicNow()
+            let start = clock.nowInstant
             let result = loop.run(mode: .default, seconds: 30)
-            return (result, monotonicNow() - start)
+            return (result, clock.nowInstant - start)
         }
         #expect(waitFor(asleep))
         try #require(timerBox.value).invalidate()
         let (result, elapsed) = try loopThread.join()
         #expect(result == .finished)
-        #expect(elapsed < 10_000 * Self.ms, "the loop was not woken by invalidate()")
+        // Neither the timer's date (20 s) nor the run's deadline (30 s) came on
+        // the test clock, which nobody advanced: only invalidate() woke the loop.
+        #expect(elapsed == 0, "the loop was not woken by invalidate()")
         #expect(fires.value == 0)
         #expect(timerBox.value?.isValid == false)
     }
 
-    @Test("S-TMR-4: invalidate() from another thread during a fire: no fire after it")
+    @Test("S-TMR-4, S-TMR-7: invalidate() from another thread during a fire: no fire after it")
     func invalidateFromAnotherThreadDuringFire() throws {
         let third = DispatchSemaphore(value: 0)
         let invalidated = DispatchSemaphore(value: 0)
         let timerBox = Locked<Timer?>(nil)
         let fires = Locked(0)
-        let loopThread = SpawnedThread<RunLoop.RunResult>(named: "tmr-inv2") {
-            let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 0.01, repeats: true) { _ in
+        let loopThread = TestClockThread<RunLoop.RunResult>(named: "tmr-inv2") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: true) { _ in
                 if fires.withLock({ $0 += 1; return $0 }) == 3 {
                     third.signal()
                     _ = waitFor(invalidated)
                 }
             }
             timerBox.value = timer
-            loop.add(timer, forMode: .default)
+            // Still valid after the third fire, it would fire again at the
+            // next step; the run's 30 s pass in 3,000 steps, not forever.
+            advanceWhenIdle(clock, by: .milliseconds(10), on: loop)
             return loop.run(mode: .default, seconds: 30)
         }
         #expect(waitFor(third))
@@ -260,33 +296,31 @@ struct TimerTests {
         #expect(!timer.isValid)
     }
 
-    @Test("S-TMR-4: a one-shot timer invalidates itself after firing")
+    @Test("S-TMR-4, S-TMR-7: a one-shot timer invalidates itself after firing")
     func oneShotInvalidatesItself() throws {
         let validDuringFire = Locked<Bool?>(nil)
-        let (result, valid, contained) = try SpawnedThread<(RunLoop.RunResult, Bool, Bool)>(named: "tmr-once") {
-            let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 0.01, repeats: false) { timer in validDuringFire.value = timer.isValid }
-            loop.add(timer, forMode: .default)
+        let (result, valid, contained) = try TestClockThread<(RunLoop.RunResult, Bool, Bool)>.run(named: "tmr-once") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: false) { timer in validDuringFire.value = timer.isValid }
+            advanceWhenIdle(clock, by: .milliseconds(10), on: loop)
             let result = loop.run(mode: .default, seconds: 10)
             return (result, timer.isValid, loop.contains(timer, inMode: .default))
-        }.join()
+        }
         #expect(result == .finished)
         #expect(validDuringFire.value == true)
         #expect(!valid)
         #expect(!contained)
     }
 
-    @Test("S-TMR-4: the seeds' example: a repeating timer invalidated on its second fire ends the run with .finished")
+    @Test("S-TMR-4, S-TMR-7: the classic example: a repeating timer invalidated on its second fire ends the run with .finished")
     func seedsTimerExample() throws {
         let count = Locked(0)
-        let result = try SpawnedThread<RunLoop.RunResult>(named: "tmr-seeds") {
-            let loop = RunLoop.current
-            let timer = try Timer(timeInterval: 0.02, repeats: true) { timer in
+        let result = try TestClockThread<RunLoop.RunResult>.run(named: "tmr-seeds") { clock, loop in
+            try loop.scheduledTimer(withTimeInterval: 0.02, repeats: true) { timer in
                 if count.withLock({ $0 += 1; return $0 }) == 2 { timer.invalidate() }
             }
-            loop.add(timer, forMode: .default)
+            advanceWhenIdle(clock, by: .milliseconds(20), on: loop)
             return loop.run(mode: .default, seconds: 10)
-        }.join()
+        }
         #expect(result == .finished)
         #expect(count.value == 2)
     }
