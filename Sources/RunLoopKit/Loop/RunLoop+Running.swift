@@ -124,6 +124,8 @@ extension RunLoop {
         // The timerfd wakes the loop for a deadline only on the real clock;
         // a test clock's advance wakes it instead (S-TMR-7).
         let wakeDeadline = deadlineClock.isReal ? deadline : MonotonicClock.never
+        // On a test clock, what is already due must not wait for an advance.
+        let testDeadlinePassed = { !deadlineClock.isReal && deadline <= deadlineClock.now() }
         while true {
             let monitored = snapshot.monitor != nil
             let passStart = monitored ? MonotonicClock.now() : 0
@@ -144,7 +146,8 @@ extension RunLoop {
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
                 let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
                 // A stop asked for by a beforeWaiting observer: look, don't sleep.
-                waitForEvents(&snapshot, mode: mode, deadline: wakeDeadline, block: willSleep && !isStopPending)  // 8
+                waitForEvents(&snapshot, mode: mode, deadline: wakeDeadline,
+                              block: willSleep && !isStopPending && !testDeadlinePassed())  // 8
                 if willSleep {
                     if monitored { sleptNanoseconds = MonotonicClock.now() - sleepStart }
                     notify(.afterWaiting, &snapshot, mode: mode)
@@ -302,7 +305,16 @@ extension RunLoop {
     private func waitForEvents(_ snapshot: inout ModeSnapshot, mode: Mode, deadline: UInt64, block: Bool) {
         // A beforeWaiting observer may just have added or moved a timer.
         refresh(&snapshot, mode: mode)
-        let timerWake = snapshot.clock.isReal ? snapshot.timerSchedule.wakeInstant() : MonotonicClock.never
+        var block = block
+        var timerWake = MonotonicClock.never
+        if snapshot.clock.isReal {
+            timerWake = snapshot.timerSchedule.wakeInstant()
+        } else if snapshot.timerSchedule.earliest <= snapshot.clock.now() {
+            // A test clock's timer that is due already (its date was set in
+            // the past, or a callout advanced the clock): the timerfd cannot
+            // stand for it, so look without sleeping, and fire it at step 9.
+            block = false
+        }
         waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
             if let source = state.withLock({ $0.registeredSockets[token] }) { waiter.readyList.append(source) }
         }

@@ -3,9 +3,11 @@ import Synchronization
 /// A manual clock for testing timer logic without sleeping (S-TMR-7), as
 /// SwiftNIO's `NIOAsyncTestingEventLoop` and swift-clocks' `TestClock` do.
 ///
-/// A loop made with a test clock fires its timers only when the test
-/// advances the clock, in fire-date order, with every other timer rule
-/// unchanged: never early, tolerance, no burst of missed fires. Its run
+/// A loop made with a test clock fires its timers only when their dates
+/// have come on the clock (when the test advances it, or at once for a date
+/// already past), in fire-date order, with the other timer rules unchanged:
+/// never early, no burst of missed fires. Tolerance changes nothing there:
+/// an advance fires everything it made due. Its run
 /// deadlines and `perform(afterDelay:)` follow the clock too, so a run
 /// never sleeps for them: with nothing ready it waits for input, a
 /// wake-up or an advance (which wakes every loop on the clock), and it
@@ -14,7 +16,9 @@ import Synchronization
 /// they bound waits on other threads and processes.
 ///
 /// The clock starts at the real date when it is made and moves only when
-/// advanced. Choose it where the loop is made: `LoopThread(name:clock:)`,
+/// advanced. Its dates resolve to the microsecond: a `Date` (a Double of
+/// seconds) cannot hold nanoseconds today, so `clock.now + 0.25` and
+/// `advance(by: .milliseconds(250))` land on the same instant. Choose it where the loop is made: `LoopThread(name:clock:)`,
 /// or `RunLoop.current.use(_:)` on a thread before anything is scheduled
 /// on its loop. `RunLoop.main` always uses the real clock.
 ///
@@ -78,8 +82,10 @@ public final class TestClock: Sendable {
 
     func instant(for date: Date) -> UInt64 {
         if date == .distantFuture { return MonotonicClock.never }
-        let offset = date.timeIntervalSince(originDate)
-        return MonotonicClock.instant(seconds: offset, after: originInstant)
+        // To the microsecond (see above): exact for every date this clock
+        // hands out, and for dates a whole number of microseconds from them.
+        let microseconds = (date.timeIntervalSince(originDate) * 1e6).rounded()
+        return MonotonicClock.instant(seconds: microseconds / 1e6, after: originInstant)
     }
 
     func date(for instant: UInt64) -> Date {
