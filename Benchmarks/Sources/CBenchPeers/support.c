@@ -59,6 +59,8 @@ int64_t bench_thread_voluntary_switches(int32_t tid) {
     return value;
 }
 
+void bench_set_thread_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+
 int64_t bench_raise_fd_limit(void) {
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -errno;

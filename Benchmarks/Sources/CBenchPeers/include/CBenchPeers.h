@@ -26,6 +26,8 @@ uint64_t bench_thread_cpu_ns(int32_t tid);
 /// Voluntary context switches of thread `tid` (each sleep that ended is one:
 /// an OS-level count of wake-ups); -1 if it cannot be read.
 int64_t bench_thread_voluntary_switches(int32_t tid);
+/// Names the calling thread (what `top -H` and perf show; Linux keeps 15 bytes).
+void bench_set_thread_name(const char *name);
 /// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
 int64_t bench_raise_fd_limit(void);
 /// In a child: be killed when the parent dies, and exit now if the parent
@@ -52,11 +54,26 @@ int bench_unpin_thread(int32_t tid);
 /// `peer_cpu` (-1: wherever the scheduler puts them).
 int bench_zmq_pingpong_threads(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
                                int caller_cpu, int peer_cpu);
+/// The same round trip over REQ (the calling thread, bound) and REP (the
+/// echo thread): libzmq's own request-reply, where the reply finds its way
+/// back to the asker by the envelope libzmq adds (the shape of a port's
+/// sendRequest, whose reply goes to the reply port the request carried).
+int bench_zmq_reqrep_threads(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
+                             int caller_cpu, int peer_cpu);
 /// One-way throughput: the calling thread PUSHes `count` 64-byte messages to a
 /// PULL thread at `endpoint`; `elapsed_ns` is from the first send until the
 /// receiver has taken the last one. CPUs as above.
 int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
                                  int caller_cpu, int peer_cpu);
+
+/// Fan-in: `senders` threads (at most 64), each with its own PUSH socket
+/// connected to one PULL at `endpoint`, each send `count_per_sender` 64-byte
+/// messages at once; the calling thread receives them all. After a warm-up
+/// (1,000 messages in all), `elapsed_ns` runs from releasing the senders
+/// until the last message is taken. Senders run on `sender_cpu`, the
+/// receiver on `receiver_cpu` (-1: anywhere).
+int bench_zmq_fanin_threads(const char *endpoint, int senders, int count_per_sender, uint64_t *elapsed_ns, int timeout_ms,
+                            int sender_cpu, int receiver_cpu);
 
 // MARK: - Raw libzmq: many sockets on one thread
 

@@ -6,19 +6,25 @@ func checkC(_ result: Int32, _ what: String) throws {
     if result != 0 { throw BenchError("\(what) failed: \(String(cString: strerror(-result))) (\(result))") }
 }
 
-/// Raw libzmq round trip between two threads of this process: PAIR sockets,
-/// 64-byte messages, the calling thread pings, a C thread echoes. The
-/// transport's own limit for RunLoopKit's inproc round trip.
+/// Raw libzmq round trip between two threads of this process: PAIR sockets
+/// (or REQ and REP), 64-byte messages, the calling thread pings, a C thread
+/// echoes. The transport's own limit for RunLoopKit's inproc round trip
+/// (PAIR) and for its sendRequest (REQ/REP).
 final class RawZMQPingPong: Contender {
+    enum Sockets { case pair, requestReply }
+
     let label: String
+    private let sockets: Sockets
     private let endpoint: String
     private let iterations: Int
     private let warmup: Int
     private let timeoutMilliseconds: Int32
     private let placement: Placement
 
-    init(label: String, endpoint: String, iterations: Int, warmup: Int, timeout: Double, placement: Placement) {
+    init(label: String, sockets: Sockets = .pair, endpoint: String, iterations: Int, warmup: Int, timeout: Double,
+         placement: Placement) {
         self.label = label
+        self.sockets = sockets
         self.endpoint = endpoint
         self.iterations = iterations
         self.warmup = warmup
@@ -28,8 +34,9 @@ final class RawZMQPingPong: Contender {
 
     func measure() throws -> [Double] {
         var samples = [UInt64](repeating: 0, count: iterations)
-        try checkC(bench_zmq_pingpong_threads(endpoint, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds,
-                                              placement.first, placement.second),
+        let run = sockets == .pair ? bench_zmq_pingpong_threads : bench_zmq_reqrep_threads
+        try checkC(run(endpoint, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds,
+                       placement.first, placement.second),
                    "\(label) ping-pong")
         return samples.map { Double($0) / 1000 }
     }
@@ -57,6 +64,35 @@ final class RawZMQFlood: Contender {
         var elapsed: UInt64 = 0
         try checkC(bench_zmq_throughput_threads(endpoint, Int32(count), &elapsed, timeoutMilliseconds,
                                                 placement.first, placement.second), "\(label) throughput")
+        return [Double(count) / (Double(elapsed) / 1e9)]
+    }
+}
+
+/// Raw libzmq fan-in between threads: `senders` C threads, each with its own
+/// PUSH socket, into one PULL read by the calling thread, 64-byte messages,
+/// inproc. One sample per batch, in messages per second.
+final class RawZMQFanInThreads: Contender {
+    let label: String
+    private let endpoint: String
+    private let senders: Int
+    private let count: Int
+    private let timeoutMilliseconds: Int32
+    private let placement: Placement
+
+    /// `count` messages in all, a multiple of `senders`.
+    init(label: String, endpoint: String, senders: Int, count: Int, timeout: Double, placement: Placement) {
+        self.label = label
+        self.endpoint = endpoint
+        self.senders = senders
+        self.count = count
+        self.placement = placement
+        timeoutMilliseconds = Int32(timeout * 1000)
+    }
+
+    func measure() throws -> [Double] {
+        var elapsed: UInt64 = 0
+        try checkC(bench_zmq_fanin_threads(endpoint, Int32(senders), Int32(count / senders), &elapsed, timeoutMilliseconds,
+                                           placement.first, placement.second), "\(label) fan-in")
         return [Double(count) / (Double(elapsed) / 1e9)]
     }
 }

@@ -59,6 +59,8 @@ protocol Scenario: Sendable {
 let allScenarios: [any Scenario] = [
     RoundTripInproc(),
     ThroughputInproc(),
+    FanInInproc(),
+    RequestRoundTripInproc(),
     RoundTripIPC(),
     ThroughputIPC(),
     PerformRoundTrip(),
