@@ -40,6 +40,8 @@ enum JSONReport {
         let peer: Side?
         let ratio: Double?
         let target: String?
+        /// "due", "guarded" or "not due" (Target.Standing); null without a target.
+        let targetStanding: String?
         let met: Bool?
         let notes: [String]
 
@@ -53,6 +55,7 @@ enum JSONReport {
             try container.encode(peer, forKey: .peer)
             try container.encode(ratio, forKey: .ratio)
             try container.encode(target, forKey: .target)
+            try container.encode(targetStanding, forKey: .targetStanding)
             try container.encode(met, forKey: .met)
             try container.encode(notes, forKey: .notes)
         }
@@ -73,7 +76,7 @@ enum JSONReport {
             scenarios: rows.map { row in
                 Row(name: row.name, title: row.title, unit: row.unit, better: row.better, ours: side(row.ours),
                     peer: row.peer.map(side), ratio: row.ratio.flatMap { $0.isFinite ? $0 : nil },
-                    target: row.target?.text, met: row.met, notes: row.notes)
+                    target: row.target?.text, targetStanding: row.target?.standing.rawValue, met: row.met, notes: row.notes)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -25,10 +25,33 @@ struct Measurement: Sendable {
 
 /// What a row must achieve, as DESIGN.md states it ("≤ 1.15×", "≥ 0.5×").
 struct Target: Sendable {
-    /// How the target reads in the report.
-    let text: String
+    /// Where DESIGN.md ("Reading the open issues together") puts a target in
+    /// the open issues: due now, guarded (no regression against the commit
+    /// before a change; the target is shown so that the report says honestly
+    /// whether it is met), or not due yet.
+    enum Standing: String, Sendable {
+        case due
+        case guarded
+        case notDue = "not due"
+    }
+
+    /// The bound alone ("≤ 1.15×").
+    let bound: String
+    let standing: Standing
     /// Whether a result meets it; nil when it cannot be judged (a side missing).
     let check: @Sendable (ScenarioResult) -> Bool?
+
+    init(text: String, standing: Standing = .due, check: @escaping @Sendable (ScenarioResult) -> Bool?) {
+        bound = text
+        self.standing = standing
+        self.check = check
+    }
+
+    /// How the target reads in the report: the bound, and its standing unless due.
+    var text: String { standing == .due ? bound : "\(bound) (\(standing.rawValue))" }
+
+    /// The same bound with another standing.
+    func standing(_ standing: Standing) -> Target { Target(text: bound, standing: standing, check: check) }
 
     /// ours / peer at most `bound` (times: ours may be at most that much slower).
     static func ratioAtMost(_ bound: Double) -> Target {

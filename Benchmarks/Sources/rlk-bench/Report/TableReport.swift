@@ -32,8 +32,8 @@ enum TableReport {
     }
 
     static func summary(_ rows: [ScenarioResult], elapsed: Double) -> String {
-        let columns = [("scenario", 28), ("unit", 11), ("ours median", 14), ("ours p99", 13), ("peer median", 14),
-                       ("peer p99", 13), ("ratio", 8), ("target", 24), ("met", 7)]
+        let columns = [("scenario", 32), ("unit", 11), ("ours median", 14), ("ours p99", 13), ("peer median", 14),
+                       ("peer p99", 13), ("ratio", 8), ("target", 30), ("met", 7)]
         var lines = ["summary (\(format(elapsed)) s)"]
         lines.append(columns.map { pad($0.0, $0.1) }.joined())
         for row in rows {
@@ -51,7 +51,12 @@ enum TableReport {
             lines.append(zip(cells, columns).map { pad($0, $1.1) }.joined())
         }
         let judged = rows.filter { $0.met != nil }
-        lines.append("\(judged.filter { $0.met == true }.count) of \(judged.count) judged targets met; rlk-bench exits 0 whether they are met or not")
+        let byStanding = [Target.Standing.due, .guarded, .notDue].compactMap { standing -> String? in
+            let these = judged.filter { $0.target?.standing == standing }
+            return these.isEmpty ? nil : "\(standing.rawValue): \(these.filter { $0.met == true }.count) of \(these.count)"
+        }
+        lines.append("\(judged.filter { $0.met == true }.count) of \(judged.count) judged targets met (\(byStanding.joined(separator: "; "))); rlk-bench exits 0 whether they are met or not")
+        lines.append("standing, as DESIGN.md reads the open issues: due now; guarded (no regression against the commit before a change); not due yet")
         return lines.joined(separator: "\n") + "\n"
     }
 

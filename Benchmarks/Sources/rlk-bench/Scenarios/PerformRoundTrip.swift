@@ -1,5 +1,6 @@
-/// DESIGN.md: perform-on-thread round trip; ≤ 1.1 × SwiftNIO EventLoop.execute.
-/// Dispatch is shown beside it.
+/// DESIGN.md: perform-on-thread round trip; ≤ 1.0 × SwiftNIO EventLoop.execute
+/// ("Decided before building", item 7), guarded in issues 12 and 9 (no
+/// regression against the commit before a change). Dispatch is shown beside it.
 struct PerformRoundTrip: Scenario {
     let name = "perform-roundtrip"
     let summary = "RunLoop.perform ping-pong between two LoopThreads vs NIO EventLoop.execute and Dispatch async"
@@ -16,8 +17,9 @@ struct PerformRoundTrip: Scenario {
         return [
             ScenarioResult(
                 name: "perform-roundtrip", title: "perform-on-thread round trip (A → B → A)",
-                unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: .ratioAtMost(1.1),
-                notes: [sizes, "swift-nio \(nioVersionNote)"], chartGroup: "perform round trip"),
+                unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: .ratioAtMost(1.0).standing(.guarded),
+                notes: [sizes, "swift-nio \(nioVersionNote)",
+                        "DESIGN.md: ≤ 1.0×, guarded in issues 12 and 9 (a regression: the median ratio more than 10 % worse than at the commit before, over 3 --quick runs per placement)"], chartGroup: "perform round trip"),
             ScenarioResult(
                 name: "perform-roundtrip-dispatch", title: "the same against Dispatch (two serial queues)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,

@@ -5,9 +5,9 @@ import RunLoopKit
 /// What PortTap costs a message: the per-message cost of sending a batch to
 /// a port on a LoopThread (until all are delivered) with the tap on,
 /// reporting to an endpoint where a reader takes everything (portsniff's
-/// place), against the same with the tap off. DESIGN.md sets no number; the
-/// README promises one atomic load and one branch when off, and a bounded
-/// cost that never blocks the sender when on.
+/// place), against the same with the tap off. DESIGN.md: ≤ 2 × the tap off
+/// (not due in issues 12 and 9); the README promises one atomic load and one
+/// branch when off, and a bounded cost that never blocks the sender when on.
 struct TapCost: Scenario {
     let name = "tap-cost"
     let summary = "per-message cost of port sends with PortTap on (reader attached) vs off"
@@ -34,7 +34,7 @@ struct TapCost: Scenario {
         return [
             ScenarioResult(
                 name: "tap-cost", title: title, unit: "ns/msg", better: .lower,
-                ours: measured[0], peer: measured[1], target: nil,
+                ours: measured[0], peer: measured[1], target: .ratioAtMost(2).standing(.notDue),
                 notes: ["\(config.tapRepetitions) batches × \(config.tapMessages) messages per side, interleaved; ratio = on / off",
                         "while on: \(read) events reached the reader, \(dropped) were dropped by the tap (bounded queue; the sender never waits for it)"]),
         ]

@@ -1,6 +1,8 @@
-/// DESIGN.md: timer lateness with 1,000 active timers on an idle machine:
-/// p50 ≤ 100 µs, p99 ≤ 1 ms, and better than Foundation's Timer measured in
-/// the same run.
+/// DESIGN.md: timer lateness with 1,000 active timers: better than
+/// Foundation's Timer, measured in the same run, at p50 and at p99 (guarded
+/// in issues 12 and 9). The absolute bounds an earlier brief set (p50 ≤
+/// 100 µs, p99 ≤ 1 ms) are no longer DESIGN.md's target; the row's notes
+/// still say whether they hold.
 struct TimerLateness: Scenario {
     let name = "timer-lateness"
     let summary = "lateness of 1,000 repeating timers on one loop vs Foundation Timer on a Foundation RunLoop"
@@ -16,18 +18,20 @@ struct TimerLateness: Scenario {
             RLKTimerLateness(count: count, interval: interval, seconds: seconds),
             FoundationTimerLateness(count: count, interval: interval, seconds: seconds),
         ], repetitions: config.timerRepetitions, warmups: 0, better: .lower)
-        let target = Target(text: "p50 ≤ 100 µs, p99 ≤ 1,000 µs, ratio < 1 (better than Foundation)") { result in
-            guard let ours = result.ours.summary else { return nil }
-            let absolute = ours.median <= 100 && ours.p99 <= 1_000
-            guard let ratio = result.ratio, let peer = result.peer?.summary else { return absolute ? nil : false }
-            return absolute && ratio < 1 && ours.p99 <= peer.p99
+        let target = Target(text: "better than Foundation at p50 and p99", standing: .guarded) { result in
+            guard let ours = result.ours.summary, let peer = result.peer?.summary else { return nil }
+            return ours.median < peer.median && ours.p99 < peer.p99
+        }
+        let absolute = measured[0].summary.map { ours in
+            "absolute (informational, not a target): p50 \(format(ours.median)) µs \(ours.median <= 100 ? "≤" : ">") 100 µs, p99 \(format(ours.p99)) µs \(ours.p99 <= 1_000 ? "≤" : ">") 1,000 µs"
         }
         return [
             ScenarioResult(
                 name: "timer-lateness", title: "timer lateness, 1,000 active timers (fire time − fire date)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: target,
                 notes: ["\(count) timers repeating every \(format(interval)) s, staggered (one due per ms); \(config.timerRepetitions) × \(format(seconds)) s per side; \"better\" means both median and p99 lower",
-                        "ours on CLOCK_MONOTONIC, Foundation's on the wall clock (its timers are scheduled by Date)"],
+                        "ours on CLOCK_MONOTONIC, Foundation's on the wall clock (its timers are scheduled by Date)"]
+                    + (absolute.map { [$0] } ?? []),
                 chartGroup: "timer lateness"),
         ]
     }
