@@ -5,6 +5,8 @@ enum BenchMain {
     static func run() -> Int32 {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "--child" { return ChildRoles.run(Array(arguments.dropFirst())) }
+        // For Benchmarks/scripts: one side of a scenario, run once (see Workload).
+        if arguments.first == "--workload" { return Workload.run(Array(arguments.dropFirst())) }
         let options = Options.parse(arguments)
         if options.list {
             for scenario in allScenarios { print(TableReport.pad(scenario.name, 22) + scenario.summary) }

@@ -1,0 +1,122 @@
+import Glibc
+import RunLoopKit
+
+/// `rlk-bench --workload <name> <count>`: one side of one scenario, run once
+/// with `count` messages and nothing else (no interleaving, no warm-up
+/// round, no report), for the scripts in Benchmarks/scripts that count what
+/// a message costs under valgrind (instructions with callgrind, allocations
+/// with memcheck). They run each workload at two counts and take the
+/// difference, so that start-up, set-up and tear-down cancel.
+///
+/// Threads are not pinned here (valgrind runs one thread at a time anyway;
+/// the scripts pin the whole process with taskset).
+enum Workload {
+    struct Entry: Sendable {
+        let name: String
+        let summary: String
+        let make: @Sendable (_ count: Int) -> any Contender
+    }
+
+    static let timeout = 120.0
+    static let placement = Placement(.free)
+
+    static let all: [Entry] = [
+        Entry(name: "oneway", summary: "RunLoopKit: one thread sends N 64 B PortMessages to a LoopThread's port (throughput-inproc)") {
+            PortFlood(label: "oneway", count: $0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "oneway-raw", summary: "raw libzmq: N 64 B messages PUSH → PULL between two threads, inproc (C)") {
+            RawZMQFlood(label: "oneway-raw", endpoint: "inproc://rlk-workload", count: $0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "roundtrip", summary: "RunLoopKit: N 64 B round trips between two LoopThreads' ports (roundtrip-inproc)") {
+            PortPingPong(label: "roundtrip", transport: .inproc, iterations: $0, warmup: 0, timeout: timeout, placement: placement,
+                         makeEcho: { try PortPingPong.threadEcho(name: "bench-pong", transport: .inproc, cpu: -1) })
+        },
+        Entry(name: "roundtrip-raw", summary: "raw libzmq: N 64 B round trips over PAIR between two threads, inproc (C)") {
+            RawZMQPingPong(label: "roundtrip-raw", endpoint: "inproc://rlk-workload", iterations: $0, warmup: 0,
+                           timeout: timeout, placement: placement)
+        },
+        Entry(name: "request", summary: "RunLoopKit: N sendRequest round trips, 64 B, a thread → a LoopThread's port (request-roundtrip-inproc)") {
+            PortRequestRoundTrip(iterations: $0, warmup: 0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "request-raw", summary: "raw libzmq: N 64 B round trips over REQ/REP between two threads, inproc (C)") {
+            RawZMQPingPong(label: "request-raw", sockets: .requestReply, endpoint: "inproc://rlk-workload", iterations: $0,
+                           warmup: 0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "fanin", summary: "RunLoopKit: 4 threads send N 64 B PortMessages in all to one LoopThread's port (fanin-inproc)") {
+            PortFanIn(label: "fanin", senders: 4, count: $0 - $0 % 4, timeout: timeout, placement: placement)
+        },
+        Entry(name: "fanin-raw", summary: "raw libzmq: 4 PUSH threads send N 64 B messages in all to one PULL, inproc (C)") {
+            RawZMQFanInThreads(label: "fanin-raw", endpoint: "inproc://rlk-workload", senders: 4, count: $0 - $0 % 4,
+                               timeout: timeout, placement: placement)
+        },
+        Entry(name: "send-only", summary: "RunLoopKit: N 64 B sends to a port that is not scheduled (nothing delivered; N < 2,000, the queue's room)") {
+            SendOnly(count: $0, timeout: timeout)
+        },
+    ]
+
+    /// Runs `arguments` (after `--workload`): a name and a count. Prints the
+    /// measured value on stderr; returns the exit status.
+    static func run(_ arguments: [String]) -> Int32 {
+        if arguments == ["--list"] {
+            for entry in all { print(TableReport.pad(entry.name, 15) + entry.summary) }
+            return 0
+        }
+        guard arguments.count == 2, let entry = all.first(where: { $0.name == arguments[0] }),
+              let count = Int(arguments[1]), count > 0 else {
+            FileHandleOut.error("usage: rlk-bench --workload <name> <count>   (rlk-bench --workload --list names them)")
+            return 2
+        }
+        do {
+            try RunDirectory.prepare()
+        } catch {
+            FileHandleOut.error("rlk-bench --workload: \(error)")
+            return 1
+        }
+        let contender = entry.make(count)
+        defer { contender.tearDown() }
+        do {
+            try contender.setUp()
+            let values = try contender.measure()
+            let median = values.sorted()[values.count / 2]
+            FileHandleOut.error("\(entry.name) \(count): done (median \(format(median)))")
+            return 0
+        } catch {
+            FileHandleOut.error("\(entry.name) \(count): \(error)")
+            return 1
+        }
+    }
+}
+
+/// Sends `count` 64-byte PortMessages to a local port that no loop
+/// receives on: only the send path runs (encoding, the send right's
+/// channel, libzmq's queueing). The port's queue holds about 2,000 messages
+/// (ZMQ_SNDHWM + ZMQ_RCVHWM, 1,000 each), so `count` must stay below that,
+/// or the last send waits for room until its deadline and fails.
+final class SendOnly: Contender {
+    let label = "send-only"
+    private let count: Int
+    private let timeout: Double
+    private var port: Port?
+
+    init(count: Int, timeout: Double) {
+        self.count = count
+        self.timeout = min(timeout, 5)
+    }
+
+    func setUp() throws {
+        port = try Port(transport: .inproc)
+    }
+
+    func measure() throws -> [Double] {
+        guard let port else { throw BenchError("not set up") }
+        let payload: [PortMessage.Component] = [.data(Data(repeating: 0x2A, count: 64))]
+        let deadline = Date() + timeout
+        for _ in 0..<count { try port.send(msgid: 1, components: payload, before: deadline) }
+        return [Double(count)]
+    }
+
+    func tearDown() {
+        port?.invalidate()
+        port = nil
+    }
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Instructions per delivered message, RunLoopKit against raw libzmq, counted
+# with valgrind's callgrind: repeatable on a noisy machine, where times are
+# not (DESIGN.md, "Numbers to beat").
+#
+#   Benchmarks/scripts/instructions-per-message.sh            # N = 20,000 and 40,000
+#   N=10000 Benchmarks/scripts/instructions-per-message.sh    # smaller, faster
+#   ROWS="oneway roundtrip" Benchmarks/scripts/instructions-per-message.sh
+#   KEEP=1 …                                                   # keep the callgrind.out files
+#
+# Each row runs `rlk-bench --workload <name> <count>` (one side of one
+# scenario, once) under `valgrind --tool=callgrind --separate-threads=no`,
+# for ours and for the raw libzmq peer, each at N and 2N messages, and
+# reads the total instruction count of all threads (the `totals:` line).
+# Instructions per message = (I(2N) - I(N)) / N: start-up, set-up and
+# tear-down cancel. The whole valgrind process runs on one CPU (taskset;
+# CPU=1 to choose another). Rows:
+#   oneway     one thread sends 64 B PortMessages to a LoopThread's port
+#              (throughput-inproc)  vs  raw libzmq PUSH/PULL between two threads
+#   roundtrip  64 B ping-pong between two LoopThreads' ports, reply port
+#              (roundtrip-inproc)   vs  raw libzmq PAIR between two threads
+#   request    Port.sendRequest from a thread to a LoopThread's port
+#              (request-roundtrip-inproc)  vs  raw libzmq REQ/REP
+#   fanin      4 threads send to one LoopThread's port (fanin-inproc)
+#              vs  raw libzmq, 4 PUSH threads into one PULL
+# Round-trip rows count per round trip (two messages).
+#
+# Valgrind runs one thread at a time: a receiver wakes only when the
+# sender blocks or its time slice ends, so one-way rows see large batches
+# per wake-up (the throughput regime); round trips wake once per message
+# by nature. Kernel work (system calls, wake-ups across CPUs) is not
+# counted: callgrind sees user-space instructions only.
+# Takes about 2 minutes with the defaults on a 2-core VM.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/valgrind-common.sh"
+
+N="${N:-20000}"
+ROWS="${ROWS:-oneway roundtrip request fanin}"
+N2=$((2 * N))
+
+# Instructions of all threads in one run.
+instructions() {
+    local name="$1" count="$2"
+    local out="$WORK/callgrind.out.$name.$count"
+    run_workload "$name" "$count" --tool=callgrind --separate-threads=no --callgrind-out-file="$out"
+    local total
+    total="$(awk '/^totals:/ { print $2 }' "$out")"
+    [[ -n "$total" ]] || total="$(awk '/^summary:/ { print $2 }' "$out")"
+    [[ -n "$total" ]] || { echo "no totals in $out" >&2; exit 1; }
+    echo "$total"
+}
+
+declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip")
+declare -A peer=([oneway]="PUSH/PULL" [fanin]="4×PUSH→PULL" [roundtrip]="PAIR" [request]="REQ/REP")
+
+lines=()
+for row in $ROWS; do
+    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, fanin)" >&2; exit 2; }
+    echo "callgrind: $row at $N and $N2 messages, ours and raw libzmq…" >&2
+    ours1="$(instructions "$row" "$N")"
+    ours2="$(instructions "$row" "$N2")"
+    raw1="$(instructions "$row-raw" "$N")"
+    raw2="$(instructions "$row-raw" "$N2")"
+    ours="$(per_message "$ours1" "$ours2" "$N" "$N2" 0)"
+    raw="$(per_message "$raw1" "$raw2" "$N" "$N2" 0)"
+    lines+=("$(printf '%-10s %-17s %12s %12s  %-12s %7s×' "$row" "${unit[$row]}" "$ours" "$raw" "${peer[$row]}" "$(ratio "$ours" "$raw")")")
+    echo "  ours I($N)=$ours1 I($N2)=$ours2; raw I($N)=$raw1 I($N2)=$raw2" >&2
+done
+
+echo
+echo "instructions per message (callgrind, all threads, user space; (I(2N) - I(N)) / N with N = $N; CPU $CPU)"
+printf '%-10s %-17s %12s %12s  %-12s %8s\n' "row" "unit" "RunLoopKit" "raw libzmq" "peer" "ratio"
+for line in "${lines[@]}"; do echo "$line"; done
