@@ -51,7 +51,7 @@ instructions() {
 }
 
 declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip")
-declare -A peer=([oneway]="PUSH/PULL" [fanin]="4×PUSH→PULL" [roundtrip]="PAIR" [request]="REQ/REP")
+declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP")
 
 lines=()
 for row in $ROWS; do
