@@ -8,9 +8,10 @@
 #   Benchmarks/scripts/allocations-per-message.sh --delivery 2    # a tighter limit
 #   KEEP=1 Benchmarks/scripts/allocations-per-message.sh          # keep memcheck's logs
 #
-# Limits (allocations, compared with the measured value rounded to two
-# decimals; the defaults are what was measured when this script was
-# written, rounded up):
+# Limits (allocations; a value is OVER when it exceeds its limit by more
+# than 0.05, the slack for what libzmq's queue growth leaves in a
+# difference: a chunk of 256 messages now and then; the defaults are what
+# was measured when this script was written, rounded up):
 #   --send X        per send: Port.send of a 64 B message, nothing received (default 1)
 #   --delivery X    per delivered message, the send taken out (default 4)
 #   --roundtrip X   per round trip between two LoopThreads' ports (default 12)
@@ -19,13 +20,13 @@
 # Each count runs `rlk-bench --workload <name> <count>` twice, at n and 2n,
 # and takes (A(2n) - A(n)) / n, so that start-up and set-up cancel:
 #   send       send-only: n sends to a port no loop receives on (the queue holds
-#              2,000, so n = 500 and 1,000): the send path alone
+#              2,000, so n = 800 and 1,600): the send path alone
 #   one-way    oneway: n sends from one thread to a LoopThread's port, all
 #              delivered (n = 10,000 and 20,000): send + delivery
 #   delivery   one-way minus send
 #   round trip roundtrip: ping-pong between two LoopThreads (n = 5,000 and 10,000)
 #   request    request: sendRequest from a thread to a LoopThread's port
-# SEND_N, ONEWAY_N and ROUNDTRIP_N set n for each (500, 10000, 5000).
+# SEND_N, ONEWAY_N and ROUNDTRIP_N set n for each (800, 10000, 5000).
 # Raw libzmq's own count is shown beside one-way (PUSH/PULL) and the round
 # trip (PAIR): libzmq copies a message over 33 bytes into one malloc'd
 # buffer on send (zmq_send), and receiving into a buffer allocates nothing.
@@ -49,7 +50,7 @@ done
 
 source "$(dirname "${BASH_SOURCE[0]}")/valgrind-common.sh"
 
-SEND_N="${SEND_N:-500}"
+SEND_N="${SEND_N:-800}"
 ONEWAY_N="${ONEWAY_N:-10000}"
 ROUNDTRIP_N="${ROUNDTRIP_N:-5000}"
 (( 2 * SEND_N < 2000 )) || { echo "SEND_N must stay below 1,000: the port's queue holds 2,000" >&2; exit 2; }
@@ -84,9 +85,9 @@ request_raw="$(per request-raw "$ROUNDTRIP_N")"
 delivery="$(awk -v a="$oneway" -v b="$send" 'BEGIN { printf "%.2f", a - b }')"
 
 status=0
-# verdict VALUE LIMIT: "ok" or "OVER".
+# verdict VALUE LIMIT: "ok" or "OVER" (more than 0.05 over).
 verdict() {
-    if awk -v v="$1" -v l="$2" 'BEGIN { exit !(v + 0 <= l + 0) }'; then
+    if awk -v v="$1" -v l="$2" 'BEGIN { exit !(v + 0 <= l + 0.05) }'; then
         echo "ok"
     else
         echo "OVER"

@@ -67,7 +67,7 @@ enum Workload {
             return 2
         }
         do {
-            try RunDirectory.prepare()
+            try RunDirectory.prepare(sweepingDeadRuns: false)
         } catch {
             FileHandleOut.error("rlk-bench --workload: \(error)")
             return 1

@@ -17,9 +17,12 @@ enum RunDirectory {
     }
 
     /// Makes the directory, points RunLoopKit at it, installs the clean-up.
-    static func prepare() throws {
+    /// `sweepingDeadRuns`: first remove what killed runs left (the
+    /// `--workload` mode skips it: its allocations grow with the entries
+    /// in /tmp, which the valgrind scripts' differences must not see).
+    static func prepare(sweepingDeadRuns: Bool = true) throws {
         bench_install_cleanup()
-        sweepDirectoriesOfDeadRuns()
+        if sweepingDeadRuns { sweepDirectoriesOfDeadRuns() }
         var template = Array("/tmp/rlk-bench-\(getpid())-XXXXXX".utf8CString)
         guard let result = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw BenchError("mkdtemp failed: \(String(cString: strerror(errno)))")
