@@ -53,7 +53,7 @@ public final class RunLoop: @unchecked Sendable {
 
     /// Loop thread only: scratch for the timers due in one pass, reused to
     /// avoid allocating.
-    var dueTimers: [Timer] = []
+    @exclusivity(unchecked) var dueTimers: [Timer] = []
 
     let stopRequested = Atomic<Bool>(false)
     /// Bumped under the lock by every change to any mode's items; the loop

@@ -277,9 +277,18 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// The message handler, read under `handlerLock` without a generic
+    /// closure: returning a closure through `withLock` re-abstracted it and
+    /// allocated a thunk on every message.
+    private func currentHandler() -> (@Sendable (PortMessage) -> Void)? {
+        handlerLock.lock()
+        defer { handlerLock.unlock() }
+        return handler
+    }
+
     private func deliver(_ message: PortMessage, traceID: UInt64?, receiver: PortReceiver) {
         if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
-        guard let handler = handlerLock.withLock({ self.handler }) else {
+        guard let handler = currentHandler() else {
             let count = receiver.countDrop()
             Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
             return
@@ -313,16 +322,16 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The path of every send: Port → encode → send channel → socket.
     func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: UInt64) throws(PortError) {
         if !isValid { throw invalidError() }
-        for case let .port(port) in components { try checkCanCarry(port, as: "a port component") }
-        if let replyPort { try checkCanCarry(replyPort, as: "the reply port") }
         // The tap, when on, marks the message so that its delivery can be paired with this send.
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
         let channel = sendChannel()
         // Taken before sending: a delivery may be reported before the send returns.
         let sendTime = traceID == nil ? 0 : PortTap.now()
         do {
-            try MessageEncoder.withFrames(msgid: msgid, components: components, replyPort: replyPort, traceID: traceID) {
-                (frames) throws(PortError) in
+            try MessageEncoder.withFrames(
+                msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
+                checkingPorts: { (port, role) throws(PortError) in try checkCanCarry(port, as: role) }
+            ) { (frames) throws(PortError) in
                 try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
             }
         } catch {

@@ -22,7 +22,7 @@ final class PortReceiver: @unchecked Sendable {
     let address: PortAddress
     private let lock = Lock()
     // Guarded by lock.
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
     // Guarded by lock: the ipc paths bound, unlinked at close: libzmq closes
     // listeners later, on its own thread, and not at all if the process
     // exits first.
@@ -31,7 +31,10 @@ final class PortReceiver: @unchecked Sendable {
     // decoded (by `hasInput`, or by `receive`); reused for every message.
     private let frames = IncomingFrames()
     // Guarded by lock.
-    private var decoder = MessageDecoder()
+    // @exclusivity(unchecked): used under `lock` alone, on the message path
+    // (no overlapping access is possible; the dynamic check cost hundreds
+    // of instructions a message).
+    @exclusivity(unchecked) private var decoder = MessageDecoder()
     private let dropped = Atomic<UInt64>(0)
     /// ZMQ_FD, read once at creation.
     let pollDescriptor: Int32

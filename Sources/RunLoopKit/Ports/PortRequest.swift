@@ -42,7 +42,7 @@ extension Port {
         let context = RequestContext.current()
         let level = context.enter()
         defer { context.leave() }
-        let mode = RunLoop.Mode("com.runloopkit.request.\(level)")
+        let mode = context.mode(level: level)
         let replyPort = try context.replyPort(level: level, transport: address.isInThisProcess ? .inproc : .ipc, loop: loop, mode: mode)
         context.clearReply(level)
         // Wake the private run at once if this port dies meanwhile.

@@ -27,6 +27,14 @@ final class RequestContext: @unchecked Sendable {
         return context
     }
 
+    /// The private mode of each nesting level, named once, not per request.
+    private var modes: [RunLoop.Mode] = []
+
+    func mode(level: Int) -> RunLoop.Mode {
+        while modes.count < level { modes.append(RunLoop.Mode("com.runloopkit.request.\(modes.count + 1)")) }
+        return modes[level - 1]
+    }
+
     func enter() -> Int { level += 1; return level }
     func leave() { level -= 1 }
     func clearReply(_ level: Int) { replies[level] = nil }

@@ -28,6 +28,9 @@ final class Lock: @unchecked Sendable {
         return rlk_mutex_lock_until(mutex, deadline) == 0
     }
 
+    /// Locks, waiting as long as it takes. Pair it with `unlock()`.
+    func lock() { pthread_mutex_lock(mutex) }
+
     func unlock() { pthread_mutex_unlock(mutex) }
 
     @inline(__always)

@@ -28,7 +28,9 @@ final class LoopWaiter: @unchecked Sendable {
     private let events: UnsafeMutablePointer<epoll_event>
     private static let eventCapacity: Int32 = 64
     /// Socket sources that may have input (loop thread only).
-    var readyList = ReadyList()
+    // @exclusivity(unchecked): the loop thread's alone, touched on every
+    // pass and socket event; no two accesses overlap.
+    @exclusivity(unchecked) var readyList = ReadyList()
 
     init() throws(RunLoopError) {
         wakeUpSignal = try WakeUpSignal()

@@ -14,14 +14,18 @@ final class IncomingFrames {
     /// A good message has at most a header, its components and a reply port.
     static let maxKept = WireFormat.maxComponents + 2
 
-    private var slots: [Message] = [Message()]
+    // @exclusivity(unchecked) on the properties below: they are touched on
+    // the message path, under the receiver's lock alone, so no two accesses
+    // can overlap, and the runtime's dynamic exclusivity check cost about a
+    // thousand instructions a message (docs/performance.md).
+    @exclusivity(unchecked) private var slots: [Message] = [Message()]
     private let scratch = Message()
     /// Frames kept, from the first.
-    private(set) var keptCount = 0
+    @exclusivity(unchecked) private(set) var keptCount = 0
     /// Every frame of the message, kept or not.
-    private(set) var frameCount = 0
+    @exclusivity(unchecked) private(set) var frameCount = 0
     /// The bytes of every frame, kept or not.
-    private(set) var totalBytes = 0
+    @exclusivity(unchecked) private(set) var totalBytes = 0
 
     /// Whether frames of a message are held (received, not yet decoded).
     var isHolding: Bool { frameCount > 0 }

@@ -3,14 +3,16 @@
 /// when it fits in `WireFormat.packLimit`, else as a header frame followed
 /// by a frame per component and the reply port's descriptor (version 1).
 ///
-/// The caller checks first that every port can travel to the destination
-/// (a port rule, not a wire rule: `Port.send`).
+/// Whether each port can travel to the destination is a port rule, not a
+/// wire rule: the caller's `check` says, called for each port on the one
+/// pass over the components that sizes them.
 enum MessageEncoder {
     /// Encodes the message into a buffer that lives for the call, and calls
     /// `send` with its frames. Throws `.messageTooLarge`, before `send`,
     /// for a message over a limit.
     static func withFrames<R>(
         msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void,
         _ send: (OutgoingFrames) throws(PortError) -> R
     ) throws(PortError) -> R {
         guard components.count <= WireFormat.maxComponents else {
@@ -28,10 +30,12 @@ enum MessageEncoder {
                 }
                 totalBytes += data.count
             case let .port(port):
+                try check(port, "a port component")
                 portDescriptors.append(port.descriptorBytes)
                 totalBytes += port.descriptorBytes.count
             }
         }
+        if let replyPort { try check(replyPort, "the reply port") }
         let replyDescriptor = replyPort?.descriptorBytes
         totalBytes += replyDescriptor?.count ?? 0
         guard totalBytes <= WireFormat.maxMessageBytes else {
