@@ -41,6 +41,9 @@ enum MessageEncoder {
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
+        // Constants from here on: the closure below captures them by value
+        // (a captured `var` costs a dynamic exclusivity check per access).
+        let descriptors = portDescriptors
         let records = components.count + (replyDescriptor == nil ? 0 : 1)
         let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
         // The usual case: the whole message in one frame. A large one goes
@@ -50,7 +53,7 @@ enum MessageEncoder {
         return try withUnsafeTemporaryAllocation(byteCount: bufferSize, alignment: 8) { (buffer) throws(PortError) -> R in
             if packed {
                 let size = WireFormat.writePacked(
-                    into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
+                    into: buffer, msgid: msgid, components: components, portDescriptors: descriptors,
                     replyDescriptor: replyDescriptor, traceID: traceID)
                 return try send(OutgoingFrames(packed: UnsafeRawBufferPointer(rebasing: buffer[..<size])))
             }
@@ -58,7 +61,7 @@ enum MessageEncoder {
                                               components: components, traceID: traceID)
             return try send(OutgoingFrames(
                 header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
-                portDescriptors: portDescriptors, replyDescriptor: replyDescriptor))
+                portDescriptors: descriptors, replyDescriptor: replyDescriptor))
         }
     }
 }

@@ -14,26 +14,34 @@ extension WireFormat {
     ) -> Int {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
                                  components: components, traceID: traceID, packed: true)
-        func record(_ bytes: UnsafeRawBufferPointer) {
-            buffer.storeBytes(of: UInt32(bytes.count).littleEndian, toByteOffset: offset, as: UInt32.self)
-            offset += recordLengthSize
-            if let base = bytes.baseAddress, !bytes.isEmpty {
-                (buffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
-            }
-            offset += bytes.count
-        }
+        // Each record writes at the offset the previous one returns: no
+        // variable captured by a closure, which cost a dynamic exclusivity
+        // check per record.
         var portsWritten = 0
         for component in components {
             switch component {
             case let .data(data):
-                data.withUnsafeBytes(record)
+                offset = data.withUnsafeBytes { writeRecord($0, into: buffer, at: offset) }
             case .port:
-                portDescriptors[portsWritten].withUnsafeBytes(record)
+                offset = portDescriptors[portsWritten].withUnsafeBytes { writeRecord($0, into: buffer, at: offset) }
                 portsWritten += 1
             }
         }
-        replyDescriptor?.withUnsafeBytes(record)
+        if let replyDescriptor {
+            offset = replyDescriptor.withUnsafeBytes { writeRecord($0, into: buffer, at: offset) }
+        }
         return offset
+    }
+
+    /// Writes one record (its length, then its bytes) at `offset`; returns where the next starts.
+    @inline(__always)
+    private static func writeRecord(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        buffer.storeBytes(of: UInt32(bytes.count).littleEndian, toByteOffset: offset, as: UInt32.self)
+        let start = offset + recordLengthSize
+        if let base = bytes.baseAddress, !bytes.isEmpty {
+            (buffer.baseAddress! + start).copyMemory(from: base, byteCount: bytes.count)
+        }
+        return start + bytes.count
     }
 
     /// Walks the records of a packed frame (`bytes` is the whole frame):
