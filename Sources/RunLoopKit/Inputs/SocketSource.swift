@@ -40,7 +40,10 @@ public final class SocketSource: @unchecked Sendable {
     public let endpoint: Endpoint
     /// Kept for CFRunLoopSource parity; socket sources are served in arrival order, so that a busy one cannot starve the others (S-SRC1-1).
     public let order: Int
-    private let handler: @Sendable (SocketSource, CalloutBatch) -> Void
+    /// Returns true when the source found its queue empty (a port's batch
+    /// that ran dry): its readiness is re-armed, so it need not be looked at
+    /// again until epoll reports it.
+    private let handler: @Sendable (SocketSource, CalloutBatch) -> Bool
     /// The socket's ZMQ_FD, read once in init; nil for a file descriptor source.
     private let socketDescriptor: Result<Int32, ZMQError>?
     /// Replaces the ZMQ_EVENTS check for a socket that its owner guards with
@@ -66,7 +69,7 @@ public final class SocketSource: @unchecked Sendable {
     public init(socket: Socket, order: Int = 0, handler: @escaping @Sendable (SocketSource, Socket) -> Void) {
         endpoint = .socket(socket)
         self.order = order
-        self.handler = { source, _ in handler(source, socket) }
+        self.handler = { source, _ in handler(source, socket); return false }
         // Read ZMQ_FD now, on the socket's owner thread: `RunLoop.add` may run
         // on any thread, and reading it there would make that thread the
         // socket's owner, so the loop thread's first use would then fail the
@@ -80,7 +83,7 @@ public final class SocketSource: @unchecked Sendable {
     /// under its own lock: the loop asks `hasInput` instead of the socket.
     init(
         socket: Socket, pollDescriptor: Int32, hasInput: @escaping @Sendable () -> Bool,
-        handler: @escaping @Sendable (SocketSource, CalloutBatch) -> Void
+        handler: @escaping @Sendable (SocketSource, CalloutBatch) -> Bool
     ) {
         endpoint = .socket(socket)
         order = 0
@@ -96,7 +99,7 @@ public final class SocketSource: @unchecked Sendable {
         socketDescriptor = nil
         inputCheck = nil
         self.order = order
-        self.handler = { source, _ in handler(source, fileDescriptor) }
+        self.handler = { source, _ in handler(source, fileDescriptor); return false }
     }
 
     /// False after `invalidate()`, or once its loop's thread exited (S-THR-3). Any thread.
@@ -156,7 +159,8 @@ public final class SocketSource: @unchecked Sendable {
 
     /// One socket event: the handler, which a port uses to deliver up to
     /// `batch.limit` messages (S-SRC1-1).
-    func handle(_ batch: CalloutBatch) { handler(self, batch) }
+    /// Returns true when the source's queue ran dry (see `handler`).
+    func handle(_ batch: CalloutBatch) -> Bool { handler(self, batch) }
 
     func detach() {
         valid.store(false, ordering: .releasing)

@@ -292,7 +292,11 @@ extension RunLoop {
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode, returnAfterSourceHandled: Bool) -> Bool {
         guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
         let batch = CalloutBatch(limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode)
-        callout(.socketSource, snapshot, mode: mode) { source.handle(batch) }
+        var drained = false
+        callout(.socketSource, snapshot, mode: mode) { drained = source.handle(batch) }
+        // A port whose queue ran dry was re-armed by that empty receive: no
+        // need to ask it again before sleeping (one empty receive a message).
+        if drained { waiter.readyList.forgetDrained(source) }
         return true
     }
 

@@ -195,7 +195,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 // The receiver, not the port: the source must not keep its
                 // port alive, and a weak reference costs on every message.
                 hasInput: { receiver.hasInput() },
-                handler: { [weak self] _, batch in self?.deliver(batch) }
+                handler: { [weak self] _, batch in self?.deliver(batch) ?? false }
             )
             state.source = made
             return made
@@ -258,14 +258,16 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// On the loop thread: one socket event, a batch of messages to the
     /// handler. Each malformed message dropped on the way counts as one.
-    private func deliver(_ batch: CalloutBatch) {
-        guard let receiver else { return }
+    /// Returns true when the queue ran dry: that empty receive re-armed the
+    /// socket's readiness signal, so the loop need not look again.
+    private func deliver(_ batch: CalloutBatch) -> Bool {
+        guard let receiver else { return false }
         let limit = min(batch.limit, batchLimit.load(ordering: .relaxed))
         var handled = 0
         while true {
             switch receiver.receive() {
             case .empty:
-                return
+                return true
             case .dropped:
                 break
             case var .message(decoded):
@@ -273,7 +275,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 deliver(decoded.message, traceID: decoded.traceID, receiver: receiver)
             }
             handled += 1
-            guard handled < limit, batch.mayContinue() else { return }
+            guard handled < limit, batch.mayContinue() else { return false }
         }
     }
 

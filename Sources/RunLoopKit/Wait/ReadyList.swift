@@ -49,6 +49,21 @@ struct ReadyList {
         return source
     }
 
+    /// Takes off the list a source that just found its queue empty (put
+    /// back at the end before its callout); it returns when epoll reports
+    /// new input. Looks from the back, where it normally is.
+    mutating func forgetDrained(_ source: SocketSource) {
+        guard source.readyMark.load(ordering: .relaxed) == id else { return }
+        var index = queue.count - 1
+        while index >= 0 {
+            if queue.source(at: index) === source {
+                forget(queue.remove(at: index))
+                return
+            }
+            index -= 1
+        }
+    }
+
     /// Empties the list (teardown).
     mutating func removeAll() {
         while !queue.isEmpty { forget(queue.remove(at: 0)) }
