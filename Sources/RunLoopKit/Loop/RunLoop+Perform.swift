@@ -12,6 +12,7 @@ extension RunLoop {
     ///     Free while no monitor is set.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - block: the work, run once on the loop's thread.
     /// - Returns: false if the loop's thread has exited; the block will not run.
     @discardableResult
     public func perform(
@@ -25,16 +26,21 @@ extension RunLoop {
     /// `modes` (`.common` accepted), and wakes the loop (S-BLK-1). Any
     /// thread; never blocks.
     ///
+    /// Foundation's label (`perform(inModes:block:)`); a trailing closure
+    /// reads the same.
+    ///
     /// - Parameters:
+    ///   - modes: the modes the block may run in (`.common` accepted).
     ///   - tag: a name for the block that a `RunLoopMonitor` sees in
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - block: the work, run once on the loop's thread.
     /// - Returns: false if the loop's thread has exited; the block will not run.
     @discardableResult
     public func perform(
         inModes modes: [Mode], tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
-        _ block: @escaping @Sendable () -> Void
+        block: @escaping @Sendable () -> Void
     ) -> Bool {
         enqueue(PendingBlock(
             modes: ModeSelector(modes), body: block, discarded: nil, origin: BlockOrigin(tag: tag, file: file, line: line)))
@@ -46,12 +52,15 @@ extension RunLoop {
     /// call: not a callout, so no monitor hears of it.
     ///
     /// - Parameters:
+    ///   - modes: the modes the block may run in (`.common` accepted).
     ///   - timeout: how long to wait, nil for as long as the loop lives. The
     ///     block may still run after a timeout.
     ///   - tag: a name for the block that a `RunLoopMonitor` sees in
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - body: the work, run once on the loop's thread; its result or
+    ///     error comes back to the caller.
     /// - Throws: what `body` throws; `RunLoopError.loopGone` if the loop's
     ///   thread has exited or exits before running it;
     ///   `RunLoopError.timedOut` after `timeout`; `.invalidInterval` for a
@@ -87,11 +96,14 @@ extension RunLoop {
     /// a tag with `cancelPerformRequests(tag:)`. Any thread; never blocks.
     ///
     /// - Parameters:
+    ///   - delay: seconds from now, on the loop's clock (S-TMR-7).
+    ///   - modes: the modes the timer fires in (`.common` accepted).
     ///   - tag: names the request for `cancelPerformRequests(tag:)`, and for
     ///     a `RunLoopMonitor`: the timer's `CalloutReport.origin` carries it,
     ///     with `file` and `line`.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - block: the work, run once on the loop's thread.
     /// - Throws: `RunLoopError.invalidInterval` for a negative, NaN or infinite delay.
     @discardableResult
     public func perform(

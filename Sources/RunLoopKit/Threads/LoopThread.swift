@@ -81,6 +81,7 @@ public final class LoopThread: Sendable {
     ///     for none. Free while no monitor is set.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - task: the work, run once on the thread.
     /// - Throws: `RunLoopError.notStarted` before `start()`, `.loopGone`
     ///   after `stop()`. (`RunLoop.perform` says the same with a false
     ///   result, as Foundation's shape asks; one meaning, two idioms.)
@@ -107,6 +108,8 @@ public final class LoopThread: Sendable {
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - task: the work, run once on the thread; its result or error
+    ///     comes back to the caller.
     /// - Throws: what `task` throws; `RunLoopError.notStarted`, `.loopGone`
     ///   (also if the thread stops before the task ran), `.timedOut`, or
     ///   `.invalidInterval` for a negative timeout.
@@ -140,10 +143,12 @@ public final class LoopThread: Sendable {
     /// `perform`), and an error it throws is logged. Any thread.
     ///
     /// - Parameters:
+    ///   - waitUntilDone: true to wait for the task and rethrow its error.
     ///   - tag: a name for the task that a `RunLoopMonitor` sees in
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - task: the work, run once on the thread.
     public func perform(
         waitUntilDone: Bool,
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
@@ -167,6 +172,8 @@ public final class LoopThread: Sendable {
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
+    ///   - task: the work, run once on the thread; its result or error
+    ///     comes back to the awaiting caller.
     /// - Throws: what `task` throws, or `RunLoopError.notStarted` / `.loopGone`.
     public func performAndAwait<T: Sendable>(
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,

@@ -1,0 +1,26 @@
+extension RunLoop {
+    /// What a loop called out to.
+    public enum CalloutKind: Sendable, Hashable, CustomStringConvertible {
+        /// An observer told of the activity.
+        case observer(Activity)
+        /// A timer's block (a delayed perform's too).
+        case timer
+        /// A custom source's perform (Source0).
+        case customSource
+        /// A socket source's handler (Source1): for a port, one batch of messages.
+        case socketSource
+        /// A block queued with `perform`.
+        case block
+
+        /// The kind's name, as in logs: `observer(beforeWaiting)`, `timer`, …
+        public var description: String {
+            switch self {
+            case let .observer(activity): "observer(\(activity))"
+            case .timer: "timer"
+            case .customSource: "customSource"
+            case .socketSource: "socketSource"
+            case .block: "block"
+            }
+        }
+    }
+}
