@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopKit
 
 /// RunLoopKit's one-way throughput: the calling thread sends `count` 64-byte
@@ -27,6 +28,9 @@ final class PortFlood: Contender {
         if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
         self.thread = thread
         let port = try Port(transport: .inproc)
+        // RLK_BENCH_BATCH=<n> measures another maxMessagesPerCallout (how the
+        // default was chosen: docs/performance.md).
+        if let batch = getenv("RLK_BENCH_BATCH").flatMap({ Int(String(cString: $0)) }) { port.maxMessagesPerCallout = batch }
         let counter = self.counter
         port.setMessageHandler { _ in counter.arrive() }
         try port.schedule(in: thread.runLoop!, forMode: .default)
