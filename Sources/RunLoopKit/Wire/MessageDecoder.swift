@@ -20,6 +20,12 @@ struct MessageDecoder {
     /// reply port comes back message after message, so it is decoded once,
     /// not once per message (and its send channel stays open meanwhile).
     private var cache = DescriptorCache()
+    /// The components of the message decoded last, shared with it: once its
+    /// handler has let it go, the next message reuses the buffer instead of
+    /// allocating one (a handler that keeps a message keeps it intact: the
+    /// next message then copies on write). Used for packed messages only,
+    /// so what it pins between messages stays under `WireFormat.packLimit`.
+    private var scratch: [PortMessage.Component] = []
 
     mutating func decode(_ frames: IncomingFrames) -> Result<Decoded, WireFormat.DecodeError> {
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { return .failure(.messageTooLarge(frames.totalBytes)) }
@@ -39,24 +45,32 @@ struct MessageDecoder {
 
     /// Version 2: every component and the reply port in the header's frame.
     private mutating func decodePacked(_ frame: Message, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
-        guard frame.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(frame.count)) }
-        var message = PortMessage(msgid: header.msgid)
-        message.components.reserveCapacity(header.componentCount)
+        let size = frame.count
+        guard size <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(size)) }
+        let reuse = size <= WireFormat.packLimit
+        var components = reuse ? scratch : []
+        scratch = []  // the buffer is `components`' alone while it fills
+        components.removeAll(keepingCapacity: true)
+        components.reserveCapacity(header.componentCount)
+        var replyPort: Port?
+        let bytes = frame.withUnsafeBytes { $0 }  // valid until the next receive into `frame`
+        var records = WireFormat.PackedRecords(bytes, header: header)
         do throws(WireFormat.DecodeError) {
-            try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) -> Void in
-                try WireFormat.readPackedRecords(bytes, header: header) { (index, record) throws(WireFormat.DecodeError) -> Void in
-                    if index == header.componentCount {
-                        message.replyPort = try cache.port(for: record)
-                    } else if header.kind(at: index) == WireFormat.kindData {
-                        message.components.append(.data(record.isEmpty ? Data() : Data(bytes: record.baseAddress!, count: record.count)))
-                    } else {
-                        message.components.append(.port(try cache.port(for: record)))
-                    }
+            while let (index, record) = try records.next() {
+                if index == header.componentCount {
+                    replyPort = try cache.port(for: record)
+                } else if header.kind(at: index) == WireFormat.kindData {
+                    components.append(.data(record.isEmpty ? Data() : Data(bytes: record.baseAddress!, count: record.count)))
+                } else {
+                    components.append(.port(try cache.port(for: record)))
                 }
             }
         } catch {
+            if reuse { scratch = components }
             return .failure(error)
         }
+        let message = PortMessage(msgid: header.msgid, components: components, replyPort: replyPort)
+        if reuse { scratch = components }
         return .success(Decoded(message: message, traceID: header.traceID))
     }
 

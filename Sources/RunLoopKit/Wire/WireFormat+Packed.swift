@@ -51,8 +51,34 @@ extension WireFormat {
         _ bytes: UnsafeRawBufferPointer, header: Header,
         _ body: (Int, UnsafeRawBufferPointer) throws(DecodeError) -> Void
     ) throws(DecodeError) {
-        var offset = header.size
-        for index in 0..<header.recordCount {
+        var records = PackedRecords(bytes, header: header)
+        while let (index, record) = try records.next() { try body(index, record) }
+    }
+
+    /// The records of a packed frame, one at a time: what `readPackedRecords`
+    /// walks, for a caller that fills its own variables as it goes (a
+    /// closure capturing them cost a dynamic exclusivity check per access).
+    struct PackedRecords {
+        private let bytes: UnsafeRawBufferPointer
+        private let count: Int
+        private var offset: Int
+        private var index = 0
+
+        init(_ bytes: UnsafeRawBufferPointer, header: Header) {
+            self.bytes = bytes
+            count = header.recordCount
+            offset = header.size
+        }
+
+        /// The next record and its index; nil after the last, once the
+        /// frame is known to end exactly there.
+        mutating func next() throws(DecodeError) -> (Int, UnsafeRawBufferPointer)? {
+            guard index < count else {
+                guard offset == bytes.count else {
+                    throw .badPackedRecords("\(bytes.count - offset) bytes after the last record")
+                }
+                return nil
+            }
             guard bytes.count - offset >= recordLengthSize else {
                 throw .badPackedRecords("the frame ends before the length of record \(index)")
             }
@@ -61,11 +87,10 @@ extension WireFormat {
             guard bytes.count - offset >= length else {
                 throw .badPackedRecords("record \(index) announces \(length) bytes, \(bytes.count - offset) are left")
             }
-            try body(index, UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]))
+            let record = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
             offset += length
-        }
-        guard offset == bytes.count else {
-            throw .badPackedRecords("\(bytes.count - offset) bytes after the last record")
+            index += 1
+            return (index - 1, record)
         }
     }
 }
