@@ -78,6 +78,7 @@ struct PortTapTests {
     func snifferStartedLate() async {
         await #expect(processExitsWith: .success) {
             let directory = makeTemporaryDirectory()
+            defer { PortProcess.removeTree(directory) }
             let endpoint = "ipc://\(directory)/tap.sock"
             try PortTap.enable(endpoint: endpoint)  // nobody listens yet
             let (worker, port, delivered) = try PortTapTests.servedPort("tap-late")
@@ -106,7 +107,9 @@ struct PortTapTests {
     @Test("portsniff --help shows `--count <N>`: value names say what an option takes, not the property behind it",
           .enabled(if: SpawnedProgram.isBuilt("portsniff"), "build the programs first: swift build (scripts/test.sh does)"))
     func helpValueNames() throws {
-        let help = try SpawnedProgram("portsniff", ["--help"], in: makeTemporaryDirectory())
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let help = try SpawnedProgram("portsniff", ["--help"], in: directory)
         #expect(help.waitForExit() == 0)
         // ArgumentParser puts the value name in angle brackets; without
         // `valueName:` it would print the property's name (`--count <count>`).
@@ -117,6 +120,7 @@ struct PortTapTests {
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {
         let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
         let endpoint = "ipc://\(directory)/tap.sock"
         let roundTrips = 200
         let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--count", "\(4 * roundTrips)"], in: directory)
@@ -161,6 +165,7 @@ struct PortTapTests {
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffIPCDemo() throws {
         let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
         let endpoint = "ipc://\(directory)/tap.sock"
         // 4 requests and their 4 replies, and 3 notices: 11 messages, 22 events.
         let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--count", "22"], in: directory)
@@ -187,6 +192,7 @@ struct PortTapTests {
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func recordAndReplay() throws {
         let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
         let endpoint = "ipc://\(directory)/tap.sock"
         let recording = directory + "/traffic.jsonl"
         let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--count", "22", "--write", recording], in: directory)
@@ -261,8 +267,12 @@ final class RawSniffer {
     private let socket: Socket
     private let decoder = JSONDecoder()
 
+    /// The private directory made for the endpoint, removed with the sniffer.
+    private let directory: String?
+
     init(endpoint: String? = nil, receiveHighWaterMark: Int32 = 1000) throws {
-        self.endpoint = endpoint ?? "ipc://\(makeTemporaryDirectory())/tap.sock"
+        directory = endpoint == nil ? makeTemporaryDirectory() : nil
+        self.endpoint = endpoint ?? "ipc://\(directory!)/tap.sock"
         socket = try ZMQContext.shared.makeSocket(.pull)
         try socket.setReceiveHighWaterMark(receiveHighWaterMark)
         try socket.bind(self.endpoint)
@@ -276,5 +286,10 @@ final class RawSniffer {
             if let event = try? decoder.decode(PortTapEvent.self, from: line) { events.append(event) }
         }
         return events.filter { $0.msgid != 0xFFFF_FFFF || count == 1 }
+    }
+
+    deinit {
+        socket.close()
+        if let directory { PortProcess.removeTree(directory) }
     }
 }
