@@ -6,8 +6,13 @@ struct CalloutBatch {
     /// At most this many events: 1 in a run with returnAfterSourceHandled,
     /// which then returns `handledSource` after exactly one message.
     let limit: Int
-    let loop: RunLoop
-    let source: SocketSource
+    // unowned(unsafe): a batch lives only inside the callout of the loop
+    // thread that made it, which holds both (the loop is running, the
+    // source is on its ready list and in its snapshot); counted references
+    // to them went through Swift's slow path (both have weak references
+    // elsewhere) on every callout.
+    unowned(unsafe) let loop: RunLoop
+    unowned(unsafe) let source: SocketSource
     let mode: RunLoop.Mode
     /// The loop's item version when the batch began: while it is unchanged,
     /// the source is still in the running mode without a look.

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The ports that recently received descriptors named, most recent first,
 /// so that a descriptor that keeps arriving (a client's reply port) is
 /// decoded and looked up once, not once per message. Small and bounded:
@@ -10,7 +12,7 @@ struct DescriptorCache {
 
     /// The port `bytes` names, from the cache or decoded and resolved.
     mutating func port(for bytes: UnsafeRawBufferPointer) throws(WireFormat.DecodeError) -> Port {
-        if let index = entries.firstIndex(where: { $0.bytes.elementsEqual(bytes) }) {
+        for index in entries.indices where Self.same(entries[index].bytes, bytes) {
             if index != 0 { entries.insert(entries.remove(at: index), at: 0) }
             return entries[0].port
         }
@@ -21,4 +23,12 @@ struct DescriptorCache {
     }
 
     mutating func removeAll() { entries.removeAll() }
+
+    /// memcmp, not `elementsEqual`: the generic comparison of an array
+    /// with a raw buffer cost a few hundred instructions a message.
+    private static func same(_ known: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard known.count == bytes.count else { return false }
+        guard let base = bytes.baseAddress else { return known.isEmpty }
+        return known.withUnsafeBytes { memcmp($0.baseAddress!, base, bytes.count) == 0 }
+    }
 }
