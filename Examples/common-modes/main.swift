@@ -1,4 +1,4 @@
-// common-modes: the tutorials' scroll-view problem (滑动时 NSTimer 停止) and its fix.
+// common-modes: the scroll-view problem (a default-mode NSTimer stops while a view scrolls) and its fix.
 //
 // While a UIScrollView is dragged, UIKit runs the main loop in
 // UITrackingRunLoopMode. A timer added to the default mode only does not
@@ -68,7 +68,7 @@ fire; its fires were not queued either: back in the default mode it fired
 once, at once, and then on its original schedule (missed fires are skipped,
 never delivered in a burst: S-TMR-2). Timer B was added to .common, the set
 of modes marked common, which includes the tracking mode, so it fired in
-both. The other fix from the tutorials, adding the timer to each mode by name,
+both. The other usual fix, adding the timer to each mode by name,
 works too:
     loop.add(timer, forMode: .default)
     loop.add(timer, forMode: .tracking)

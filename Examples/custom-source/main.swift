@@ -1,6 +1,6 @@
-// custom-source: the tutorials' testDemo4, a custom input source (Source0).
+// custom-source: a custom input source (Source0), as Apple's threading guide describes it.
 //
-// In the tutorial, a thread adds a CFRunLoopSource to its loop and runs it with
+// In the classic example, a thread adds a CFRunLoopSource to its loop and runs it with
 // CFRunLoopRunInMode(kCFRunLoopDefaultMode, 9999999, YES); two seconds later
 // another thread checks CFRunLoopIsWaiting, calls CFRunLoopSourceSignal and
 // CFRunLoopWakeUp; the source's perform runs on the loop's thread and the run
@@ -21,7 +21,7 @@ let source = CustomSource(
     cancel: { loop, mode in print("cancel:   source removed from \(mode) of the loop of thread '\(loop.threadName)'") },
     perform: {
         performs.add(1, ordering: .relaxed)
-        print("perform:  handling the event (我现在正在处理后台任务) on thread '\(RunLoop.current.threadName)'")
+        print("perform:  handling the event on thread '\(RunLoop.current.threadName)'")
     }
 )
 loop.add(source, forMode: .default)
@@ -31,11 +31,11 @@ try signaller.start()
 
 print("\n== round 1: signal, then wake up (CFRunLoopSourceSignal + CFRunLoopWakeUp)")
 try signaller.perform {
-    usleep(300_000)  // the tutorial waits 2 s (dispatch_after)
+    usleep(300_000)  // the classic example waits 2 s (dispatch_after)
     if loop.isWaiting {
-        print("signaller: the loop is waiting for input (RunLoop 正在等待事件输入)")
+        print("signaller: the loop is waiting for input")
     } else {
-        print("signaller: the loop is busy handling an event (RunLoop 正在处理事件)")
+        print("signaller: the loop is busy handling an event")
     }
     source.signal()
     usleep(200_000)

@@ -1,6 +1,6 @@
-// keepalive-churn: the tutorials' leak experiment (S-KEEP-3).
+// keepalive-churn: the keep-alive leak experiment (S-KEEP-3).
 //
-// The tutorial starts 100,000 keep-alive NSThreads in a loop, each kept alive by
+// The experiment starts 100,000 keep-alive NSThreads in a loop, each kept alive by
 // `[runLoop addPort:[NSMachPort port] ...]; [runLoop run]`, and watch memory
 // climb: `run` cannot be stopped, so no thread, loop or port is ever freed.
 // Here each of N LoopThreads starts, runs one task and stops; afterwards the

@@ -1,4 +1,4 @@
-// keepalive: the tutorials' keep-alive thread (线程保活), done with LoopThread.
+// keepalive: the keep-alive thread of Apple's threading guide, done with LoopThread.
 //
 // A named worker thread owns a run loop that stays alive between tasks. The
 // main thread hands it work without waiting (fire-and-forget), with waiting

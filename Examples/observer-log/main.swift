@@ -1,5 +1,6 @@
-// observer-log: every activity of the main thread's run loop, as the tutorials
-// print them with CFRunLoopObserverCreateWithHandler(kCFRunLoopAllActivities).
+// observer-log: every activity of the main thread's run loop, printed as an
+// observer made with CFRunLoopObserverCreateWithHandler(kCFRunLoopAllActivities)
+// would print them.
 //
 // The loop has a block queued before it runs, a repeating timer that stops
 // itself on its third fire, and a block performed from another thread while
@@ -12,7 +13,7 @@ import Glibc
 import RunLoopKit
 import Synchronization
 
-/// The tutorials' names for each activity.
+/// CFRunLoop's names for each activity.
 func cfName(_ activity: RunLoop.Activity) -> String {
     switch activity {
     case .entry: "kCFRunLoopEntry"

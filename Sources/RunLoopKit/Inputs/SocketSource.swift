@@ -177,14 +177,9 @@ extension SocketSource: ModeItem {
     /// socket source), so that the mode's sleep listens to it.
     func joinedLocked(_ mode: RunLoop.Mode, _ state: inout LoopState, waiter: LoopWaiter) throws(RunLoopError) {
         let descriptor = try pollDescriptor()
-        let waitSet: WaitSet
-        if let existing = state.modes[mode]?.waitSet {
-            waitSet = existing
-        } else {
-            waitSet = try waiter.makeModeWaitSet()
-            state.withMode(mode) { $0.waitSet = waitSet }
+        try state.withMode(mode) { (items) throws(RunLoopError) in
+            try waiter.register(descriptor.fd, token: token, edgeTriggered: descriptor.edgeTriggered, in: &items.waitSet)
         }
-        try waitSet.add(descriptor.fd, token: token, edgeTriggered: descriptor.edgeTriggered)
         state.registeredSockets[token] = self
         // Only a ZeroMQ socket may hold input that no edge will announce;
         // epoll reports a plain fd that is readable (level-triggered), and
@@ -194,7 +189,7 @@ extension SocketSource: ModeItem {
 
     func leftLocked(_ mode: RunLoop.Mode, _ state: inout LoopState) {
         guard let descriptor = try? pollDescriptor() else { return }
-        state.modes[mode]?.waitSet?.remove(descriptor.fd)
+        LoopWaiter.unregister(descriptor.fd, from: state.modes[mode]?.waitSet)
     }
 
     func forgottenLocked(_ state: inout LoopState) {

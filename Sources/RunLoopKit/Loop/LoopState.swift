@@ -40,9 +40,9 @@ struct LoopState {
     }
 
     /// Applies `body` to the state of `mode`, made on first use (S-MODE-1).
-    mutating func withMode<T>(_ mode: RunLoop.Mode, _ body: (inout ModeState) -> T) -> T {
+    mutating func withMode<T, E: Error>(_ mode: RunLoop.Mode, _ body: (inout ModeState) throws(E) -> T) throws(E) -> T {
         if modes[mode] == nil { modes[mode] = ModeState(mode: mode) }
-        return body(&modes[mode]!)
+        return try body(&modes[mode]!)
     }
 
     /// Whether `item` is still in any mode of the loop (or its common items).

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// A named thread that owns a running loop and stays alive until stopped:
-/// the seeds' keep-alive thread, done right (S-KEEP-1, S-KEEP-2).
+/// the keep-alive thread of Apple's threading guide, done right (S-KEEP-1, S-KEEP-2).
 ///
 /// ```swift
 /// let worker = LoopThread(name: "worker")
@@ -27,7 +27,7 @@ import Synchronization
 /// (Android's quitSafely). Stopping is idempotent; a stopped thread cannot
 /// be restarted. Dropping the last reference stops the thread, and the thread
 /// keeps no reference to the LoopThread, nor to a task after running it, so
-/// the seeds' retain cycle cannot be written.
+/// the classic keep-alive retain cycle cannot be written.
 public final class LoopThread: Sendable {
     /// The thread's name, as given; the OS shows its first 15 bytes (S-THR-5).
     public let name: String

@@ -55,10 +55,30 @@ final class LoopWaiter: @unchecked Sendable {
         }
     }
 
+    /// Registers a socket source's fd in a mode's wait set, making the set
+    /// with the mode's first socket source. Under the loop's lock, from any
+    /// thread; the loop is alive (its fds are closed only after it is
+    /// marked torn down). epoll_ctl is thread-safe, so a sleeping loop
+    /// listens to the fd at once.
+    func register(_ fd: Int32, token: UInt64, edgeTriggered: Bool, in modeWaitSet: inout WaitSet?) throws(RunLoopError) {
+        let waitSet: WaitSet
+        if let existing = modeWaitSet {
+            waitSet = existing
+        } else {
+            waitSet = try makeModeWaitSet()
+            modeWaitSet = waitSet
+        }
+        try waitSet.add(fd, token: token, edgeTriggered: edgeTriggered)
+    }
+
+    /// Takes a socket source's fd out of a mode's wait set (under the loop's lock).
+    static func unregister(_ fd: Int32, from modeWaitSet: WaitSet?) {
+        modeWaitSet?.remove(fd)
+    }
+
     /// A wait set for a mode's socket sources, holding the loop's own
-    /// eventfd and timerfd too. Under the loop's lock, from any thread; the
-    /// loop is alive (its fds are closed only after it is marked torn down).
-    func makeModeWaitSet() throws(RunLoopError) -> WaitSet {
+    /// eventfd and timerfd too.
+    private func makeModeWaitSet() throws(RunLoopError) -> WaitSet {
         let waitSet = try WaitSet()
         try waitSet.add(wakeUpSignal.fileDescriptor, token: WaitSet.wakeUpToken, edgeTriggered: false)
         try waitSet.add(timerFD, token: WaitSet.timerToken, edgeTriggered: false)

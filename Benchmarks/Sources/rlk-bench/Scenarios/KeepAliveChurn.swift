@@ -1,7 +1,7 @@
 import CBenchPeers
 import RunLoopKit
 
-/// The tutorials' leak experiment at full size (S-KEEP-3, and
+/// The keep-alive leak experiment at full size (S-KEEP-3, and
 /// Examples/keepalive-churn): start a LoopThread, run one task on it, stop
 /// it, 100,000 times in a row; then compare open fds and RSS with the start.
 /// The peer is the bare cost of starting and joining a pthread that runs
