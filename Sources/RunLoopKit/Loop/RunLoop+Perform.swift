@@ -72,20 +72,34 @@ extension RunLoop {
         _ body: @escaping @Sendable () throws -> T
     ) throws -> T {
         if isOwnedByCurrentThread { return try body() }
+        return try enqueueAndWait(
+            modes: ModeSelector(modes), timeout: timeout, origin: BlockOrigin(tag: tag, file: file, line: line),
+            waitingFor: "performAndWait on the run loop of '\(threadName)'", body)
+    }
+
+    /// Queues `body` and blocks until it ran (its result or error), the
+    /// loop discarded it (`.loopGone`), or `timeout` passed (`.timedOut`):
+    /// what `RunLoop.performAndWait` and `LoopThread.performAndWait` share.
+    /// `wrap` lets a LoopThread wrap the block as it wraps every task.
+    func enqueueAndWait<T: Sendable>(
+        modes: ModeSelector, timeout: Duration?, origin: BlockOrigin, waitingFor operation: String,
+        wrap: (@escaping @Sendable () -> Void) -> @Sendable () -> Void = { $0 },
+        _ body: @escaping @Sendable () throws -> T
+    ) throws -> T {
         let deadline = try timeout.map { (timeout) throws(RunLoopError) in
             try MonotonicClock.instant(after: timeout, "performAndWait timeout")
         } ?? MonotonicClock.never
         let completion = Completion<T>()
         let name = threadName
         let accepted = enqueue(PendingBlock(
-            modes: ModeSelector(modes),
-            body: { completion.fill(Result { try body() }) },
+            modes: modes,
+            body: wrap({ completion.fill(Result { try body() }) }),
             discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) },
-            origin: BlockOrigin(tag: tag, file: file, line: line)
+            origin: origin
         ))
         guard accepted else { throw RunLoopError.loopGone(threadName: name) }
         guard let result = completion.wait(until: deadline) else {
-            throw RunLoopError.timedOut(TimeoutError(operation: "performAndWait on the run loop of '\(name)'", limit: timeout))
+            throw RunLoopError.timedOut(TimeoutError(operation: operation, limit: timeout))
         }
         return try result.get()
     }

@@ -120,22 +120,9 @@ public final class LoopThread: Sendable {
     ) throws -> T {
         let loop = try core.loopAcceptingTasks()
         if loop.isOwnedByCurrentThread { return try task() }
-        let deadline = try timeout.map { (timeout) throws(RunLoopError) in
-            try MonotonicClock.instant(after: timeout, "performAndWait timeout")
-        } ?? MonotonicClock.never
-        let completion = Completion<T>()
-        let name = self.name
-        let accepted = loop.enqueue(PendingBlock(
-            modes: .common,
-            body: core.wrap({ completion.fill(Result { try task() }) }, on: loop),
-            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) },
-            origin: BlockOrigin(tag: tag, file: file, line: line)
-        ))
-        guard accepted else { throw RunLoopError.loopGone(threadName: name) }
-        guard let result = completion.wait(until: deadline) else {
-            throw RunLoopError.timedOut(TimeoutError(operation: "performAndWait on LoopThread '\(name)'", limit: timeout))
-        }
-        return try result.get()
+        return try loop.enqueueAndWait(
+            modes: .common, timeout: timeout, origin: BlockOrigin(tag: tag, file: file, line: line),
+            waitingFor: "performAndWait on LoopThread '\(name)'", wrap: { [core] in core.wrap($0, on: loop) }, task)
     }
 
     /// Cocoa's shape: `waitUntilDone` true waits for the task and rethrows
