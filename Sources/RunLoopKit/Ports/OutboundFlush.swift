@@ -9,8 +9,7 @@ import ZeroMQ
 /// use a context of their own, and at exit every one of them is closed and
 /// that context terminated: zmq_ctx_term returns once each closed socket has
 /// sent what it accepted, or after its linger (2 s) at most.
-final class OutboundFlush: @unchecked Sendable {
-    // @unchecked Sendable: `channels` and `installed` are guarded by `lock`.
+final class OutboundFlush: Sendable {
     static let shared = OutboundFlush()
 
     let context: ZMQContext = {
@@ -22,33 +21,35 @@ final class OutboundFlush: @unchecked Sendable {
             fatalError("RunLoopKit: cannot create the ZeroMQ context for cross-process sends: \(error)")
         }
     }()
-    private let lock = Lock()
     private struct WeakChannel { weak var channel: SendChannel? }
-    // Guarded by lock.
-    private var channels: [ObjectIdentifier: WeakChannel] = [:]
-    // Guarded by lock.
-    private var installed = false
-    // Guarded by lock: run first at exit (the tap sends what it has queued).
-    private var beforeClosing: [@Sendable () -> Void] = []
+
+    private struct State {
+        var channels: [ObjectIdentifier: WeakChannel] = [:]
+        var installed = false
+        /// Run first at exit (the tap sends what it has queued).
+        var beforeClosing: [@Sendable () -> Void] = []
+    }
+
+    private let state = Locked(State())
 
     func track(_ channel: SendChannel) {
-        lock.withLock {
-            channels[ObjectIdentifier(channel)] = WeakChannel(channel: channel)
-            if channels.count % 256 == 0 { channels = channels.filter { $0.value.channel != nil } }
+        state.withLock { state in
+            state.channels[ObjectIdentifier(channel)] = WeakChannel(channel: channel)
+            if state.channels.count % 256 == 0 { state.channels = state.channels.filter { $0.value.channel != nil } }
         }
         installAtExit()
     }
 
     /// Runs `body` at exit before the channels close and the context terminates.
     func atExit(_ body: @escaping @Sendable () -> Void) {
-        lock.withLock { beforeClosing.append(body) }
+        state.withLock { $0.beforeClosing.append(body) }
         installAtExit()
     }
 
     private func installAtExit() {
-        let install: Bool = lock.withLock {
-            defer { installed = true }
-            return !installed
+        let install: Bool = state.withLock { state in
+            defer { state.installed = true }
+            return !state.installed
         }
         if install { atexit { OutboundFlush.shared.flushAtExit() } }
     }
@@ -57,7 +58,7 @@ final class OutboundFlush: @unchecked Sendable {
     static let exitWaitSeconds: TimeInterval = 10
 
     private func flushAtExit() {
-        let (first, open) = lock.withLock { (beforeClosing, channels.values.compactMap(\.channel)) }
+        let (first, open) = state.withLock { ($0.beforeClosing, $0.channels.values.compactMap(\.channel)) }
         for body in first { body() }
         waitUntilPeersHaveRead()
         for channel in open { channel.closeForExit() }

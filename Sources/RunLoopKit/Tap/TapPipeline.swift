@@ -9,8 +9,8 @@ import ZeroMQ
 /// it on a PUSH socket without ever blocking. Whatever cannot go on (queue
 /// full, no sniffer, sniffer too slow) is dropped and counted.
 final class TapPipeline: @unchecked Sendable {
-    // @unchecked Sendable: queue and configuration are guarded by `lock`;
-    // the socket is used only on the tap thread.
+    // @unchecked Sendable: what changes is in `state` (behind its lock) or
+    // atomic; `encoder` is used under `drainLock` only.
     static let shared = TapPipeline()
 
     /// Events waiting for the tap thread at most; beyond, they are dropped.
@@ -18,18 +18,20 @@ final class TapPipeline: @unchecked Sendable {
     /// Events libzmq queues towards the sniffer before sends would block.
     static let socketHighWaterMark: Int32 = 10_000
 
-    private let lock = Lock()
-    // Guarded by lock.
-    private var queue: [PortTapEvent] = []
-    // Guarded by lock: the drain's spare buffer, swapped with `queue`.
-    private var spare: [PortTapEvent] = []
+    private struct State {
+        var queue: [PortTapEvent] = []
+        /// The drain's spare buffer, swapped with `queue`.
+        var spare: [PortTapEvent] = []
+        // Set once by start; the socket is used on the tap thread (and at exit).
+        var thread: LoopThread?
+        var loop: RunLoop?
+        var socket: Socket?
+        var drainSource: CustomSource?
+    }
+
+    private let state = Locked(State())
     /// Leading bytes of each data component an event carries.
     private let dataBytes = Atomic<Int>(16)
-    // Guarded by lock: set once by start.
-    private var thread: LoopThread?
-    private var loop: RunLoop?
-    private var socket: Socket?
-    private var drainSource: CustomSource?
     private let dropped = Atomic<UInt64>(0)
     private let encoder = JSONEncoder()
     /// Serialises use of the socket: the tap thread's drains, and the last
@@ -42,9 +44,9 @@ final class TapPipeline: @unchecked Sendable {
     var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
 
     func start(endpoint: String, dataBytes: Int) throws(PortError) {
-        try lock.withLock { () throws(PortError) -> Void in
+        try state.withLock { (state) throws(PortError) -> Void in
             self.dataBytes.store(dataBytes, ordering: .relaxed)
-            guard thread == nil else { return }
+            guard state.thread == nil else { return }
             let made = LoopThread(name: "rlk-tap")
             do throws(RunLoopError) { try made.start() } catch { throw .runLoop(error) }
             do throws(ZMQError) {
@@ -65,7 +67,7 @@ final class TapPipeline: @unchecked Sendable {
                     _ = poll(&descriptor, 1, 10)
                 }
                 push.releaseOwnership()
-                socket = push
+                state.socket = push
                 if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit() } }
             } catch {
                 made.stop()
@@ -73,9 +75,9 @@ final class TapPipeline: @unchecked Sendable {
             }
             let source = CustomSource { [self] in drain() }
             made.runLoop?.add(source, forMode: .common)
-            drainSource = source
-            loop = made.runLoop
-            thread = made
+            state.drainSource = source
+            state.loop = made.runLoop
+            state.thread = made
         }
     }
 
@@ -91,10 +93,10 @@ final class TapPipeline: @unchecked Sendable {
             thread: ThreadIdentity.cachedName, source: source?.tapLabel, destination: destination.tapLabel,
             msgid: msgid, components: components.map { Self.summary(of: $0, headBytes: headBytes) },
             trace: traceID.map { String($0, radix: 16) }, dropped: 0)
-        let (accepted, firstInBatch, loop, source): (Bool, Bool, RunLoop?, CustomSource?) = lock.withLock {
-            guard queue.count < Self.queueCapacity else { return (false, false, nil, nil) }
-            queue.append(event)
-            return (true, queue.count == 1, self.loop, drainSource)
+        let (accepted, firstInBatch, loop, source): (Bool, Bool, RunLoop?, CustomSource?) = state.withLock { state in
+            guard state.queue.count < Self.queueCapacity else { return (false, false, nil, nil) }
+            state.queue.append(event)
+            return (true, state.queue.count == 1, state.loop, state.drainSource)
         }
         guard accepted else {
             dropped.wrappingAdd(1, ordering: .relaxed)
@@ -109,9 +111,9 @@ final class TapPipeline: @unchecked Sendable {
     /// On the tap thread: sends everything queued.
     private func drain() {
         drainLock.withLock {
-            let (batch, socket): ([PortTapEvent], Socket?) = lock.withLock {
-                swap(&queue, &spare)
-                return (spare, self.socket)
+            let (batch, socket): ([PortTapEvent], Socket?) = state.withLock { state in
+                swap(&state.queue, &state.spare)
+                return (state.spare, state.socket)
             }
             if let socket {
                 for var event in batch {
@@ -123,7 +125,7 @@ final class TapPipeline: @unchecked Sendable {
                 }
                 socket.releaseOwnership()
             }
-            lock.withLock { spare.removeAll(keepingCapacity: true) }
+            state.withLock { $0.spare.removeAll(keepingCapacity: true) }
         }
     }
 
@@ -132,9 +134,9 @@ final class TapPipeline: @unchecked Sendable {
     private func drainAtExit() {
         drain()
         drainLock.withLock {
-            lock.withLock {
-                socket?.close()
-                socket = nil
+            state.withLock { state in
+                state.socket?.close()
+                state.socket = nil
             }
         }
     }
