@@ -90,7 +90,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// for every message, senders never.
     private let handlerLock = Lock()
     // Guarded by handlerLock.
-    private var handler: (@Sendable (PortMessage) -> Void)?
+    // @exclusivity(unchecked): read and written with `handlerLock` held only.
+    @exclusivity(unchecked) private var handler: (@Sendable (PortMessage) -> Void)?
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")

@@ -16,18 +16,21 @@ final class SendChannel: @unchecked Sendable {
     let address: PortAddress
     let endpoint: String
     private let lock = Lock()
+    // @exclusivity(unchecked) on the properties below: each is touched with
+    // `lock` held only, so no two accesses overlap, and the dynamic check
+    // cost hundreds of instructions a send.
     // Guarded by lock: made on first send, so a send right that never sends costs no socket.
-    private var socket: Socket?
+    @exclusivity(unchecked) private var socket: Socket?
     // Guarded by lock: closed for the process's exit (see `OutboundFlush`).
-    private var isClosedForExit = false
+    @exclusivity(unchecked) private var isClosedForExit = false
     // Guarded by lock: why nothing can be sent from here, once the first
     // send found out (S-PORT-8); then every send fails at once.
-    private var unreachable: PortError?
+    @exclusivity(unchecked) private var unreachable: PortError?
     // Guarded by lock: when the socket was connected, and whether it has
     // taken a frame since: until it has, waiting for room is waiting for a
     // connection, which the connection bound limits (S-PORT-4).
-    private var connectedAt: UInt64 = 0
-    private var hasAccepted = false
+    @exclusivity(unchecked) private var connectedAt: UInt64 = 0
+    @exclusivity(unchecked) private var hasAccepted = false
 
     /// Messages queued towards one port before senders wait (ZMQ_SNDHWM;
     /// inproc adds the receiver's ZMQ_RCVHWM).

@@ -17,18 +17,22 @@ extension WireFormat {
         // Each record writes at the offset the previous one returns: no
         // variable captured by a closure, which cost a dynamic exclusivity
         // check per record.
+        // (`at` is a constant copy: a closure that read `offset` itself
+        // would capture the variable, and pay a dynamic exclusivity check.)
         var portsWritten = 0
         for component in components {
+            let at = offset
             switch component {
             case let .data(data):
-                offset = data.withUnsafeBytes { writeRecord($0, into: buffer, at: offset) }
+                offset = data.withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
             case .port:
-                offset = portDescriptors[portsWritten].withUnsafeBytes { writeRecord($0, into: buffer, at: offset) }
+                offset = portDescriptors[portsWritten].withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
                 portsWritten += 1
             }
         }
         if let replyDescriptor {
-            offset = replyDescriptor.withUnsafeBytes { writeRecord($0, into: buffer, at: offset) }
+            let at = offset
+            offset = replyDescriptor.withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
         }
         return offset
     }
