@@ -74,9 +74,7 @@ final class PerformFlood: Contender {
     }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-perf-sink")
-        try thread.start()
-        if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
+        let thread = try Placement.startedLoopThread("bench-perf-sink", on: placement.second)
         self.thread = thread
     }
 

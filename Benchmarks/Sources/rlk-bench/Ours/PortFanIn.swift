@@ -28,14 +28,12 @@ final class PortFanIn: Contender {
     }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-fanin-sink")
-        try thread.start()
-        if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
+        let thread = try Placement.startedLoopThread("bench-fanin-sink", on: placement.second)
         self.thread = thread
         let port = try Port(transport: .inproc)
         let counter = self.counter
         port.setMessageHandler { _ in counter.arrive() }
-        try port.schedule(in: thread.runLoop!, forMode: .default)
+        try port.schedule(on: thread, forMode: .default)
         self.port = port
         let threads = SenderThreads(count: senders, cpu: placement.first)
         try threads.start()

@@ -23,9 +23,7 @@ final class PortFlood: Contender {
     }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-sink")
-        try thread.start()
-        if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
+        let thread = try Placement.startedLoopThread("bench-sink", on: placement.second)
         self.thread = thread
         let port = try Port(transport: .inproc)
         // RLK_BENCH_BATCH=<n> measures another maxMessagesPerCallout (how the
@@ -33,7 +31,7 @@ final class PortFlood: Contender {
         if let batch = getenv("RLK_BENCH_BATCH").flatMap({ Int(String(cString: $0)) }) { port.maxMessagesPerCallout = batch }
         let counter = self.counter
         port.setMessageHandler { _ in counter.arrive() }
-        try port.schedule(in: thread.runLoop!, forMode: .default)
+        try port.schedule(on: thread, forMode: .default)
         self.port = port
     }
 

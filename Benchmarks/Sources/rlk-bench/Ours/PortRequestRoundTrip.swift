@@ -25,16 +25,14 @@ final class PortRequestRoundTrip: Contender {
     }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-server")
-        try thread.start()
-        if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
+        let thread = try Placement.startedLoopThread("bench-server", on: placement.second)
         self.thread = thread
         let port = try Port(transport: .inproc)
         port.setMessageHandler { message in
             // Never waits: the asker waits for this reply, so its queue is empty.
             try? message.replyPort?.send(msgid: ChildRoles.Msgid.pong, components: message.components, before: .distantFuture)
         }
-        try port.schedule(in: thread.runLoop!, forMode: .default)
+        try port.schedule(on: thread, forMode: .default)
         self.port = port
     }
 

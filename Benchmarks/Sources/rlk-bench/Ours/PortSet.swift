@@ -38,9 +38,7 @@ final class PortSet: Contender {
     func setUp() throws {
         let started = monotonicNanoseconds()
         defer { setUpSeconds = secondsSince(started) }
-        let thread = LoopThread(name: "bench-ports-\(portCount)")
-        try thread.start()
-        if let tid = thread.threadID { Placement.pin(tid, to: placement.second) }
+        let thread = try Placement.startedLoopThread("bench-ports-\(portCount)", on: placement.second)
         self.thread = thread
         guard let loop = thread.runLoop else { throw BenchError("LoopThread has no loop") }
         let counter = self.counter

@@ -1,5 +1,6 @@
 import CBenchPeers
 import Glibc
+import RunLoopKit
 
 /// Which CPU each side of a two-thread measurement runs on.
 ///
@@ -44,6 +45,15 @@ struct Placement: Sendable, CustomStringConvertible {
     /// Pins thread `tid` (0: the calling thread) to `cpu` (-1: leave it alone).
     static func pin(_ tid: Int32, to cpu: Int32) {
         _ = bench_pin_thread(tid, cpu)
+    }
+
+    /// A started LoopThread named `name`, pinned to `cpu`: how every
+    /// scenario makes the thread on the far side of a measurement.
+    static func startedLoopThread(_ name: String, on cpu: Int32) throws -> LoopThread {
+        let thread = LoopThread(name: name)
+        try thread.start()
+        if let tid = thread.threadID { pin(tid, to: cpu) }
+        return thread
     }
 
     /// Runs `body` with the calling thread pinned to `cpu`, then lets it run anywhere again.
