@@ -243,6 +243,58 @@ struct PortTests {
         #expect(port.droppedMessageCount == 0)
     }
 
+    @Test("S-PORT-2: what a handler keeps (a message, or one of its Data) stays as it arrived while later messages reuse the receiver's buffers; components change kind and number from message to message")
+    func keptComponentsStayIntact() throws {
+        // The receiver refills the last message's buffers in place once its
+        // handler has let them go (docs/performance.md); this proves that it
+        // never writes over bytes someone still holds.
+        @Sendable func bytes(_ seed: UInt32, _ count: Int = 64) -> Data {
+            Data((0..<count).map { UInt8(truncatingIfNeeded: Int(seed) &* 7 &+ $0) })
+        }
+        let other = try Port()
+        defer { other.invalidate() }
+        // msgid → what it carries; every third keeps its Data, every fifth the whole message.
+        @Sendable func components(_ msgid: UInt32) -> [PortMessage.Component] {
+            switch msgid % 4 {
+            case 0: [.data(bytes(msgid))]
+            case 1: [.data(bytes(msgid)), .data(bytes(msgid &+ 1000))]
+            case 2: [.port(other), .data(bytes(msgid))]
+            default: [.data(bytes(msgid, 65))]
+            }
+        }
+        let seen = Locked<(delivered: Int, mismatches: [UInt32], keptData: [(UInt32, Data)], keptMessages: [PortMessage])>((0, [], [], []))
+        try onNewThread {
+            let port = try Port(transport: .inproc)
+            port.setMessageHandler { message in
+                seen.withLock { state in
+                    state.delivered += 1
+                    if message.components != components(message.msgid) { state.mismatches.append(message.msgid) }
+                    if message.msgid % 3 == 0, case let .data(data)? = message.components.last {
+                        state.keptData.append((message.msgid, data))
+                    }
+                    if message.msgid % 5 == 0 { state.keptMessages.append(message) }
+                }
+            }
+            try port.schedule(in: RunLoop.current, forMode: .default)
+            for msgid in UInt32(1)...200 { try port.send(msgid: msgid, components: components(msgid), before: portDeadline()) }
+            let deadline = portDeadline()
+            while seen.withLock({ $0.delivered }) < 200, Date() < deadline { _ = RunLoop.current.run(mode: .default, seconds: 0.1) }
+            port.invalidate()
+        }
+        seen.withLock { state in
+            #expect(state.delivered == 200)
+            #expect(state.mismatches.isEmpty, "handlers saw wrong components for \(state.mismatches)")
+            #expect(state.keptData.count == 66)
+            for (msgid, data) in state.keptData {
+                #expect(data == components(msgid).last.map { if case let .data(d) = $0 { d } else { Data() } }, "kept data of \(msgid)")
+            }
+            #expect(state.keptMessages.count == 40)
+            for message in state.keptMessages {
+                #expect(message.components == components(message.msgid), "kept message \(message.msgid)")
+            }
+        }
+    }
+
     @Test("S-PORT-2: past the limits (257 components, a 64 MiB + 1 frame, 320 MiB in all) send throws .messageTooLarge and sends nothing; 256 components arrive")
     func limits() throws {
         let fixture = try InboxPort("p2-limits")

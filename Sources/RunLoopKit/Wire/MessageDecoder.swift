@@ -21,10 +21,12 @@ struct MessageDecoder {
     /// not once per message (and its send channel stays open meanwhile).
     private var cache = DescriptorCache()
     /// The components of the message decoded last, shared with it: once its
-    /// handler has let it go, the next message reuses the buffer instead of
-    /// allocating one (a handler that keeps a message keeps it intact: the
-    /// next message then copies on write). Used for packed messages only,
-    /// so what it pins between messages stays under `WireFormat.packLimit`.
+    /// handler has let it go, the next message reuses the array and the
+    /// bytes of its data components instead of allocating them again. A
+    /// handler that keeps the message, or one of its `Data`, keeps it
+    /// intact: the array and `Data` copy on write, so the next message then
+    /// allocates its own. Used for packed messages only, so what it pins
+    /// between messages stays under `WireFormat.packLimit`.
     private var scratch: [PortMessage.Component] = []
 
     mutating func decode(_ frames: IncomingFrames) -> Result<Decoded, WireFormat.DecodeError> {
@@ -50,8 +52,8 @@ struct MessageDecoder {
         let reuse = size <= WireFormat.packLimit
         var components = reuse ? scratch : []
         scratch = []  // the buffer is `components`' alone while it fills
-        components.removeAll(keepingCapacity: true)
-        components.reserveCapacity(header.componentCount)
+        // Component `index` is written over the last message's component at
+        // that index (a data component refilled in place), or appended.
         var replyPort: Port?
         let bytes = frame.withUnsafeBytes { $0 }  // valid until the next receive into `frame`
         var records = WireFormat.PackedRecords(bytes, header: header)
@@ -60,18 +62,50 @@ struct MessageDecoder {
                 if index == header.componentCount {
                     replyPort = try cache.port(for: record)
                 } else if header.kind(at: index) == WireFormat.kindData {
-                    components.append(.data(record.isEmpty ? Data() : Data(bytes: record.baseAddress!, count: record.count)))
+                    if index < components.count {
+                        Self.refill(&components[index], with: record)
+                    } else {
+                        components.append(.data(Self.newData(record)))
+                    }
                 } else {
-                    components.append(.port(try cache.port(for: record)))
+                    let port = PortMessage.Component.port(try cache.port(for: record))
+                    if index < components.count { components[index] = port } else { components.append(port) }
                 }
             }
         } catch {
             if reuse { scratch = components }
             return .failure(error)
         }
+        if components.count > header.componentCount {
+            components.removeLast(components.count - header.componentCount)
+        }
         let message = PortMessage(msgid: header.msgid, components: components, replyPort: replyPort)
         if reuse { scratch = components }
         return .success(Decoded(message: message, traceID: header.traceID))
+    }
+
+    /// A data component's bytes in a new `Data`.
+    private static func newData(_ bytes: UnsafeRawBufferPointer) -> Data {
+        bytes.isEmpty ? Data() : Data(bytes: bytes.baseAddress!, count: bytes.count)
+    }
+
+    /// Makes `component` a data component holding `bytes`, in the same
+    /// buffer when it already is a data component of that size that nothing
+    /// else holds: the bytes are copied over the old ones, and neither the
+    /// `Data` nor its bytes are allocated again. Otherwise a new `Data`.
+    private static func refill(_ component: inout PortMessage.Component, with bytes: UnsafeRawBufferPointer) {
+        guard case var .data(data) = component, data.count == bytes.count, !bytes.isEmpty else {
+            component = .data(newData(bytes))
+            return
+        }
+        // The component lets go of its reference first, so that `data` is
+        // the only one left if the last handler kept nothing: the write
+        // below then happens in place. If anything else still holds these
+        // bytes (a handler kept the message or its Data), Data copies on
+        // write and what it holds stays as it was.
+        component = .data(Data())
+        data.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
+        component = .data(data)
     }
 
     /// Version 1: a frame per component, then the reply port's descriptor.
