@@ -18,7 +18,11 @@ final class IncomingFrames {
     // the message path, under the receiver's lock alone, so no two accesses
     // can overlap, and the runtime's dynamic exclusivity check cost about a
     // thousand instructions a message (docs/performance.md).
-    @exclusivity(unchecked) private var slots: [Message] = [Message()]
+    /// The first frame, held apart from the rest: a packed message is this
+    /// frame alone, read without touching an array (no reference counting).
+    private let first = Message()
+    /// The frames after the first, kept; grown on demand, then reused.
+    @exclusivity(unchecked) private var rest: [Message] = []
     private let scratch = Message()
     /// Frames kept, from the first.
     @exclusivity(unchecked) private(set) var keptCount = 0
@@ -26,27 +30,31 @@ final class IncomingFrames {
     @exclusivity(unchecked) private(set) var frameCount = 0
     /// The bytes of every frame, kept or not.
     @exclusivity(unchecked) private(set) var totalBytes = 0
+    /// The first frame's bytes, read once when it arrives; valid until the
+    /// next `receive` or `clear`.
+    @exclusivity(unchecked) private(set) var firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
 
     /// Whether frames of a message are held (received, not yet decoded).
     var isHolding: Bool { frameCount > 0 }
 
     /// Frame `index` (below `keptCount`).
-    subscript(index: Int) -> Message { slots[index] }
+    subscript(index: Int) -> Message { index == 0 ? first : rest[index - 1] }
 
     /// Receives the next whole message without waiting; false when none is
     /// queued. libzmq hands out a multipart message whole, so once its first
     /// frame is here, the rest is too.
     func receive(from socket: Socket) throws(ZMQError) -> Bool {
         clear()
-        guard try socket.receive(into: slots[0], dontWait: true) else { return false }
+        guard try socket.receive(into: first, dontWait: true) else { return false }
+        firstBytes = first.withUnsafeBytes { $0 }
         keptCount = 1
         frameCount = 1
-        totalBytes = slots[0].count
-        var more = slots[0].hasMore
+        totalBytes = firstBytes.count
+        var more = first.hasMore
         while more {
             let keep = keptCount < Self.maxKept && totalBytes <= WireFormat.maxMessageBytes
-            if keep && keptCount == slots.count { slots.append(Message()) }
-            let frame = keep ? slots[keptCount] : scratch
+            if keep && keptCount - 1 == rest.count { rest.append(Message()) }
+            let frame = keep ? rest[keptCount - 1] : scratch
             guard try socket.receive(into: frame, dontWait: true) else { break }
             if keep { keptCount += 1 }
             frameCount += 1
@@ -59,9 +67,10 @@ final class IncomingFrames {
     /// Forgets the message held; frames beyond the first give their buffers
     /// back, so that a large message is not pinned until the next one.
     func clear() {
-        if keptCount > 0 && slots[0].count > WireFormat.packLimit { slots[0].reset() }
-        if keptCount > 1 { for index in 1..<keptCount { slots[index].reset() } }
-        scratch.reset()
+        if keptCount > 0 && firstBytes.count > WireFormat.packLimit { first.reset() }
+        if keptCount > 1 { for index in 0..<(keptCount - 1) { rest[index].reset() } }
+        if frameCount > keptCount { scratch.reset() }
+        firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
         keptCount = 0
         frameCount = 0
         totalBytes = 0

@@ -33,21 +33,21 @@ struct MessageDecoder {
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { return .failure(.messageTooLarge(frames.totalBytes)) }
         let header: WireFormat.Header
         do {
-            header = try frames[0].withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try WireFormat.readHeader(bytes) }
+            header = try WireFormat.readHeader(frames.firstBytes)
         } catch {
             return .failure(error)
         }
         if header.isPacked {
             // A packed message is one frame; frames after it make it malformed.
             guard frames.frameCount == 1 else { return .failure(.frameCountMismatch(expected: 1, got: frames.frameCount)) }
-            return decodePacked(frames[0], header)
+            return decodePacked(frames.firstBytes, header)
         }
         return decodeMultipart(frames, header)
     }
 
     /// Version 2: every component and the reply port in the header's frame.
-    private mutating func decodePacked(_ frame: Message, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
-        let size = frame.count
+    private mutating func decodePacked(_ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
+        let size = bytes.count
         guard size <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(size)) }
         let reuse = size <= WireFormat.packLimit
         var components = reuse ? scratch : []
@@ -55,7 +55,6 @@ struct MessageDecoder {
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
         var replyPort: Port?
-        let bytes = frame.withUnsafeBytes { $0 }  // valid until the next receive into `frame`
         var records = WireFormat.PackedRecords(bytes, header: header)
         do throws(WireFormat.DecodeError) {
             while let (index, record) = try records.next() {
