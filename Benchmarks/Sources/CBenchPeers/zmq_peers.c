@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -53,8 +55,36 @@ struct echo_job {
     int timeout_ms;
     int cpu;
     int type;  // ZMQ_PAIR, or ZMQ_REP answering a ZMQ_REQ
+    bool polled;  // wait in epoll on ZMQ_FD, as an event loop does, instead of a blocking receive
     int result;
 };
+
+/// A socket's ZMQ_FD in an epoll set of its own; -1 on failure.
+static int poll_set(void *socket) {
+    int fd;
+    size_t size = sizeof fd;
+    if (zmq_getsockopt(socket, ZMQ_FD, &fd, &size) != 0) return -1;
+    int epoll = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event event = { .events = EPOLLIN, .data.fd = fd };
+    if (epoll < 0 || epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0) return -1;
+    return epoll;
+}
+
+/// Receives as an event loop that serves a libzmq socket must: a
+/// non-blocking receive, and when it finds nothing (which also re-arms
+/// ZMQ_FD, libzmq's edge-triggered signal), a wait in epoll for ZMQ_FD.
+/// With `epoll` < 0: a plain blocking receive.
+static int receive(void *socket, int epoll, char *buffer, int timeout_ms) {
+    if (epoll < 0) return zmq_recv(socket, buffer, PAYLOAD, 0);
+    for (;;) {
+        int size = zmq_recv(socket, buffer, PAYLOAD, ZMQ_DONTWAIT);
+        if (size >= 0 || zmq_errno() != EAGAIN) return size;
+        struct epoll_event event;
+        int ready = epoll_wait(epoll, &event, 1, timeout_ms);
+        if (ready == 0) { errno = EAGAIN; return -1; }
+        if (ready < 0 && errno != EINTR) return -1;
+    }
+}
 
 static void *echo_thread(void *argument) {
     struct echo_job *job = argument;
@@ -65,30 +95,37 @@ static void *echo_thread(void *argument) {
         if (socket) zmq_close(socket);
         return NULL;
     }
+    int epoll = job->polled ? poll_set(socket) : -1;
+    if (job->polled && epoll < 0) job->result = -EIO;
     char buffer[PAYLOAD];
-    for (int i = 0; i < job->total; i++) {
-        int size = zmq_recv(socket, buffer, sizeof buffer, 0);
+    for (int i = 0; i < job->total && job->result == 0; i++) {
+        int size = receive(socket, epoll, buffer, job->timeout_ms);
         if (size < 0 || zmq_send(socket, buffer, (size_t)size, 0) < 0) { job->result = fail(); break; }
     }
+    if (epoll >= 0) close(epoll);
     zmq_close(socket);
     return NULL;
 }
 
-static int pingpong(void *socket, int warmup, int iterations, uint64_t *samples_ns) {
+static int pingpong(void *socket, bool polled, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms) {
+    int epoll = polled ? poll_set(socket) : -1;
+    if (polled && epoll < 0) return -EIO;
     char buffer[PAYLOAD];
     memset(buffer, 0x2A, sizeof buffer);
+    int result = 0;
     for (int i = 0; i < warmup + iterations; i++) {
         uint64_t start = bench_now_ns();
-        if (zmq_send(socket, buffer, PAYLOAD, 0) != PAYLOAD) return fail();
-        if (zmq_recv(socket, buffer, sizeof buffer, 0) != PAYLOAD) return fail();
+        if (zmq_send(socket, buffer, PAYLOAD, 0) != PAYLOAD) { result = fail(); break; }
+        if (receive(socket, epoll, buffer, timeout_ms) != PAYLOAD) { result = fail(); break; }
         uint64_t end = bench_now_ns();
         if (i >= warmup) samples_ns[i - warmup] = end - start;
     }
-    return 0;
+    if (epoll >= 0) close(epoll);
+    return result;
 }
 
 /// The calling thread's socket is `caller_type` (bound), the echo thread's `echo_type` (connected).
-static int pingpong_threads(int caller_type, int echo_type, const char *endpoint, int warmup, int iterations,
+static int pingpong_threads(int caller_type, int echo_type, bool polled, const char *endpoint, int warmup, int iterations,
                             uint64_t *samples_ns, int timeout_ms, int caller_cpu, int peer_cpu) {
     void *context = zmq_ctx_new();
     if (!context) return fail();
@@ -97,11 +134,11 @@ static int pingpong_threads(int caller_type, int echo_type, const char *endpoint
     if (!socket || zmq_bind(socket, endpoint) != 0) {
         result = fail();
     } else {
-        struct echo_job job = { context, endpoint, warmup + iterations, timeout_ms, peer_cpu, echo_type, 0 };
+        struct echo_job job = { context, endpoint, warmup + iterations, timeout_ms, peer_cpu, echo_type, polled, 0 };
         pthread_t thread;
         if ((result = -pthread_create(&thread, NULL, echo_thread, &job)) == 0) {
             bench_pin_thread(0, caller_cpu);
-            result = pingpong(socket, warmup, iterations, samples_ns);
+            result = pingpong(socket, polled, warmup, iterations, samples_ns, timeout_ms);
             if (caller_cpu >= 0) bench_unpin_thread(0);
             pthread_join(thread, NULL);
             if (result == 0) result = job.result;
@@ -114,12 +151,17 @@ static int pingpong_threads(int caller_type, int echo_type, const char *endpoint
 
 int bench_zmq_pingpong_threads(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
                                int caller_cpu, int peer_cpu) {
-    return pingpong_threads(ZMQ_PAIR, ZMQ_PAIR, endpoint, warmup, iterations, samples_ns, timeout_ms, caller_cpu, peer_cpu);
+    return pingpong_threads(ZMQ_PAIR, ZMQ_PAIR, false, endpoint, warmup, iterations, samples_ns, timeout_ms, caller_cpu, peer_cpu);
+}
+
+int bench_zmq_pingpong_threads_polled(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
+                                      int caller_cpu, int peer_cpu) {
+    return pingpong_threads(ZMQ_PAIR, ZMQ_PAIR, true, endpoint, warmup, iterations, samples_ns, timeout_ms, caller_cpu, peer_cpu);
 }
 
 int bench_zmq_reqrep_threads(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
                              int caller_cpu, int peer_cpu) {
-    return pingpong_threads(ZMQ_REQ, ZMQ_REP, endpoint, warmup, iterations, samples_ns, timeout_ms, caller_cpu, peer_cpu);
+    return pingpong_threads(ZMQ_REQ, ZMQ_REP, false, endpoint, warmup, iterations, samples_ns, timeout_ms, caller_cpu, peer_cpu);
 }
 
 // MARK: - Throughput between two threads (PUSH/PULL)
@@ -340,7 +382,7 @@ bench_zmq_link *bench_zmq_link_open(const char *pair_endpoint, const char *push_
 int bench_zmq_link_pingpong(bench_zmq_link *link, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms) {
     zmq_setsockopt(link->pair, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
     zmq_setsockopt(link->pair, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
-    return pingpong(link->pair, warmup, iterations, samples_ns);
+    return pingpong(link->pair, false, warmup, iterations, samples_ns, timeout_ms);
 }
 
 int bench_zmq_link_throughput(bench_zmq_link *link, int count, uint64_t *elapsed_ns, int timeout_ms) {

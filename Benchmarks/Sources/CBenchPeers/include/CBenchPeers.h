@@ -54,6 +54,14 @@ int bench_unpin_thread(int32_t tid);
 /// `peer_cpu` (-1: wherever the scheduler puts them).
 int bench_zmq_pingpong_threads(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
                                int caller_cpu, int peer_cpu);
+/// The same PAIR round trip with each side served as an event loop serves a
+/// libzmq socket: it waits in epoll for ZMQ_FD and receives without
+/// blocking until the socket is empty (which re-arms ZMQ_FD). What any loop
+/// that multiplexes libzmq sockets with other sources pays over a blocking
+/// receive: an epoll_wait and one more receive (with libzmq's own poll of
+/// its mailbox) per message.
+int bench_zmq_pingpong_threads_polled(const char *endpoint, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms,
+                                      int caller_cpu, int peer_cpu);
 /// The same round trip over REQ (the calling thread, bound) and REP (the
 /// echo thread): libzmq's own request-reply, where the reply finds its way
 /// back to the asker by the envelope libzmq adds (the shape of a port's

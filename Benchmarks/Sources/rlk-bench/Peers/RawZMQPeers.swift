@@ -9,9 +9,11 @@ func checkC(_ result: Int32, _ what: String) throws {
 /// Raw libzmq round trip between two threads of this process: PAIR sockets
 /// (or REQ and REP), 64-byte messages, the calling thread pings, a C thread
 /// echoes. The transport's own limit for RunLoopKit's inproc round trip
-/// (PAIR) and for its sendRequest (REQ/REP).
+/// (PAIR) and for its sendRequest (REQ/REP); `pairPolled` serves each PAIR
+/// socket as an event loop must (epoll on ZMQ_FD, non-blocking receives
+/// until empty): what integrating libzmq into any loop costs.
 final class RawZMQPingPong: Contender {
-    enum Sockets { case pair, requestReply }
+    enum Sockets { case pair, pairPolled, requestReply }
 
     let label: String
     private let sockets: Sockets
@@ -34,7 +36,11 @@ final class RawZMQPingPong: Contender {
 
     func measure() throws -> [Double] {
         var samples = [UInt64](repeating: 0, count: iterations)
-        let run = sockets == .pair ? bench_zmq_pingpong_threads : bench_zmq_reqrep_threads
+        let run = switch sockets {
+        case .pair: bench_zmq_pingpong_threads
+        case .pairPolled: bench_zmq_pingpong_threads_polled
+        case .requestReply: bench_zmq_reqrep_threads
+        }
         try checkC(run(endpoint, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds,
                        placement.first, placement.second),
                    "\(label) ping-pong")

@@ -35,6 +35,10 @@ enum Workload {
             RawZMQPingPong(label: "roundtrip-raw", endpoint: "inproc://rlk-workload", iterations: $0, warmup: 0,
                            timeout: timeout, placement: placement)
         },
+        Entry(name: "roundtrip-raw-polled", summary: "raw libzmq: N 64 B round trips over PAIR between two threads, each in epoll on ZMQ_FD, inproc (C)") {
+            RawZMQPingPong(label: "roundtrip-raw-polled", sockets: .pairPolled, endpoint: "inproc://rlk-workload", iterations: $0,
+                           warmup: 0, timeout: timeout, placement: placement)
+        },
         Entry(name: "request", summary: "RunLoopKit: N sendRequest round trips, 64 B, a thread → a LoopThread's port (request-roundtrip-inproc)") {
             PortRequestRoundTrip(iterations: $0, warmup: 0, timeout: timeout, placement: placement)
         },

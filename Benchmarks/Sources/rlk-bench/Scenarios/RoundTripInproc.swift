@@ -15,7 +15,11 @@ struct RoundTripInproc: Scenario {
             iterations: iterations, warmup: config.roundTripWarmup, timeout: config.timeoutSeconds, placement: placement)
         let floor = EventfdPingPong(iterations: iterations, warmup: config.roundTripWarmup, timeout: config.timeoutSeconds,
                                     placement: placement)
-        let measured = interleave([ours, zmq, floor], repetitions: config.roundTripRepetitions, better: .lower)
+        let polled = RawZMQPingPong(
+            label: "raw libzmq PAIR inproc, each side in epoll on ZMQ_FD (C, two threads)", sockets: .pairPolled,
+            endpoint: "inproc://rlk-bench-roundtrip-polled", iterations: iterations, warmup: config.roundTripWarmup,
+            timeout: config.timeoutSeconds, placement: placement)
+        let measured = interleave([ours, zmq, floor, polled], repetitions: config.roundTripRepetitions, better: .lower)
         let sizes = "\(config.roundTripRepetitions) × \(iterations) round trips per side, interleaved, after a warm-up repetition"
         return [
             ScenarioResult(
@@ -26,6 +30,13 @@ struct RoundTripInproc: Scenario {
                 name: "roundtrip-inproc-floor", title: "the same round trip against the OS floor (eventfd + poll)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,
                 notes: ["informational: what any cross-thread round trip costs on this kernel"],
+                chartGroup: "inproc round trip"),
+            ScenarioResult(
+                name: "roundtrip-inproc-polled", title: "the same round trip against raw libzmq served as a loop serves it (epoll on ZMQ_FD)",
+                unit: "µs", better: .lower, ours: measured[0], peer: measured[3], target: nil,
+                notes: ["informational: a blocking receive waits in libzmq's own poll; a loop that also serves timers, "
+                        + "blocks and other sources waits in epoll and needs one more non-blocking receive per message "
+                        + "to re-arm ZMQ_FD (docs/performance.md)"],
                 chartGroup: "inproc round trip"),
         ]
     }
