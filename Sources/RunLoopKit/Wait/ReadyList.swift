@@ -57,7 +57,7 @@ struct ReadyList {
         var index = queue.count - 1
         while index >= 0 {
             if queue.source(at: index) === source {
-                forget(queue.remove(at: index))
+                removeAndForget(at: index)
                 return
             }
             index -= 1
@@ -66,7 +66,7 @@ struct ReadyList {
 
     /// Empties the list (teardown).
     mutating func removeAll() {
-        while !queue.isEmpty { forget(queue.remove(at: 0)) }
+        while !queue.isEmpty { removeAndForget(at: 0) }
     }
 
     /// The first source on the list that is in this mode and has input.
@@ -78,12 +78,12 @@ struct ReadyList {
         while index < queue.count {
             let source = queue.source(at: index)
             if !source.isValid {
-                forget(queue.remove(at: index))
+                removeAndForget(at: index)
                 continue
             }
             guard snapshot.contains(source) else {
                 if source.binding.loop !== loop {
-                    forget(queue.remove(at: index))
+                    removeAndForget(at: index)
                 } else {
                     index += 1
                 }
@@ -93,9 +93,18 @@ struct ReadyList {
                 queue.confirm(at: index)
                 return index
             }
-            forget(queue.remove(at: index))
+            removeAndForget(at: index)
         }
         return nil
+    }
+
+    /// Takes entry `index` off the queue and clears its mark. Two steps,
+    /// not `forget(queue.remove(at:))`: that form borrows a copy of the
+    /// whole list for the call while `remove` mutates it, so the queue's
+    /// storage was shared and copied on write on every removal.
+    private mutating func removeAndForget(at index: Int) {
+        let source = queue.remove(at: index)
+        forget(source)
     }
 
     /// Clears this list's mark on a source taken off it; a mark another
