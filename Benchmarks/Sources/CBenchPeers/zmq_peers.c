@@ -174,6 +174,7 @@ struct sink_job {
     int count;
     int timeout_ms;
     int cpu;
+    bool polled;  // receive as an event loop does (see `receive`)
     sem_t ready;
     uint64_t end_ns;
     int result;
@@ -189,22 +190,25 @@ static void *sink_thread(void *argument) {
         if (socket) zmq_close(socket);
         return NULL;
     }
+    int epoll = job->polled ? poll_set(socket) : -1;
+    if (job->polled && epoll < 0) job->result = -EIO;
     char buffer[PAYLOAD];
     // The warm-up drains first, so that the timed batch starts on empty pipes.
     for (int i = 0; i < THROUGHPUT_WARMUP && job->result == 0; i++) {
-        if (zmq_recv(socket, buffer, sizeof buffer, 0) < 0) job->result = fail();
+        if (receive(socket, epoll, buffer, job->timeout_ms) < 0) job->result = fail();
     }
     sem_post(&job->ready);
     for (int i = 0; i < job->count && job->result == 0; i++) {
-        if (zmq_recv(socket, buffer, sizeof buffer, 0) < 0) job->result = fail();
+        if (receive(socket, epoll, buffer, job->timeout_ms) < 0) job->result = fail();
     }
     job->end_ns = bench_now_ns();
+    if (epoll >= 0) close(epoll);
     zmq_close(socket);
     return NULL;
 }
 
-int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
-                                 int caller_cpu, int peer_cpu) {
+static int throughput_threads(bool polled, const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
+                              int caller_cpu, int peer_cpu) {
     void *context = zmq_ctx_new();
     if (!context) return fail();
     void *socket = make_socket(context, ZMQ_PUSH, timeout_ms);
@@ -213,7 +217,7 @@ int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elap
         result = fail();
     } else {
         struct sink_job job = { .context = context, .endpoint = endpoint, .count = count, .timeout_ms = timeout_ms,
-                                .cpu = peer_cpu };
+                                .cpu = peer_cpu, .polled = polled };
         sem_init(&job.ready, 0, 0);
         pthread_t thread;
         if ((result = -pthread_create(&thread, NULL, sink_thread, &job)) == 0) {
@@ -238,6 +242,16 @@ int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elap
     if (socket) zmq_close(socket);
     zmq_ctx_term(context);
     return result;
+}
+
+int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
+                                 int caller_cpu, int peer_cpu) {
+    return throughput_threads(false, endpoint, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
+}
+
+int bench_zmq_throughput_threads_polled(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
+                                        int caller_cpu, int peer_cpu) {
+    return throughput_threads(true, endpoint, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
 }
 
 // MARK: - Fan-in: several sending threads into one socket (PUSH × n → PULL)

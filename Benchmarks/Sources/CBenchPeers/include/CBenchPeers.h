@@ -73,6 +73,11 @@ int bench_zmq_reqrep_threads(const char *endpoint, int warmup, int iterations, u
 /// receiver has taken the last one. CPUs as above.
 int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
                                  int caller_cpu, int peer_cpu);
+/// The same, with the PULL thread served as an event loop serves a libzmq
+/// socket (epoll on ZMQ_FD, non-blocking receives until empty), as
+/// bench_zmq_pingpong_threads_polled.
+int bench_zmq_throughput_threads_polled(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
+                                        int caller_cpu, int peer_cpu);
 
 /// Fan-in: `senders` threads (at most 64), each with its own PUSH socket
 /// connected to one PULL at `endpoint`, each send `count_per_sender` 64-byte

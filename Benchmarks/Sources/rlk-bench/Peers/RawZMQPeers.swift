@@ -51,15 +51,19 @@ final class RawZMQPingPong: Contender {
 /// Raw libzmq one-way throughput between two threads: PUSH from the calling
 /// thread, PULL in a C thread, 64-byte messages. One sample per batch, in
 /// messages per second.
+/// `polled`: the PULL thread served as an event loop serves it (epoll on
+/// ZMQ_FD, non-blocking receives until empty).
 final class RawZMQFlood: Contender {
     let label: String
+    private let polled: Bool
     private let endpoint: String
     private let count: Int
     private let timeoutMilliseconds: Int32
     private let placement: Placement
 
-    init(label: String, endpoint: String, count: Int, timeout: Double, placement: Placement) {
+    init(label: String, polled: Bool = false, endpoint: String, count: Int, timeout: Double, placement: Placement) {
         self.label = label
+        self.polled = polled
         self.endpoint = endpoint
         self.count = count
         self.placement = placement
@@ -68,8 +72,9 @@ final class RawZMQFlood: Contender {
 
     func measure() throws -> [Double] {
         var elapsed: UInt64 = 0
-        try checkC(bench_zmq_throughput_threads(endpoint, Int32(count), &elapsed, timeoutMilliseconds,
-                                                placement.first, placement.second), "\(label) throughput")
+        let run = polled ? bench_zmq_throughput_threads_polled : bench_zmq_throughput_threads
+        try checkC(run(endpoint, Int32(count), &elapsed, timeoutMilliseconds, placement.first, placement.second),
+                   "\(label) throughput")
         return [Double(count) / (Double(elapsed) / 1e9)]
     }
 }

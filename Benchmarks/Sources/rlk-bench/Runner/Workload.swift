@@ -27,6 +27,10 @@ enum Workload {
         Entry(name: "oneway-raw", summary: "raw libzmq: N 64 B messages PUSH → PULL between two threads, inproc (C)") {
             RawZMQFlood(label: "oneway-raw", endpoint: "inproc://rlk-workload", count: $0, timeout: timeout, placement: placement)
         },
+        Entry(name: "oneway-raw-polled", summary: "raw libzmq: N 64 B messages PUSH → PULL between two threads, the PULL in epoll on ZMQ_FD, inproc (C)") {
+            RawZMQFlood(label: "oneway-raw-polled", polled: true, endpoint: "inproc://rlk-workload", count: $0, timeout: timeout,
+                        placement: placement)
+        },
         Entry(name: "roundtrip", summary: "RunLoopKit: N 64 B round trips between two LoopThreads' ports (roundtrip-inproc)") {
             PortPingPong(label: "roundtrip", transport: .inproc, iterations: $0, warmup: 0, timeout: timeout, placement: placement,
                          makeEcho: { try PortPingPong.threadEcho(name: "bench-pong", transport: .inproc, cpu: -1) })

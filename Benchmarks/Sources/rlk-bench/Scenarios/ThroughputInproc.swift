@@ -9,12 +9,19 @@ struct ThroughputInproc: Scenario {
                              placement: placement)
         let zmq = RawZMQFlood(label: "raw libzmq PUSH/PULL inproc (C)", endpoint: "inproc://rlk-bench-throughput",
                               count: count, timeout: config.timeoutSeconds, placement: placement)
-        let measured = interleave([ours, zmq], repetitions: config.throughputRepetitions, better: .higher)
+        let polled = RawZMQFlood(label: "raw libzmq PUSH/PULL inproc, PULL in epoll on ZMQ_FD (C)", polled: true,
+                                 endpoint: "inproc://rlk-bench-throughput-polled", count: count,
+                                 timeout: config.timeoutSeconds, placement: placement)
+        let measured = interleave([ours, zmq, polled], repetitions: config.throughputRepetitions, better: .higher)
         return [
             ScenarioResult(
                 name: "throughput-inproc", title: "one-way throughput, 64 B, inproc",
                 unit: "msg/s", better: .higher, ours: measured[0], peer: measured[1], target: .ratioAtLeast(0.5),
                 notes: ["\(config.throughputRepetitions) batches × \(count) messages per side, interleaved; DESIGN.md aims for 0.75×; due in issue 9"]),
+            ScenarioResult(
+                name: "throughput-inproc-polled", title: "the same throughput against raw libzmq received as a loop receives (epoll on ZMQ_FD)",
+                unit: "msg/s", better: .higher, ours: measured[0], peer: measured[2], target: nil,
+                notes: ["informational: what serving the PULL socket from an event loop costs raw libzmq itself (docs/performance.md)"]),
         ]
     }
 }
