@@ -14,10 +14,13 @@
 # is measured today, rounded up, so that the script fails when they grow):
 #   --send X        per send: Port.send of a 64 B message, nothing received (default 1:
 #                   libzmq's own copy of the message)
-#   --delivery X    per delivered message, the send taken out (default 2: the
-#                   payload's Data, its storage object and its bytes)
-#   --roundtrip X   per round trip between two LoopThreads' ports (default 8)
-#   --request X     per Port.sendRequest round trip (default 10)
+#   --delivery X    per delivered message, the send taken out (default 0: the
+#                   receiver refills the last message's Data in place once its
+#                   handler let it go; a handler that keeps messages costs 2)
+#   --roundtrip X   per round trip between two LoopThreads' ports (default 2:
+#                   libzmq's copy of each message, as raw libzmq's own)
+#   --request X     per Port.sendRequest round trip (default 5: libzmq's two,
+#                   and the request's own reply bookkeeping)
 #
 # Each count runs `rlk-bench --workload <name> <count>` twice, at n and 2n,
 # and takes (A(2n) - A(n)) / n, so that start-up and set-up cancel:
@@ -36,9 +39,9 @@
 set -euo pipefail
 
 limit_send=1
-limit_delivery=2
-limit_roundtrip=8
-limit_request=10
+limit_delivery=0
+limit_roundtrip=2
+limit_request=5
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --send) limit_send="$2"; shift 2 ;;

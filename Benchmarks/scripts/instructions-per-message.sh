@@ -23,7 +23,10 @@
 #              (request-roundtrip-inproc)  vs  raw libzmq REQ/REP
 #   fanin      4 threads send to one LoopThread's port (fanin-inproc)
 #              vs  raw libzmq, 4 PUSH threads into one PULL
-# Round-trip rows count per round trip (two messages).
+# Round-trip rows count per round trip (two messages). The oneway and
+# roundtrip rows also count their raw peer served as an event loop serves a
+# libzmq socket (epoll on ZMQ_FD, non-blocking receives until empty: the
+# workloads oneway-raw-polled and roundtrip-raw-polled), a line below.
 #
 # Valgrind runs one thread at a time: a receiver wakes only when the
 # sender blocks or its time slice ends, so one-way rows see large batches
@@ -53,6 +56,7 @@ instructions() {
 }
 
 declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip")
+declare -A polled=([oneway]="oneway-raw-polled" [roundtrip]="roundtrip-raw-polled")
 declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP")
 
 lines=()
@@ -67,6 +71,14 @@ for row in $ROWS; do
     raw="$(per_message "$raw1" "$raw2" "$N" "$N2" 0)"
     lines+=("$(printf '%-10s %-17s %12s %12s  %-12s %7s×' "$row" "${unit[$row]}" "$ours" "$raw" "${peer[$row]}" "$(ratio "$ours" "$raw")")")
     echo "  ours I($N)=$ours1 I($N2)=$ours2; raw I($N)=$raw1 I($N2)=$raw2" >&2
+    # The same raw peer served as an event loop serves a libzmq socket
+    # (epoll on ZMQ_FD, non-blocking receives until empty), where there is one.
+    if [[ -n "${polled[$row]:-}" ]]; then
+        polled1="$(instructions "${polled[$row]}" "$N")"
+        polled2="$(instructions "${polled[$row]}" "$N2")"
+        polled_raw="$(per_message "$polled1" "$polled2" "$N" "$N2" 0)"
+        lines+=("$(printf '%-10s %-17s %12s %12s  %-12s %7s×' "" "" "" "$polled_raw" "${peer[$row]}, polled" "$(ratio "$ours" "$polled_raw")")")
+    fi
 done
 
 echo
