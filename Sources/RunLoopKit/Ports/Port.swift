@@ -314,17 +314,17 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     public func send(
         msgid: UInt32 = 0, components: [PortMessage.Component] = [], replyPort: Port? = nil, before deadline: Date
     ) throws(PortError) {
-        try send(msgid: msgid, components: components, replyPort: replyPort, deadline: MonotonicClock.instant(for: deadline))
+        try send(msgid: msgid, components: components, replyPort: replyPort, deadline: SendDeadline(deadline))
     }
 
     /// Sends `message`'s msgid, components and reply port to this port.
     public func send(_ message: PortMessage, before deadline: Date) throws(PortError) {
         try send(msgid: message.msgid, components: message.components, replyPort: message.replyPort,
-                 deadline: MonotonicClock.instant(for: deadline))
+                 deadline: SendDeadline(deadline))
     }
 
     /// The path of every send: Port → encode → send channel → socket.
-    func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: UInt64) throws(PortError) {
+    func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
         if !isValid { throw invalidError() }
         // The tap, when on, marks the message so that its delivery can be paired with this send.
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil

@@ -50,7 +50,7 @@ extension Port {
         defer { removeInvalidationHandler(token) }
 
         try send(msgid: msgid, components: components, replyPort: replyPort,
-                 deadline: MonotonicClock.instant(secondsFromNow: sendTimeout))
+                 deadline: SendDeadline(instant: MonotonicClock.instant(secondsFromNow: sendTimeout)))
         var deadline = MonotonicClock.instant(secondsFromNow: receiveTimeout)
         var deathNoticed = false
         while true {
@@ -112,7 +112,7 @@ extension Port {
                         outcome.finish(.failure(PortError.timedOut(TimeoutError(operation: "request \(msgid) to \(self): waiting for its reply", limit: timeout))))
                     }
                     outcome.onFinish { timer?.invalidate() }
-                    try send(msgid: msgid, components: components, replyPort: replyPort, deadline: deadline)
+                    try send(msgid: msgid, components: components, replyPort: replyPort, deadline: SendDeadline(instant: deadline))
                 } catch {
                     outcome.finish(.failure(error))
                 }

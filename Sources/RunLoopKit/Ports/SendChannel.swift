@@ -64,8 +64,11 @@ final class SendChannel: @unchecked Sendable {
 
     /// Sends one encoded message; `destinationError` says whether the port
     /// has become unusable while the send waits for room.
-    func send(_ frames: OutgoingFrames, deadline: UInt64, destinationError: () -> PortError?) throws(PortError) {
-        guard lock.lock(until: deadline) else { throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port")) }
+    func send(_ frames: OutgoingFrames, deadline: SendDeadline, destinationError: () -> PortError?) throws(PortError) {
+        // The deadline is read from the clock only if the send must wait.
+        guard lock.tryLock() || lock.lock(until: deadline.instant()) else {
+            throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
+        }
         defer {
             socket?.releaseOwnership()
             lock.unlock()
@@ -75,9 +78,12 @@ final class SendChannel: @unchecked Sendable {
         do {
             // The first frame decides: accepted, or no room yet.
             var portsSent = 0
+            var waitUntil: UInt64?  // read the first time there is no room
             while try !frames.send(0, on: socket, portsSent: &portsSent) {
                 if let error = destinationError() { throw error }
-                try waitForRoom(socket, deadline: deadline)
+                let until = waitUntil ?? deadline.instant()
+                waitUntil = until
+                try waitForRoom(socket, deadline: until)
             }
             hasAccepted = true
             for index in 1..<frames.count where try !frames.send(index, on: socket, portsSent: &portsSent) {

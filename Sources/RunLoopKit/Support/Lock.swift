@@ -28,6 +28,10 @@ final class Lock: @unchecked Sendable {
         return rlk_mutex_lock_until(mutex, deadline) == 0
     }
 
+    /// Locks if the lock is free, without waiting; true if it did. Pair a
+    /// true result with `unlock()`.
+    func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
+
     /// Locks, waiting as long as it takes. Pair it with `unlock()`.
     func lock() { pthread_mutex_lock(mutex) }
 
