@@ -265,19 +265,27 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     private func deliver(_ batch: CalloutBatch) -> Bool {
         guard let receiver else { return false }
         let limit = min(batch.limit, batchLimit.load(ordering: .relaxed))
+        // One received message for the whole batch, decoded into message
+        // after message: its receivePort is set once, and what the last
+        // handler let go (the components array, the bytes of its data) is
+        // written over in place. A handler that keeps a message keeps a copy
+        // that stays as it was (copy on write).
+        var inbox = PortMessage(arrivingOn: self)
         var handled = 0
         while true {
-            switch receiver.receive() {
+            switch receiver.receive(into: &inbox) {
             case .empty:
                 return true
             case .dropped:
                 break
-            case var .message(decoded):
-                decoded.message.arrived(on: self)
-                deliver(decoded.message, traceID: decoded.traceID, receiver: receiver)
+            case let .message(traceID):
+                deliver(inbox, traceID: traceID, receiver: receiver)
             }
             handled += 1
-            guard handled < limit, batch.mayContinue() else { return false }
+            guard handled < limit, batch.mayContinue() else {
+                receiver.endBatch(&inbox)
+                return false
+            }
         }
     }
 

@@ -66,12 +66,16 @@ public struct PortMessage: Sendable, CustomStringConvertible {
         self.init(msgid: 0, components: components, sendPort: sendPort, replyPort: receivePort)
     }
 
-    /// Turns a decoded message into a received one, as its handler sees it:
-    /// replies go to the reply port it carried, and it arrived on `port`.
-    mutating func arrived(on port: Port) {
-        sendPort = receivePort
-        receivePort = port
-        isIncoming = true
+    /// An empty received message, as its handler sees it (NSPortMessage's
+    /// reading of an incoming message): it arrived on `port`
+    /// (`receivePort`); the decoder fills in the rest, and replies go to
+    /// the reply port it carried (`sendPort`).
+    init(arrivingOn port: Port) {
+        self.msgid = 0
+        self.components = []
+        self.sendPort = nil
+        self.receivePort = port
+        self.isIncoming = true
     }
 
     /// Sends the message to `sendPort` (NSPortMessage `sendBeforeDate:`).

@@ -140,8 +140,9 @@ final class PortReceiver: @unchecked Sendable {
 
     /// What one look at the queue found.
     enum Received {
-        /// A good message, decoded, with its trace id if the sender's tap was on.
-        case message(MessageDecoder.Decoded)
+        /// A good message, decoded into the inbox, with its trace id if the
+        /// sender's tap was on.
+        case message(traceID: UInt64?)
         /// A malformed message, dropped, counted and logged (S-PORT-7); it
         /// still counts as a handled Source1 event (S-SRC1-1).
         case dropped
@@ -149,18 +150,25 @@ final class PortReceiver: @unchecked Sendable {
         case empty
     }
 
-    /// On the loop thread: the next message, decoded. Any thread may call
-    /// it, but only the port's loop thread does.
-    func receive() -> Received {
+    /// On the loop thread: decodes the next message into `inbox`, a batch's
+    /// received message (see `Port.deliver`), whose storage it reuses.
+    /// Finding the queue empty ends the batch: the inbox's components array
+    /// is kept for the next one. Any thread may call it, but only the
+    /// port's loop thread does.
+    func receive(into inbox: inout PortMessage) -> Received {
         lock.withLock {
             guard !isClosed else { return .empty }
             defer { socket.releaseOwnership() }
-            guard frames.isHolding || receiveFrames() else { return .empty }
-            let result = decoder.decode(frames)
+            decoder.lend(to: &inbox)
+            guard frames.isHolding || receiveFrames() else {
+                decoder.takeBack(from: &inbox)
+                return .empty
+            }
+            let result = decoder.decode(frames, into: &inbox)
             frames.clear()
             switch result {
-            case let .success(decoded):
-                return .message(decoded)
+            case let .success(traceID):
+                return .message(traceID: traceID)
             case let .failure(error):
                 let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
                 // Every one is counted; the log is thinned so that a flood of
@@ -170,6 +178,15 @@ final class PortReceiver: @unchecked Sendable {
                 }
                 return .dropped
             }
+        }
+    }
+
+    /// Ends a batch that stopped before the queue ran dry (its limit, a
+    /// stop): the inbox's components array is kept for the next batch.
+    func endBatch(_ inbox: inout PortMessage) {
+        lock.withLock {
+            guard !isClosed else { return }
+            decoder.takeBack(from: &inbox)
         }
     }
 

@@ -10,26 +10,42 @@ import ZeroMQ
 ///
 /// Threading: one per port receiver, used under the receiver's lock.
 struct MessageDecoder {
-    /// A decoded message and, when the sender's tap was on, its trace id.
-    struct Decoded {
-        var message: PortMessage
-        let traceID: UInt64?
-    }
-
     /// Descriptors decoded recently, and the ports they named: the same
     /// reply port comes back message after message, so it is decoded once,
     /// not once per message (and its send channel stays open meanwhile).
     private var cache = DescriptorCache()
-    /// The components of the message decoded last, shared with it: once its
-    /// handler has let it go, the next message reuses the array and the
-    /// bytes of its data components instead of allocating them again. A
-    /// handler that keeps the message, or one of its `Data`, keeps it
+    /// The components array a port's batch writes its messages into, kept
+    /// here between batches (`lend`, `takeBack`): a message whose handler
+    /// let it go leaves its array and the bytes of its data components to
+    /// the next one, which is refilled in place instead of allocated again.
+    /// A handler that keeps a message, or one of its `Data`, keeps it
     /// intact: the array and `Data` copy on write, so the next message then
-    /// allocates its own. Used for packed messages only, so what it pins
-    /// between messages stays under `WireFormat.packLimit`.
+    /// allocates its own. Only a packed message's array is kept, so what it
+    /// pins between batches stays under `WireFormat.packLimit`.
     private var scratch: [PortMessage.Component] = []
+    /// The last message decoded was multipart (large): its array is not kept.
+    private var lastWasMultipart = false
 
-    mutating func decode(_ frames: IncomingFrames) -> Result<Decoded, WireFormat.DecodeError> {
+    /// Lends the kept components array to `message`, a batch's fresh inbox
+    /// (one that holds no array yet); a nested batch finds none to take.
+    mutating func lend(to message: inout PortMessage) {
+        guard message.components.capacity == 0, scratch.capacity > 0 else { return }
+        swap(&message.components, &scratch)
+    }
+
+    /// Takes the inbox's components array back at the end of a batch (if
+    /// none is kept already), so that the next batch starts with it.
+    mutating func takeBack(from message: inout PortMessage) {
+        guard scratch.capacity == 0, !lastWasMultipart else { return }
+        swap(&message.components, &scratch)
+    }
+
+    /// Decodes the message held in `frames` into `message`, a received
+    /// message whose `receivePort` is set: its msgid, components (written
+    /// over the last message's, in place where nothing else holds them) and
+    /// reply port (its `sendPort`). Returns its trace id. On failure,
+    /// `message` is left half-written: it is never delivered.
+    mutating func decode(_ frames: IncomingFrames, into message: inout PortMessage) -> Result<UInt64?, WireFormat.DecodeError> {
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { return .failure(.messageTooLarge(frames.totalBytes)) }
         let header: WireFormat.Header
         do {
@@ -40,18 +56,21 @@ struct MessageDecoder {
         if header.isPacked {
             // A packed message is one frame; frames after it make it malformed.
             guard frames.frameCount == 1 else { return .failure(.frameCountMismatch(expected: 1, got: frames.frameCount)) }
-            return decodePacked(frames.firstBytes, header)
+            return decodePacked(frames.firstBytes, header, into: &message)
         }
-        return decodeMultipart(frames, header)
+        return decodeMultipart(frames, header, into: &message)
     }
 
     /// Version 2: every component and the reply port in the header's frame.
-    private mutating func decodePacked(_ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
-        let size = bytes.count
-        guard size <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(size)) }
-        let reuse = size <= WireFormat.packLimit
-        var components = reuse ? scratch : []
-        scratch = []  // the buffer is `components`' alone while it fills
+    private mutating func decodePacked(
+        _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, into message: inout PortMessage
+    ) -> Result<UInt64?, WireFormat.DecodeError> {
+        guard bytes.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(bytes.count)) }
+        if lastWasMultipart {
+            // Let a large message's components go now, not when the next is delivered.
+            message.components = []
+            lastWasMultipart = false
+        }
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
         var replyPort: Port?
@@ -61,26 +80,27 @@ struct MessageDecoder {
                 if index == header.componentCount {
                     replyPort = try cache.port(for: record)
                 } else if header.kind(at: index) == WireFormat.kindData {
-                    if index < components.count {
-                        Self.refill(&components[index], with: record)
+                    if index < message.components.count {
+                        Self.refill(&message.components[index], with: record)
                     } else {
-                        components.append(.data(Self.newData(record)))
+                        message.components.append(.data(Self.newData(record)))
                     }
                 } else {
                     let port = PortMessage.Component.port(try cache.port(for: record))
-                    if index < components.count { components[index] = port } else { components.append(port) }
+                    if index < message.components.count { message.components[index] = port } else { message.components.append(port) }
                 }
             }
         } catch {
-            if reuse { scratch = components }
             return .failure(error)
         }
-        if components.count > header.componentCount {
-            components.removeLast(components.count - header.componentCount)
+        if message.components.count > header.componentCount {
+            message.components.removeLast(message.components.count - header.componentCount)
         }
-        let message = PortMessage(msgid: header.msgid, components: components, replyPort: replyPort)
-        if reuse { scratch = components }
-        return .success(Decoded(message: message, traceID: header.traceID))
+        message.msgid = header.msgid
+        // Most messages of a stream carry the same reply port, or none:
+        // then nothing is retained or released here.
+        if message.sendPort !== replyPort { message.sendPort = replyPort }
+        return .success(header.traceID)
     }
 
     /// A data component's bytes in a new `Data`.
@@ -108,28 +128,37 @@ struct MessageDecoder {
     }
 
     /// Version 1: a frame per component, then the reply port's descriptor.
-    private mutating func decodeMultipart(_ frames: IncomingFrames, _ header: WireFormat.Header) -> Result<Decoded, WireFormat.DecodeError> {
+    private mutating func decodeMultipart(
+        _ frames: IncomingFrames, _ header: WireFormat.Header, into message: inout PortMessage
+    ) -> Result<UInt64?, WireFormat.DecodeError> {
         guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
             return .failure(.frameCountMismatch(expected: header.frameCount, got: frames.frameCount))
         }
-        var message = PortMessage(msgid: header.msgid)
-        message.components.reserveCapacity(header.componentCount)
+        var components: [PortMessage.Component] = []
+        components.reserveCapacity(header.componentCount)
+        var replyPort: Port?
         for index in 1..<max(frames.keptCount, 1) {
             let frame = frames[index]
             guard frame.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(frame.count)) }
             let component = index - 1
             do throws(WireFormat.DecodeError) {
                 if component == header.componentCount {
-                    message.replyPort = try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }
+                    replyPort = try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }
                 } else if header.kind(at: component) == WireFormat.kindData {
-                    message.components.append(.data(frame.data))
+                    components.append(.data(frame.data))
                 } else {
-                    message.components.append(.port(try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }))
+                    components.append(.port(try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }))
                 }
             } catch {
                 return .failure(error)
             }
         }
-        return .success(Decoded(message: message, traceID: header.traceID))
+        // A large message's own array: not written over the kept one, and
+        // not kept after it (see `scratch`).
+        message.components = components
+        lastWasMultipart = true
+        message.msgid = header.msgid
+        if message.sendPort !== replyPort { message.sendPort = replyPort }
+        return .success(header.traceID)
     }
 }
