@@ -22,6 +22,16 @@ struct DescriptorCache {
         return port
     }
 
+    /// Whether `bytes` are the descriptor resolved last and `port` the port
+    /// it named: a reply port that comes back message after message is
+    /// then known without looking it up (and without a retain of it).
+    func isLatest(_ bytes: UnsafeRawBufferPointer, naming port: Port?) -> Bool {
+        guard let port else { return false }
+        return entries.withUnsafeBufferPointer { entries in
+            !entries.isEmpty && entries[0].port === port && Self.same(entries[0].bytes, bytes)
+        }
+    }
+
     mutating func removeAll() { entries.removeAll() }
 
     /// memcmp, not `elementsEqual`: the generic comparison of an array

@@ -74,11 +74,13 @@ struct MessageDecoder {
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
         var replyPort: Port?
+        var sameReplyPort = false
         var records = WireFormat.PackedRecords(bytes, header: header)
         do throws(WireFormat.DecodeError) {
             while let (index, record) = try records.next() {
                 if index == header.componentCount {
-                    replyPort = try cache.port(for: record)
+                    sameReplyPort = cache.isLatest(record, naming: message.sendPort)
+                    if !sameReplyPort { replyPort = try cache.port(for: record) }
                 } else if header.kind(at: index) == WireFormat.kindData {
                     if index < message.components.count {
                         Self.refill(&message.components[index], with: record)
@@ -99,7 +101,7 @@ struct MessageDecoder {
         message.msgid = header.msgid
         // Most messages of a stream carry the same reply port, or none:
         // then nothing is retained or released here.
-        if message.sendPort !== replyPort { message.sendPort = replyPort }
+        if !sameReplyPort && message.sendPort !== replyPort { message.sendPort = replyPort }
         return .success(header.traceID)
     }
 
