@@ -11,6 +11,9 @@ struct ModeSnapshot {
     var observedActivities: RunLoop.Activity = []
     var socketSources: [SocketSource] = []
     var socketSourceIDs: Set<ObjectIdentifier> = []
+    /// The mode's socket sources by epoll token: what a wake-up reports,
+    /// found without taking the loop's lock.
+    var socketSourcesByToken: [UInt64: SocketSource] = [:]
     /// Unique to each refresh of each snapshot in the process (see `contains`).
     var stamp: UInt64 = 0
     private static let nextStamp = Atomic<UInt64>(1)
@@ -44,6 +47,7 @@ struct ModeSnapshot {
     mutating func derive() {
         observedActivities = observers.reduce(into: []) { $0.formUnion($1.activities) }
         socketSourceIDs = Set(socketSources.map(ObjectIdentifier.init))
+        socketSourcesByToken = Dictionary(socketSources.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
         stamp = Self.nextStamp.wrappingAdd(1, ordering: .relaxed).oldValue
         socketsToCheckBeforeSleeping = socketSources.filter(\.needsCheckBeforeSleeping)
         timerSchedule.rebuild(timers)

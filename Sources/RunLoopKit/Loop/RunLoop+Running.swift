@@ -319,8 +319,15 @@ extension RunLoop {
             // stand for it, so look without sleeping, and fire it at step 9.
             block = false
         }
+        let byToken = snapshot.socketSourcesByToken
         waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
-            if let source = state.withLock({ $0.registeredSockets[token] }) { waiter.readyList.append(source) }
+            // The snapshot knows the mode's sources; one added while the loop
+            // slept is looked up in the loop's state. One removed meanwhile
+            // may still be reported: the ready list drops it when it finds it
+            // is no longer in the mode.
+            if let source = byToken[token] ?? state.withLock({ $0.registeredSockets[token] }) {
+                waiter.readyList.append(source)
+            }
         }
     }
 
