@@ -11,9 +11,6 @@ struct ModeSnapshot {
     var observedActivities: RunLoop.Activity = []
     var socketSources: [SocketSource] = []
     var socketSourceIDs: Set<ObjectIdentifier> = []
-    /// The mode's socket sources by epoll token: what a wake-up reports,
-    /// found without taking the loop's lock.
-    var socketSourcesByToken: [UInt64: SocketSource] = [:]
     /// Unique to each refresh of each snapshot in the process (see `contains`).
     var stamp: UInt64 = 0
     private static let nextStamp = Atomic<UInt64>(1)
@@ -47,10 +44,19 @@ struct ModeSnapshot {
     mutating func derive() {
         observedActivities = observers.reduce(into: []) { $0.formUnion($1.activities) }
         socketSourceIDs = Set(socketSources.map(ObjectIdentifier.init))
-        socketSourcesByToken = Dictionary(socketSources.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
         stamp = Self.nextStamp.wrappingAdd(1, ordering: .relaxed).oldValue
         socketsToCheckBeforeSleeping = socketSources.filter(\.needsCheckBeforeSleeping)
         timerSchedule.rebuild(timers)
+    }
+
+    /// The socket source with epoll token `token` among a mode's sources
+    /// (a snapshot's `socketSources`), when the mode has a few: a look along
+    /// them costs less than the loop's lock and its table. Nil otherwise,
+    /// or if none has it.
+    static func socketSource(withToken token: UInt64, in socketSources: [SocketSource]) -> SocketSource? {
+        guard socketSources.count <= 8 else { return nil }
+        for source in socketSources where source.token == token { return source }
+        return nil
     }
 
     /// Whether `source` is one of the mode's socket sources. A source stamped

@@ -319,13 +319,13 @@ extension RunLoop {
             // stand for it, so look without sleeping, and fire it at step 9.
             block = false
         }
-        let byToken = snapshot.socketSourcesByToken
+        let sources = snapshot.socketSources
         waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
-            // The snapshot knows the mode's sources; one added while the loop
-            // slept is looked up in the loop's state. One removed meanwhile
-            // may still be reported: the ready list drops it when it finds it
-            // is no longer in the mode.
-            if let source = byToken[token] ?? state.withLock({ $0.registeredSockets[token] }) {
+            // The snapshot knows a mode's few sources; one added while the
+            // loop slept, or one of many, is looked up in the loop's state.
+            // One removed meanwhile may still be reported: the ready list
+            // drops it when it finds it is no longer in the mode.
+            if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? state.withLock({ $0.registeredSockets[token] }) {
                 waiter.readyList.append(source)
             }
         }
