@@ -213,4 +213,26 @@ struct PortBatchTests {
         }
         #expect(log.all.filter { $0 != "pass" } == (1...6).map { "m\($0)" })
     }
+
+    @Test("S-SRC1-1: a handler set during a batch (by the handler itself, or to none) takes the very next message of that batch")
+    func handlerChangedMidBatch() throws {
+        let log = EventLog()
+        try onNewThread {
+            let port = try Port(transport: .inproc)
+            @Sendable func second(_ message: PortMessage) {
+                log.add("second\(message.msgid)")
+                if message.msgid == 3 { port.setMessageHandler(nil) }
+            }
+            port.setMessageHandler { message in
+                log.add("first\(message.msgid)")
+                if message.msgid == 1 { port.setMessageHandler(second) }
+            }
+            try port.schedule(in: RunLoop.current, forMode: .default)
+            try Self.send(1...5, to: port)
+            _ = RunLoop.current.run(mode: .default, seconds: 0)
+            #expect(port.droppedMessageCount == 2, "messages 4 and 5 arrived with no handler")
+            port.invalidate()
+        }
+        #expect(log.all == ["first1", "second2", "second3"])
+    }
 }

@@ -92,6 +92,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     // Guarded by handlerLock.
     // @exclusivity(unchecked): read and written with `handlerLock` held only.
     @exclusivity(unchecked) private var handler: (@Sendable (PortMessage) -> Void)?
+    /// Counts the changes of `handler` (written with `handlerLock` held): a
+    /// batch reads the handler once and then, for each message, only this
+    /// number, taking the lock again only when it moved.
+    private let handlerVersion = Atomic<UInt64>(0)
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")
@@ -179,7 +183,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// delegate). Set it before scheduling: a message that arrives while
     /// there is none is dropped and logged.
     public func setMessageHandler(_ handler: (@Sendable (PortMessage) -> Void)?) {
-        handlerLock.withLock { self.handler = handler }
+        handlerLock.withLock {
+            self.handler = handler
+            handlerVersion.wrappingAdd(1, ordering: .releasing)
+        }
     }
 
     /// Receives on `loop` while it runs `mode` (`.common` accepted). A local
@@ -271,6 +278,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         // written over in place. A handler that keeps a message keeps a copy
         // that stays as it was (copy on write).
         var inbox = PortMessage(arrivingOn: self)
+        // Read at the first message (a batch that finds none reads nothing).
+        var handler: (@Sendable (PortMessage) -> Void)?
+        var version = UInt64.max
         var handled = 0
         while true {
             switch receiver.receive(into: &inbox) {
@@ -279,7 +289,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             case .dropped:
                 break
             case let .message(traceID):
-                deliver(inbox, traceID: traceID, receiver: receiver)
+                // A handler set since the last message (perhaps by its
+                // handler) takes this one.
+                if handlerVersion.load(ordering: .acquiring) != version { (handler, version) = currentHandler() }
+                deliver(inbox, to: handler, traceID: traceID, receiver: receiver)
             }
             handled += 1
             guard handled < limit, batch.mayContinue() else {
@@ -289,18 +302,20 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// The message handler, read under `handlerLock` without a generic
-    /// closure: returning a closure through `withLock` re-abstracted it and
-    /// allocated a thunk on every message.
-    private func currentHandler() -> (@Sendable (PortMessage) -> Void)? {
+    /// The message handler and its version, read under `handlerLock`
+    /// without a generic closure: returning a closure through `withLock`
+    /// re-abstracted it and allocated a thunk on every message.
+    private func currentHandler() -> ((@Sendable (PortMessage) -> Void)?, UInt64) {
         handlerLock.lock()
         defer { handlerLock.unlock() }
-        return handler
+        return (handler, handlerVersion.load(ordering: .relaxed))
     }
 
-    private func deliver(_ message: PortMessage, traceID: UInt64?, receiver: PortReceiver) {
+    private func deliver(
+        _ message: PortMessage, to handler: (@Sendable (PortMessage) -> Void)?, traceID: UInt64?, receiver: PortReceiver
+    ) {
         if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
-        guard let handler = currentHandler() else {
+        guard let handler else {
             let count = receiver.countDrop()
             Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
             return
