@@ -19,8 +19,8 @@ extension WireFormat {
         buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
         buffer.storeBytes(of: UInt16(components.count).littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
-        for (index, component) in components.enumerated() {
-            if case .port = component { buffer[headerFixedSize + index] = kindPort } else { buffer[headerFixedSize + index] = kindData }
+        for index in components.indices {
+            buffer[headerFixedSize + index] = components[index].isPort ? kindPort : kindData
         }
         guard let traceID else { return headerFixedSize + components.count }
         buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + components.count, as: UInt64.self)

@@ -20,12 +20,14 @@ extension WireFormat {
         // (`at` is a constant copy: a closure that read `offset` itself
         // would capture the variable, and pay a dynamic exclusivity check.)
         var portsWritten = 0
-        for component in components {
+        // By index, each component read in place: a `for component in
+        // components` copied each one out (a retain and a release of its
+        // Data or Port per component).
+        for index in components.indices {
             let at = offset
-            switch component {
-            case let .data(data):
-                offset = data.withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
-            case .port:
+            if let end = components[index].writeDataRecord(into: buffer, at: at) {
+                offset = end
+            } else {
                 offset = portDescriptors[portsWritten].withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
                 portsWritten += 1
             }
@@ -39,7 +41,7 @@ extension WireFormat {
 
     /// Writes one record (its length, then its bytes) at `offset`; returns where the next starts.
     @inline(__always)
-    private static func writeRecord(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    static func writeRecord(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
         buffer.storeBytes(of: UInt32(bytes.count).littleEndian, toByteOffset: offset, as: UInt32.self)
         let start = offset + recordLengthSize
         if let base = bytes.baseAddress, !bytes.isEmpty {
