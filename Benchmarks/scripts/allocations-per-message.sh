@@ -19,8 +19,9 @@
 #                   handler let it go; a handler that keeps messages costs 2)
 #   --roundtrip X   per round trip between two LoopThreads' ports (default 2:
 #                   libzmq's copy of each message, as raw libzmq's own)
-#   --request X     per Port.sendRequest round trip (default 5: libzmq's two,
-#                   and the request's own reply bookkeeping)
+#   --request X     per Port.sendRequest round trip (default 3: libzmq's two,
+#                   and the closure that stops the private run if the
+#                   destination dies)
 #
 # Each count runs `rlk-bench --workload <name> <count>` twice, at n and 2n,
 # and takes (A(2n) - A(n)) / n, so that start-up and set-up cancel:
@@ -41,7 +42,7 @@ set -euo pipefail
 limit_send=1
 limit_delivery=0
 limit_roundtrip=2
-limit_request=5
+limit_request=3
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --send) limit_send="$2"; shift 2 ;;

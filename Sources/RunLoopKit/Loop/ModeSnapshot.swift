@@ -5,6 +5,8 @@ import Synchronization
 /// buffers, so a refresh allocates nothing.
 struct ModeSnapshot {
     var version: UInt64 = .max
+    /// The mode whose items these are (nil until the first refresh).
+    var mode: RunLoop.Mode?
     var customSources: [CustomSource] = []
     var timers: [Timer] = []
     var observers: [RunLoopObserver] = []
@@ -28,6 +30,7 @@ struct ModeSnapshot {
 
     /// Copies the mode's items out of the loop's state (lock held).
     mutating func copy(_ mode: RunLoop.Mode, from state: LoopState) {
+        self.mode = mode
         isCommon = state.commonModeNames.contains(mode)
         monitor = state.monitor
         clock = state.clock

@@ -39,7 +39,9 @@ extension RunLoop {
     /// (S-RUN-6). This is the keep-alive anti-pattern Apple's documentation
     /// warns about: prefer `LoopThread`, which stops cleanly.
     public func run() {
-        while runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false).result != .finished {}
+        var snapshot = ModeSnapshot()
+        while runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false, reusing: &snapshot).result
+            != .finished {}
     }
 
     /// Runs the default mode until `date` or until it has nothing left
@@ -47,8 +49,9 @@ extension RunLoop {
     public func run(until date: Date) {
         let clock = self.clock
         let deadline = clock.instant(for: date)
+        var snapshot = ModeSnapshot()
         while true {
-            let result = runOnce(mode: .default, deadline: deadline, returnAfterSourceHandled: false).result
+            let result = runOnce(mode: .default, deadline: deadline, returnAfterSourceHandled: false, reusing: &snapshot).result
             if result == .finished || clock.now() >= deadline { return }
         }
     }
@@ -56,8 +59,9 @@ extension RunLoop {
     /// Runs the default mode until `stop()` or until it has nothing left
     /// (CFRunLoopRun). This is the entry point that `stop()` ends (S-RUN-6).
     public func runUntilStopped() {
+        var snapshot = ModeSnapshot()
         while true {
-            let result = runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false).result
+            let result = runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false, reusing: &snapshot).result
             if result == .stopped || result == .finished { return }
         }
     }
@@ -90,6 +94,21 @@ extension RunLoop {
     func runOnce(
         mode: Mode, deadline: UInt64, deadlineOnRealClock: Bool = false, returnAfterSourceHandled: Bool
     ) -> (result: RunResult, started: Bool) {
+        var snapshot = ModeSnapshot()
+        return runOnce(mode: mode, deadline: deadline, deadlineOnRealClock: deadlineOnRealClock,
+                       returnAfterSourceHandled: returnAfterSourceHandled, reusing: &snapshot)
+    }
+
+    /// One run that starts from `snapshot`: the snapshot an earlier run of
+    /// this loop left, for a caller that runs a mode over and over (a run
+    /// that repeats until finished, a request's private mode), or a fresh
+    /// one. It is read again only if the loop's items changed since: a fresh
+    /// snapshot costs a copy of the mode's items and allocations. One of
+    /// another mode is replaced.
+    func runOnce(
+        mode: Mode, deadline: UInt64, deadlineOnRealClock: Bool = false, returnAfterSourceHandled: Bool,
+        reusing snapshot: inout ModeSnapshot
+    ) -> (result: RunResult, started: Bool) {
         preconditionOwnedByCurrentThread("run(mode: \(mode))")
         if mode == .common {
             #if DEBUG
@@ -97,7 +116,7 @@ extension RunLoop {
             #endif
             return (.finished, false)
         }
-        var snapshot = ModeSnapshot()
+        if snapshot.mode != mode { snapshot = ModeSnapshot() }
         refresh(&snapshot, mode: mode)
         guard !hasThreadExited, snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else {
             return (.finished, false)

@@ -70,9 +70,7 @@ extension Port {
                 context.discardReplyPort(level: level, transport: replyPort.transport)
                 throw .timedOut(TimeoutError(operation: "request \(msgid) to \(self): waiting for its reply", limit: .seconds(receiveTimeout)))
             }
-            // On the real clock even on a test-clock loop (S-TMR-7): it
-            // bounds a wait on another thread or process.
-            _ = loop.runOnce(mode: mode, deadline: deadline, deadlineOnRealClock: true, returnAfterSourceHandled: true)
+            context.runPrivateMode(level: level, on: loop, deadline: deadline)
         }
     }
 

@@ -9,6 +9,11 @@ final class RequestContext: @unchecked Sendable {
     private var level = 0
     private var replyPorts: [Int: [Port.Transport: Port]] = [:]
     private var replies: [Int: PortMessage] = [:]
+    /// Each level's snapshot of its private mode, kept from request to
+    /// request: a fresh one costs a copy of the mode's items and
+    /// allocations on every request. It holds only that mode's items (the
+    /// level's reply ports, which this context owns).
+    private var snapshots: [Int: ModeSnapshot] = [:]
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -52,5 +57,18 @@ final class RequestContext: @unchecked Sendable {
     func discardReplyPort(level: Int, transport: Port.Transport) {
         replyPorts[level]?[transport]?.invalidate()
         replyPorts[level]?[transport] = nil
+        snapshots[level] = nil
+    }
+
+    /// One run of `level`'s private mode on `loop`, from the snapshot the
+    /// level's last run left. The snapshot is taken out for the run, since
+    /// a handler may make a request of its own (the next level) meanwhile.
+    func runPrivateMode(level: Int, on loop: RunLoop, deadline: UInt64) {
+        var snapshot = snapshots.removeValue(forKey: level) ?? ModeSnapshot()
+        // On the real clock even on a test-clock loop (S-TMR-7): it
+        // bounds a wait on another thread or process.
+        _ = loop.runOnce(mode: mode(level: level), deadline: deadline, deadlineOnRealClock: true,
+                         returnAfterSourceHandled: true, reusing: &snapshot)
+        snapshots[level] = snapshot
     }
 }
