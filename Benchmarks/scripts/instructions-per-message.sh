@@ -35,7 +35,7 @@
 # counted: callgrind sees user-space instructions only.
 # Repeat runs agree within about 0.2 %, except raw libzmq's one-way rows
 # (a few percent: its batching under valgrind varies).
-# Takes about 1.5 minutes with the defaults on a 2-core VM.
+# Takes about 2 minutes with the defaults on a 2-core VM.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/valgrind-common.sh"
 
