@@ -20,11 +20,13 @@ struct MessageDecoder {
     /// the next one, which is refilled in place instead of allocated again.
     /// A handler that keeps a message, or one of its `Data`, keeps it
     /// intact: the array and `Data` copy on write, so the next message then
-    /// allocates its own. Only a packed message's array is kept, so what it
-    /// pins between batches stays under `WireFormat.packLimit`.
+    /// allocates its own. Only the array of a message within
+    /// `WireFormat.packLimit` is kept, so what it pins between messages and
+    /// batches stays under that limit.
     private var scratch: [PortMessage.Component] = []
-    /// The last message decoded was multipart (large): its array is not kept.
-    private var lastWasMultipart = false
+    /// The last message decoded was over `WireFormat.packLimit` (multipart,
+    /// or a peer's large packed frame): its array is not kept.
+    private var lastWasLarge = false
 
     /// Lends the kept components array to `message`, a batch's fresh inbox
     /// (one that holds no array yet); a nested batch finds none to take.
@@ -36,7 +38,7 @@ struct MessageDecoder {
     /// Takes the inbox's components array back at the end of a batch (if
     /// none is kept already), so that the next batch starts with it.
     mutating func takeBack(from message: inout PortMessage) {
-        guard scratch.capacity == 0, !lastWasMultipart else { return }
+        guard scratch.capacity == 0, !lastWasLarge else { return }
         swap(&message.components, &scratch)
     }
 
@@ -66,11 +68,11 @@ struct MessageDecoder {
         _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, into message: inout PortMessage
     ) -> Result<UInt64?, WireFormat.DecodeError> {
         guard bytes.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(bytes.count)) }
-        if lastWasMultipart {
+        if lastWasLarge {
             // Let a large message's components go now, not when the next is delivered.
             message.components = []
-            lastWasMultipart = false
         }
+        lastWasLarge = bytes.count > WireFormat.packLimit
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
         var replyPort: Port?
@@ -158,7 +160,7 @@ struct MessageDecoder {
         // A large message's own array: not written over the kept one, and
         // not kept after it (see `scratch`).
         message.components = components
-        lastWasMultipart = true
+        lastWasLarge = true
         message.msgid = header.msgid
         if message.sendPort !== replyPort { message.sendPort = replyPort }
         return .success(header.traceID)

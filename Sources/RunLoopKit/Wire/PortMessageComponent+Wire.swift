@@ -1,0 +1,22 @@
+/// What the encoder reads of a component where it lies in its array: a
+/// loop that copied each component out of the array paid a retain and a
+/// release of its Data or Port (docs/performance.md).
+extension PortMessage.Component {
+    /// A data component's byte count (0 for a port).
+    var dataCount: Int {
+        if case let .data(data) = self { return data.count }
+        return 0
+    }
+
+    var isPort: Bool {
+        if case .port = self { return true }
+        return false
+    }
+
+    /// Writes a data component's record at `offset` and returns where the
+    /// next starts; nil for a port component (nothing written).
+    func writeDataRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int? {
+        guard case let .data(data) = self else { return nil }
+        return data.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+    }
+}
