@@ -75,6 +75,18 @@ public final class Message {
         try body(UnsafeRawBufferPointer(start: zmq_msg_data(pointer), count: zmq_msg_size(pointer)))
     }
 
+    /// The frame's bytes, without copying and without a closure: what a hot receive path
+    /// reads once per frame. ``withUnsafeBytes(_:)`` is generic and not inlinable across
+    /// modules, so each call pays for its generic entry (about 100 instructions, counted
+    /// with callgrind: docs/performance.md).
+    ///
+    /// Thread rules: the message's thread.
+    /// - Important: the buffer is valid only until the next receive into this message, its
+    ///   ``reset()`` or its deinit; do not keep it past that.
+    public var unsafeBytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: zmq_msg_data(pointer), count: zmq_msg_size(pointer))
+    }
+
     /// A copy of the frame's bytes. Allocates; on hot paths prefer ``withUnsafeBytes(_:)``.
     ///
     /// Thread rules: the message's thread; the `Data` is an independent value for any

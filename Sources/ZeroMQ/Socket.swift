@@ -234,6 +234,45 @@ public final class Socket: @unchecked Sendable {
         }
     }
 
+    /// Sends one frame of `byteCount` bytes that `write` fills in place, in the buffer
+    /// libzmq sends (`zmq_msg_init_size`, then `zmq_msg_send`): the frame is built once,
+    /// with no copy of a buffer built beforehand (what ``send(_:more:dontWait:)-(UnsafeRawBufferPointer,_,_)``
+    /// does inside `zmq_send`).
+    ///
+    /// Thread rules: owner thread.
+    /// - Parameters:
+    ///   - byteCount: the frame's size.
+    ///   - more: more frames of the same message follow (`ZMQ_SNDMORE`).
+    ///   - dontWait: fail fast instead of blocking (`ZMQ_DONTWAIT`).
+    ///   - write: fills all `byteCount` bytes; called once per call, before anything is
+    ///     sent. It must not keep the buffer.
+    /// - Returns: false only when `dontWait` is true and the send would block (`EAGAIN`):
+    ///   nothing was sent, and the frame was released (a retry writes it again).
+    /// - Throws: ``ZMQError`` as the bytes variant.
+    @discardableResult
+    public func send(
+        byteCount: Int, more: Bool = false, dontWait: Bool = false, write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(ZMQError) -> Bool {
+        let socket = try checkedHandle("zmq_msg_send")
+        var flags: Int32 = 0
+        if more { flags |= ZMQ_SNDMORE }
+        if dontWait { flags |= ZMQ_DONTWAIT }
+        var message = zmq_msg_t()
+        // zmq_msg_init_size fails only with ENOMEM; running out of memory stops the
+        // process, as any Swift allocation does.
+        guard zmq_msg_init_size(&message, byteCount) == 0 else { fatalError("ZeroMQ: \(ZMQError.last("zmq_msg_init_size(\(byteCount))"))") }
+        write(UnsafeMutableRawBufferPointer(start: zmq_msg_data(&message), count: byteCount))
+        while true {
+            // On success libzmq owns the content and leaves `message` empty.
+            if zmq_msg_send(&message, socket, flags) >= 0 { return true }
+            let code = zmq_errno()
+            if code == EINTR { continue }
+            zmq_msg_close(&message)
+            if code == EAGAIN, dontWait { return false }
+            throw ZMQError(code: code, operation: "zmq_msg_send")
+        }
+    }
+
     /// Sends one frame holding `data`; see the `UnsafeRawBufferPointer` variant.
     ///
     /// Thread rules: owner thread.

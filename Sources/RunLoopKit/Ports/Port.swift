@@ -292,7 +292,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 // A handler set since the last message (perhaps by its
                 // handler) takes this one.
                 if handlerVersion.load(ordering: .acquiring) != version { (handler, version) = currentHandler() }
-                deliver(inbox, to: handler, traceID: traceID, receiver: receiver)
+                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
+                // Called here, not through a helper taking the handler as an
+                // argument: that copy cost a retain and a release a message.
+                if let handler { handler(inbox) } else { dropForNoHandler(inbox, receiver: receiver) }
             }
             handled += 1
             guard handled < limit, batch.mayContinue() else {
@@ -311,16 +314,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         return (handler, handlerVersion.load(ordering: .relaxed))
     }
 
-    private func deliver(
-        _ message: PortMessage, to handler: (@Sendable (PortMessage) -> Void)?, traceID: UInt64?, receiver: PortReceiver
-    ) {
-        if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(message, on: self, traceID: traceID) }
-        guard let handler else {
-            let count = receiver.countDrop()
-            Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
-            return
-        }
-        handler(message)
+    /// A message that arrived with no handler set: counted and logged.
+    private func dropForNoHandler(_ message: PortMessage, receiver: PortReceiver) {
+        let count = receiver.countDrop()
+        Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
     }
 
     // MARK: - Sending
@@ -355,12 +352,13 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         // Taken before sending: a delivery may be reported before the send returns.
         let sendTime = traceID == nil ? 0 : PortTap.now()
         do {
-            try MessageEncoder.withFrames(
+            // unowned(unsafe): the closure lives for the call, while `self`
+            // is alive; a counted capture of a Port took Swift's slow
+            // retain and release (its counts live in a side table) on every send.
+            let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
-                checkingPorts: { (port, role) throws(PortError) in try checkCanCarry(port, as: role) }
-            ) { (frames) throws(PortError) in
-                try channel.send(frames, deadline: deadline) { [unowned(unsafe) self] in destinationError() }
-            }
+                checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
+            try channel.send(encoder, components: components, deadline: deadline, destination: self)
         } catch {
             // Nothing can ever receive through it from here (S-PORT-8): the
             // send right is invalid from now on, and its handlers are told.
@@ -399,7 +397,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// Whether a send waiting for room should give up: the port became
     /// invalid, or (for another process's port) its socket is gone.
-    private func destinationError() -> PortError? {
+    func destinationError() -> PortError? {
         if !isValid { return invalidError() }
         if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
             let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)

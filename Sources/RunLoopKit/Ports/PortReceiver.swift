@@ -164,12 +164,10 @@ final class PortReceiver: @unchecked Sendable {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }
-            let result = decoder.decode(frames, into: &inbox)
-            frames.clear()
-            switch result {
-            case let .success(traceID):
-                return .message(traceID: traceID)
-            case let .failure(error):
+            defer { frames.clear() }
+            do {
+                return .message(traceID: try decoder.decode(frames, into: &inbox))
+            } catch {
                 let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
                 // Every one is counted; the log is thinned so that a flood of
                 // bad input cannot flood the log too.

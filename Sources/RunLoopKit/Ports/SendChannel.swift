@@ -62,9 +62,12 @@ final class SendChannel: @unchecked Sendable {
         socket?.close()
     }
 
-    /// Sends one encoded message; `destinationError` says whether the port
-    /// has become unusable while the send waits for room.
-    func send(_ frames: OutgoingFrames, deadline: SendDeadline, destinationError: () -> PortError?) throws(PortError) {
+    /// Sends one message, encoded by `encoder` from `components`; while it
+    /// waits for room, `destination` says whether the port has become
+    /// unusable (`Port.destinationError`).
+    func send(
+        _ encoder: MessageEncoder, components: [PortMessage.Component], deadline: SendDeadline, destination: Port
+    ) throws(PortError) {
         // The deadline is read from the clock only if the send must wait.
         guard lock.tryLock() || lock.lock(until: deadline.instant()) else {
             throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
@@ -75,15 +78,33 @@ final class SendChannel: @unchecked Sendable {
         }
         if let unreachable { throw unreachable }
         let socket = try connectedSocket()
+        var waitUntil: UInt64?  // read the first time there is no room
         do {
-            // The first frame decides: accepted, or no room yet.
+            if let size = encoder.packedSize {
+                // The usual case: one frame, written where libzmq sends it from.
+                while try !socket.send(byteCount: size, dontWait: true, write: { encoder.writePacked(components, into: $0) }) {
+                    try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
+                }
+                hasAccepted = true
+                return
+            }
+            try encoder.withMultipartFrames(components) { (frames) throws(PortError) in
+                try sendMultipart(frames, on: socket, until: &waitUntil, deadline: deadline, destination: destination)
+            }
+        } catch {
+            throw portError(error)
+        }
+    }
+
+    /// A large message's frames. The first frame decides: accepted, or no
+    /// room yet; once libzmq accepts it, it takes the whole message.
+    private func sendMultipart(
+        _ frames: OutgoingFrames, on socket: Socket, until waitUntil: inout UInt64?, deadline: SendDeadline, destination: Port
+    ) throws(PortError) {
+        do {
             var portsSent = 0
-            var waitUntil: UInt64?  // read the first time there is no room
             while try !frames.send(0, on: socket, portsSent: &portsSent) {
-                if let error = destinationError() { throw error }
-                let until = waitUntil ?? deadline.instant()
-                waitUntil = until
-                try waitForRoom(socket, deadline: until)
+                try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
             }
             hasAccepted = true
             for index in 1..<frames.count where try !frames.send(index, on: socket, portsSent: &portsSent) {
@@ -91,13 +112,30 @@ final class SendChannel: @unchecked Sendable {
                 // connection broke mid-message; it discards the part sent.
                 throw PortError.peerDied(pid: address.pid, port: address.description)
             }
-        } catch let error as PortError {
-            throw error
-        } catch let error as ZMQError {
-            throw .zeroMQ(error)
         } catch {
-            throw .invalidPort("\(address): \(error)")
+            throw portError(error)
         }
+    }
+
+    /// What a send throws for `error`, met on the way.
+    private func portError(_ error: any Error) -> PortError {
+        switch error {
+        case let error as PortError: error
+        case let error as ZMQError: .zeroMQ(error)
+        default: .invalidPort("\(address): \(error)")
+        }
+    }
+
+    /// No room for the next message yet: fails if the destination became
+    /// unusable, else waits (see below) until the deadline, read from the
+    /// clock the first time only.
+    private func waitForRoom(
+        _ socket: Socket, until waitUntil: inout UInt64?, deadline: SendDeadline, destination: Port
+    ) throws(PortError) {
+        if let error = destination.destinationError() { throw error }
+        let until = waitUntil ?? deadline.instant()
+        waitUntil = until
+        try waitForRoom(socket, deadline: until)
     }
 
     /// Blocks until the socket can take a message or the deadline passes,

@@ -46,11 +46,13 @@ final class IncomingFrames {
     func receive(from socket: Socket) throws(ZMQError) -> Bool {
         clear()
         guard try socket.receive(into: first, dontWait: true) else { return false }
-        firstBytes = first.withUnsafeBytes { $0 }
+        firstBytes = first.unsafeBytes
         keptCount = 1
         frameCount = 1
         totalBytes = firstBytes.count
-        var more = first.hasMore
+        // A packed message, the usual case, is one frame: nothing more to read.
+        guard first.hasMore else { return true }
+        var more = true
         while more {
             let keep = keptCount < Self.maxKept && totalBytes <= WireFormat.maxMessageBytes
             if keep && keptCount - 1 == rest.count { rest.append(Message()) }
@@ -67,12 +69,19 @@ final class IncomingFrames {
     /// Forgets the message held; frames beyond the first give their buffers
     /// back, so that a large message is not pinned until the next one.
     func clear() {
-        if keptCount > 0 && firstBytes.count > WireFormat.packLimit { first.reset() }
-        if keptCount > 1 { for index in 0..<(keptCount - 1) { rest[index].reset() } }
-        if frameCount > keptCount { scratch.reset() }
+        if frameCount > 1 || firstBytes.count > WireFormat.packLimit { clearLarge() }
         firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
         keptCount = 0
         frameCount = 0
         totalBytes = 0
+    }
+
+    /// What `clear` does for a multipart message or a large first frame:
+    /// gives their buffers back. Apart, so that a one-frame message's clear
+    /// stays a few stores.
+    private func clearLarge() {
+        if keptCount > 0 && firstBytes.count > WireFormat.packLimit { first.reset() }
+        if keptCount > 1 { for index in 0..<(keptCount - 1) { rest[index].reset() } }
+        if frameCount > keptCount { scratch.reset() }
     }
 }

@@ -47,27 +47,24 @@ struct MessageDecoder {
     /// over the last message's, in place where nothing else holds them) and
     /// reply port (its `sendPort`). Returns its trace id. On failure,
     /// `message` is left half-written: it is never delivered.
-    mutating func decode(_ frames: IncomingFrames, into message: inout PortMessage) -> Result<UInt64?, WireFormat.DecodeError> {
-        guard frames.totalBytes <= WireFormat.maxMessageBytes else { return .failure(.messageTooLarge(frames.totalBytes)) }
-        let header: WireFormat.Header
-        do {
-            header = try WireFormat.readHeader(frames.firstBytes)
-        } catch {
-            return .failure(error)
-        }
+    mutating func decode(_ frames: IncomingFrames, into message: inout PortMessage) throws(WireFormat.DecodeError) -> UInt64? {
+        guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
+        let header = try WireFormat.readHeader(frames.firstBytes)
         if header.isPacked {
             // A packed message is one frame; frames after it make it malformed.
-            guard frames.frameCount == 1 else { return .failure(.frameCountMismatch(expected: 1, got: frames.frameCount)) }
-            return decodePacked(frames.firstBytes, header, into: &message)
+            guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
+            try decodePacked(frames.firstBytes, header, into: &message)
+        } else {
+            try decodeMultipart(frames, header, into: &message)
         }
-        return decodeMultipart(frames, header, into: &message)
+        return header.traceID
     }
 
     /// Version 2: every component and the reply port in the header's frame.
     private mutating func decodePacked(
         _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, into message: inout PortMessage
-    ) -> Result<UInt64?, WireFormat.DecodeError> {
-        guard bytes.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(bytes.count)) }
+    ) throws(WireFormat.DecodeError) {
+        guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
         if lastWasLarge {
             // Let a large message's components go now, not when the next is delivered.
             message.components = []
@@ -78,25 +75,23 @@ struct MessageDecoder {
         var replyPort: Port?
         var sameReplyPort = false
         var records = WireFormat.PackedRecords(bytes, header: header)
-        do throws(WireFormat.DecodeError) {
-            while let (index, record) = try records.next() {
-                if index == header.componentCount {
-                    sameReplyPort = cache.isLatest(record, naming: message.sendPort)
-                    if !sameReplyPort { replyPort = try cache.port(for: record) }
-                } else if header.kind(at: index) == WireFormat.kindData {
-                    if index < message.components.count {
-                        Self.refill(&message.components[index], with: record)
-                    } else {
-                        message.components.append(.data(Self.newData(record)))
-                    }
+        for index in 0..<header.recordCount {
+            let record = try records.next()
+            if index == header.componentCount {
+                sameReplyPort = cache.isLatest(record, naming: message.sendPort)
+                if !sameReplyPort { replyPort = try cache.port(for: record) }
+            } else if header.kind(at: index, in: bytes) == WireFormat.kindData {
+                if index < message.components.count {
+                    Self.refill(&message.components[index], with: record)
                 } else {
-                    let port = PortMessage.Component.port(try cache.port(for: record))
-                    if index < message.components.count { message.components[index] = port } else { message.components.append(port) }
+                    message.components.append(.data(Self.newData(record)))
                 }
+            } else {
+                let port = PortMessage.Component.port(try cache.port(for: record))
+                if index < message.components.count { message.components[index] = port } else { message.components.append(port) }
             }
-        } catch {
-            return .failure(error)
         }
+        try records.finish()
         if message.components.count > header.componentCount {
             message.components.removeLast(message.components.count - header.componentCount)
         }
@@ -104,7 +99,6 @@ struct MessageDecoder {
         // Most messages of a stream carry the same reply port, or none:
         // then nothing is retained or released here.
         if !sameReplyPort && message.sendPort !== replyPort { message.sendPort = replyPort }
-        return .success(header.traceID)
     }
 
     /// A data component's bytes in a new `Data`.
@@ -117,44 +111,41 @@ struct MessageDecoder {
     /// else holds: the bytes are copied over the old ones, and neither the
     /// `Data` nor its bytes are allocated again. Otherwise a new `Data`.
     private static func refill(_ component: inout PortMessage.Component, with bytes: UnsafeRawBufferPointer) {
-        guard case var .data(data) = component, data.count == bytes.count, !bytes.isEmpty else {
+        // The component is moved out (consumed, not copied), so that `data`
+        // holds the only reference if the last handler kept nothing: the
+        // write below then happens in place, with no retain or release. If
+        // anything else still holds these bytes (a handler kept the message
+        // or its Data), Data copies on write and what it holds stays as it was.
+        switch consume component {
+        case var .data(data) where data.count == bytes.count && !bytes.isEmpty:
+            data.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
+            component = .data(consume data)
+        default:
             component = .data(newData(bytes))
-            return
         }
-        // The component lets go of its reference first, so that `data` is
-        // the only one left if the last handler kept nothing: the write
-        // below then happens in place. If anything else still holds these
-        // bytes (a handler kept the message or its Data), Data copies on
-        // write and what it holds stays as it was.
-        component = .data(Data())
-        data.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
-        component = .data(data)
     }
 
     /// Version 1: a frame per component, then the reply port's descriptor.
     private mutating func decodeMultipart(
         _ frames: IncomingFrames, _ header: WireFormat.Header, into message: inout PortMessage
-    ) -> Result<UInt64?, WireFormat.DecodeError> {
+    ) throws(WireFormat.DecodeError) {
         guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
-            return .failure(.frameCountMismatch(expected: header.frameCount, got: frames.frameCount))
+            throw .frameCountMismatch(expected: header.frameCount, got: frames.frameCount)
         }
         var components: [PortMessage.Component] = []
         components.reserveCapacity(header.componentCount)
         var replyPort: Port?
         for index in 1..<max(frames.keptCount, 1) {
             let frame = frames[index]
-            guard frame.count <= WireFormat.maxFrameBytes else { return .failure(.frameTooLarge(frame.count)) }
+            let bytes = frame.unsafeBytes
+            guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
             let component = index - 1
-            do throws(WireFormat.DecodeError) {
-                if component == header.componentCount {
-                    replyPort = try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }
-                } else if header.kind(at: component) == WireFormat.kindData {
-                    components.append(.data(frame.data))
-                } else {
-                    components.append(.port(try frame.withUnsafeBytes { (bytes) throws(WireFormat.DecodeError) in try cache.port(for: bytes) }))
-                }
-            } catch {
-                return .failure(error)
+            if component == header.componentCount {
+                replyPort = try cache.port(for: bytes)
+            } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindData {
+                components.append(.data(frame.data))
+            } else {
+                components.append(.port(try cache.port(for: bytes)))
             }
         }
         // A large message's own array: not written over the kept one, and
@@ -163,6 +154,5 @@ struct MessageDecoder {
         lastWasLarge = true
         message.msgid = header.msgid
         if message.sendPort !== replyPort { message.sendPort = replyPort }
-        return .success(header.traceID)
     }
 }

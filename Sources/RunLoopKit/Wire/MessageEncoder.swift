@@ -1,20 +1,36 @@
 /// PortMessage → frames (docs/wire-format.md): checks a message against the
-/// wire format's limits, then writes it, packed into one frame (version 2)
-/// when it fits in `WireFormat.packLimit`, else as a header frame followed
-/// by a frame per component and the reply port's descriptor (version 1).
+/// wire format's limits and sizes it, once; then writes it, packed into one
+/// frame (version 2) when it fits in `WireFormat.packLimit`, else as a header
+/// frame followed by a frame per component and the reply port's descriptor
+/// (version 1).
 ///
 /// Whether each port can travel to the destination is a port rule, not a
 /// wire rule: the caller's `check` says, called for each port on the one
 /// pass over the components that sizes them.
-enum MessageEncoder {
-    /// Encodes the message into a buffer that lives for the call, and calls
-    /// `send` with its frames. Throws `.messageTooLarge`, before `send`,
-    /// for a message over a limit.
-    static func withFrames<R>(
+///
+/// The components are not stored but passed again to the writing calls:
+/// storing the array cost a retain and a release a send, and the send
+/// channel writes the packed frame straight into the buffer libzmq sends
+/// (`Socket.send(byteCount:write:)`), so the encoder is a few sizes and,
+/// when the message carries ports, their descriptors.
+struct MessageEncoder {
+    let msgid: UInt32
+    /// Present when the sender's tap is on.
+    let traceID: UInt64?
+    /// The descriptors of the port components, in component order (none,
+    /// the usual case, costs no array).
+    let portDescriptors: [[UInt8]]
+    let replyDescriptor: [UInt8]?
+    /// The packed frame's size; nil for a message over `WireFormat.packLimit`,
+    /// which goes as a frame per component instead of being copied into one.
+    let packedSize: Int?
+
+    /// Checks and sizes the message. Throws `.messageTooLarge` for a message
+    /// over a limit, and what `check` throws for a port.
+    init(
         msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
-        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void,
-        _ send: (OutgoingFrames) throws(PortError) -> R
-    ) throws(PortError) -> R {
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) {
         guard components.count <= WireFormat.maxComponents else {
             throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
         }
@@ -22,18 +38,21 @@ enum MessageEncoder {
         // Every frame counts towards the limit, the header and descriptors
         // too, as the receiver counts them (docs/wire-format.md, "Limits").
         var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        // By index, each component read in place: a `for component in
+        // components` copied each one out (a retain and a release of its
+        // Data or Port per component).
         for index in components.indices {
-            switch components[index] {
-            case .data:
+            if components[index].isPort {
+                guard case let .port(port) = components[index] else { continue }
+                try check(port, "a port component")
+                portDescriptors.append(port.descriptorBytes)
+                totalBytes += port.descriptorBytes.count
+            } else {
                 let count = components[index].dataCount
                 guard count <= WireFormat.maxFrameBytes else {
                     throw .messageTooLarge("a data component of \(count) bytes, over the limit of \(WireFormat.maxFrameBytes)")
                 }
                 totalBytes += count
-            case let .port(port):
-                try check(port, "a port component")
-                portDescriptors.append(port.descriptorBytes)
-                totalBytes += port.descriptorBytes.count
             }
         }
         if let replyPort { try check(replyPort, "the reply port") }
@@ -42,27 +61,36 @@ enum MessageEncoder {
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
-        // Constants from here on: the closure below captures them by value
-        // (a captured `var` costs a dynamic exclusivity check per access).
-        let descriptors = portDescriptors
         let records = components.count + (replyDescriptor == nil ? 0 : 1)
         let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
-        // The usual case: the whole message in one frame. A large one goes
-        // as a frame per component, not copied into one buffer.
-        let packed = packedSize <= WireFormat.packLimit
-        let bufferSize = packed ? packedSize : WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
-        return try withUnsafeTemporaryAllocation(byteCount: bufferSize, alignment: 8) { (buffer) throws(PortError) -> R in
-            if packed {
-                let size = WireFormat.writePacked(
-                    into: buffer, msgid: msgid, components: components, portDescriptors: descriptors,
-                    replyDescriptor: replyDescriptor, traceID: traceID)
-                return try send(OutgoingFrames(packed: UnsafeRawBufferPointer(rebasing: buffer[..<size])))
-            }
-            let size = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
-                                              components: components, traceID: traceID)
+        self.msgid = msgid
+        self.traceID = traceID
+        self.portDescriptors = portDescriptors
+        self.replyDescriptor = replyDescriptor
+        self.packedSize = packedSize <= WireFormat.packLimit ? packedSize : nil
+    }
+
+    /// Writes the packed frame into `buffer`, `packedSize` bytes;
+    /// `components` are the ones the encoder was made with.
+    func writePacked(_ components: [PortMessage.Component], into buffer: UnsafeMutableRawBufferPointer) {
+        _ = WireFormat.writePacked(
+            into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
+            replyDescriptor: replyDescriptor, traceID: traceID)
+    }
+
+    /// Calls `send` with the frames of a message over the pack limit: its
+    /// header in a buffer that lives for the call, then `components` (the
+    /// ones the encoder was made with) as they are.
+    func withMultipartFrames<R>(
+        _ components: [PortMessage.Component], _ send: (OutgoingFrames) throws(PortError) -> R
+    ) throws(PortError) -> R {
+        let size = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        return try withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { (buffer) throws(PortError) -> R in
+            let written = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
+                                                 components: components, traceID: traceID)
             return try send(OutgoingFrames(
-                header: UnsafeRawBufferPointer(rebasing: buffer[..<size]), components: components,
-                portDescriptors: descriptors, replyDescriptor: replyDescriptor))
+                header: UnsafeRawBufferPointer(rebasing: buffer[..<written]), components: components,
+                portDescriptors: portDescriptors, replyDescriptor: replyDescriptor))
         }
     }
 }

@@ -2,9 +2,10 @@ internal import CLinuxSupport
 import Glibc
 import ZeroMQ
 
-/// The frames of one PortMessage on its way out (docs/wire-format.md): the
-/// header, one frame per component, and the reply port's descriptor; or, in
-/// the packed form, one frame holding all of it.
+/// The frames of one large PortMessage on its way out, in the multipart
+/// form (docs/wire-format.md): the header, one frame per component, and the
+/// reply port's descriptor. (A packed message is written straight into the
+/// frame libzmq sends: `MessageEncoder.writePacked`.)
 struct OutgoingFrames {
     let header: UnsafeRawBufferPointer
     let components: [PortMessage.Component]
@@ -17,11 +18,6 @@ struct OutgoingFrames {
         self.components = components
         self.portDescriptors = portDescriptors
         self.replyDescriptor = replyDescriptor
-    }
-
-    /// A packed message: a single frame.
-    init(packed frame: UnsafeRawBufferPointer) {
-        self.init(header: frame, components: [], portDescriptors: [], replyDescriptor: nil)
     }
 
     var count: Int { 1 + components.count + (replyDescriptor == nil ? 0 : 1) }

@@ -35,29 +35,39 @@ extension WireFormat {
         let isPacked: Bool
         /// The header's own bytes; in a packed frame, where the records start.
         let size: Int
-        /// The kinds of a message with a port component; nil when every
-        /// component is data, the usual case, which then costs no array.
-        let mixedKinds: [UInt8]?
+        /// Whether any component is a port. When none is, the usual case,
+        /// no kind byte is read again after `readHeader` checked them all.
+        let hasPortComponent: Bool
         /// Present when the sender's tap was on.
         let traceID: UInt64?
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
         /// Components, then the reply port's descriptor if there is one.
         var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
 
-        /// `kindData` or `kindPort`: the kind of component `index`.
-        func kind(at index: Int) -> UInt8 { mixedKinds?[index] ?? kindData }
+        /// `kindData` or `kindPort`: the kind of component `index`, read
+        /// from `frame`, the header's frame that `readHeader` read. (Kept
+        /// as a flag, not an array of kinds: a header is a plain value that
+        /// costs no reference counting on the message path.)
+        func kind(at index: Int, in frame: UnsafeRawBufferPointer) -> UInt8 {
+            hasPortComponent ? frame[headerFixedSize + index] : kindData
+        }
 
-        /// The kinds of all the components, in order.
-        var kinds: [UInt8] { mixedKinds ?? Array(repeating: kindData, count: componentCount) }
+        /// The kinds of all the components, in order, read from `frame`.
+        func kinds(in frame: UnsafeRawBufferPointer) -> [UInt8] {
+            (0..<componentCount).map { kind(at: $0, in: frame) }
+        }
     }
 
     static func readHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
         guard bytes.count >= headerFixedSize else { throw .shortFrame("header (\(bytes.count) bytes)") }
-        guard bytes[0] == headerMagic.0, bytes[1] == headerMagic.1, bytes[2] == headerMagic.2, bytes[3] == headerMagic.3 else {
+        // The magic as one load: 4 bytes compared at once.
+        let magic = UInt32(headerMagic.0) | UInt32(headerMagic.1) << 8 | UInt32(headerMagic.2) << 16 | UInt32(headerMagic.3) << 24
+        guard UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self)) == magic else {
             throw .badMagic
         }
-        guard bytes[4] == version || bytes[4] == packedVersion else { throw .unsupportedVersion(bytes[4]) }
-        let isPacked = bytes[4] == packedVersion
+        let versionByte = bytes[4]
+        guard versionByte == version || versionByte == packedVersion else { throw .unsupportedVersion(versionByte) }
+        let isPacked = versionByte == packedVersion
         let flags = bytes[5]
         guard flags & ~knownFlags == 0 else { throw .unknownFlags(flags) }
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
@@ -69,17 +79,15 @@ extension WireFormat {
             throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
         }
         let msgid = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-        var mixedKinds: [UInt8]?
+        var hasPortComponent = false
         for index in 0..<count {
             let kind = bytes[headerFixedSize + index]
             guard kind == kindData || kind == kindPort else { throw .unknownComponentKind(kind) }
-            if kind == kindPort && mixedKinds == nil {
-                mixedKinds = Array(bytes[headerFixedSize..<headerFixedSize + count])
-            }
+            hasPortComponent = hasPortComponent || kind == kindPort
         }
         let traceID = traced
             ? UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: headerFixedSize + count, as: UInt64.self)) : nil
         return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, componentCount: count,
-                      isPacked: isPacked, size: size, mixedKinds: mixedKinds, traceID: traceID)
+                      isPacked: isPacked, size: size, hasPortComponent: hasPortComponent, traceID: traceID)
     }
 }
