@@ -55,9 +55,17 @@ struct MessageEncoder {
                 totalBytes += count
             }
         }
-        if let replyPort { try check(replyPort, "the reply port") }
-        let replyDescriptor = replyPort?.descriptorBytes
-        totalBytes += replyDescriptor?.count ?? 0
+        // Switched on, not bound with `if let`: the binding copied the Port
+        // (a retain and a release, on Swift's slow path for a Port).
+        let replyDescriptor: [UInt8]?
+        switch replyPort {
+        case .some(let port):
+            try check(port, "the reply port")
+            replyDescriptor = port.descriptorBytes
+            totalBytes += port.descriptorBytes.count
+        case .none:
+            replyDescriptor = nil
+        }
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
