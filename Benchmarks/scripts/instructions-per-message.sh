@@ -26,7 +26,9 @@
 # Round-trip rows count per round trip (two messages). The oneway and
 # roundtrip rows also count their raw peer served as an event loop serves a
 # libzmq socket (epoll on ZMQ_FD, non-blocking receives until empty: the
-# workloads oneway-raw-polled and roundtrip-raw-polled), a line below.
+# workloads oneway-raw-polled and roundtrip-raw-polled), a line below; the
+# oneway row also counts the same stream sent from bytes and read in place
+# (Port.send(msgid:bytes:…), Port.setInPlaceMessageHandler: oneway-in-place).
 #
 # Valgrind runs one thread at a time: a receiver wakes only when the
 # sender blocks or its time slice ends, so one-way rows see large batches
@@ -35,7 +37,7 @@
 # counted: callgrind sees user-space instructions only.
 # Repeat runs agree within about 0.2 %, except raw libzmq's one-way rows
 # (a few percent: its batching under valgrind varies).
-# Takes about 2 minutes with the defaults on a 2-core VM.
+# Takes about 2.5 minutes with the defaults on a 2-core VM.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/valgrind-common.sh"
 
@@ -57,6 +59,7 @@ instructions() {
 
 declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip")
 declare -A polled=([oneway]="oneway-raw-polled" [roundtrip]="roundtrip-raw-polled")
+declare -A inplace=([oneway]="oneway-in-place")
 declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP")
 
 lines=()
@@ -78,6 +81,13 @@ for row in $ROWS; do
         polled2="$(instructions "${polled[$row]}" "$N2")"
         polled_raw="$(per_message "$polled1" "$polled2" "$N" "$N2" 0)"
         lines+=("$(printf '%-10s %-17s %12s %12s  %-12s %7s×' "" "" "" "$polled_raw" "${peer[$row]}, polled" "$(ratio "$ours" "$polled_raw")")")
+    fi
+    # The same stream sent from bytes and read in place (no Data on either side).
+    if [[ -n "${inplace[$row]:-}" ]]; then
+        inplace1="$(instructions "${inplace[$row]}" "$N")"
+        inplace2="$(instructions "${inplace[$row]}" "$N2")"
+        ours_inplace="$(per_message "$inplace1" "$inplace2" "$N" "$N2" 0)"
+        lines+=("$(printf '%-10s %-17s %12s %12s  %-12s %7s×' "  in place" "" "$ours_inplace" "$raw" "${peer[$row]}" "$(ratio "$ours_inplace" "$raw")")")
     fi
 done
 

@@ -10,17 +10,27 @@ import Testing
 struct PortBatchTests {
     /// A port scheduled in `mode` of the calling thread's loop, with an
     /// observer that logs "pass" at the start of each pass, and a handler
-    /// that logs each message's msgid and then runs `onMessage`.
+    /// that logs each message's msgid and then runs `onMessage`. With
+    /// `inPlace`, the handler reads each message in place
+    /// (`setInPlaceMessageHandler`) and `onMessage` gets its `makeMessage()`:
+    /// the batch rules are the same for both kinds of handler.
     static func loggingPort(
-        _ log: EventLog, mode: RunLoop.Mode = .default, limit: Int? = nil,
+        _ log: EventLog, mode: RunLoop.Mode = .default, limit: Int? = nil, inPlace: Bool = false,
         onMessage: @escaping @Sendable (PortMessage) -> Void = { _ in }
     ) throws -> Port {
         let loop = RunLoop.current
         let port = try Port(transport: .inproc)
         if let limit { port.maxMessagesPerCallout = limit }
-        port.setMessageHandler { message in
-            log.add("m\(message.msgid)")
-            onMessage(message)
+        if inPlace {
+            port.setInPlaceMessageHandler { message in
+                log.add("m\(message.msgid)")
+                onMessage(message.makeMessage())
+            }
+        } else {
+            port.setMessageHandler { message in
+                log.add("m\(message.msgid)")
+                onMessage(message)
+            }
         }
         try port.schedule(in: loop, forMode: mode)
         loop.add(RunLoopObserver(activities: .beforeTimers) { _, _ in log.add("pass") }, forMode: mode)
@@ -40,17 +50,18 @@ struct PortBatchTests {
         return batches.filter { !$0.isEmpty }
     }
 
-    @Test("S-SRC1-1: queued messages are delivered in one callout, up to maxMessagesPerCallout, in order")
-    func batchesUpToTheLimit() throws {
+    @Test("S-SRC1-1: queued messages are delivered in one callout, up to maxMessagesPerCallout, in order",
+          arguments: [false, true])
+    func batchesUpToTheLimit(inPlace: Bool) throws {
         let all = EventLog(), limited = EventLog()
         try onNewThread {
-            let port = try Self.loggingPort(all)
+            let port = try Self.loggingPort(all, inPlace: inPlace)
             try Self.send(1...10, to: port)
             _ = RunLoop.current.run(mode: .default, seconds: 0)
             port.invalidate()
         }
         try onNewThread {
-            let port = try Self.loggingPort(limited, limit: 3)
+            let port = try Self.loggingPort(limited, limit: 3, inPlace: inPlace)
             try Self.send(1...8, to: port)
             for _ in 0..<3 { _ = RunLoop.current.run(mode: .default, seconds: 0) }
             port.invalidate()
@@ -60,11 +71,12 @@ struct PortBatchTests {
         #expect(Port.defaultMaxMessagesPerCallout > 1)
     }
 
-    @Test("S-SRC1-1, S-RUN-6: a run with returnAfterSourceHandled delivers exactly one message and returns handledSource")
-    func returnAfterSourceHandledTakesOne() throws {
+    @Test("S-SRC1-1, S-RUN-6: a run with returnAfterSourceHandled delivers exactly one message and returns handledSource",
+          arguments: [false, true])
+    func returnAfterSourceHandledTakesOne(inPlace: Bool) throws {
         let log = EventLog()
         let results = try onNewThread { () -> [Bool] in
-            let port = try Self.loggingPort(log)
+            let port = try Self.loggingPort(log, inPlace: inPlace)
             try Self.send(1...3, to: port)
             let loop = RunLoop.current
             var results: [Bool] = []
@@ -77,11 +89,12 @@ struct PortBatchTests {
         #expect(Self.batches(log.all) == [["m1"], ["m2"], ["m3"]], "\(log.all)")
     }
 
-    @Test("S-SRC1-1, S-RUN-4: a stop requested by a handler ends the batch after that message; the rest wait, in order")
-    func stopEndsTheBatch() throws {
+    @Test("S-SRC1-1, S-RUN-4: a stop requested by a handler ends the batch after that message; the rest wait, in order",
+          arguments: [false, true])
+    func stopEndsTheBatch(inPlace: Bool) throws {
         let log = EventLog()
         let (first, second) = try onNewThread { () -> (RunLoop.RunResult, RunLoop.RunResult) in
-            let port = try Self.loggingPort(log) { message in
+            let port = try Self.loggingPort(log, inPlace: inPlace) { message in
                 if message.msgid == 3 { RunLoop.current.stop() }
             }
             try Self.send(1...6, to: port)
@@ -146,12 +159,13 @@ struct PortBatchTests {
         #expect(entries.filter { $0.hasPrefix("b") } == (1...12).map { "b\($0)" })
     }
 
-    @Test("S-SRC1-2: messages of a port in another mode wait, in order, and come as a batch when its mode runs")
-    func otherModeWaits() throws {
+    @Test("S-SRC1-2: messages of a port in another mode wait, in order, and come as a batch when its mode runs",
+          arguments: [false, true])
+    func otherModeWaits(inPlace: Bool) throws {
         let log = EventLog()
         let inOther = try onNewThread { () -> Int in
             let special = RunLoop.Mode("S-SRC1-2.batch")
-            let port = try Self.loggingPort(log, mode: special)
+            let port = try Self.loggingPort(log, mode: special, inPlace: inPlace)
             RunLoop.current.add(keepAliveSource(), forMode: .default)
             try Self.send(1...5, to: port)
             _ = RunLoop.current.run(mode: .default, seconds: 0.05)
@@ -200,11 +214,12 @@ struct PortBatchTests {
         #expect(log.all.filter { $0 != "pass" } == ["m1", "m2", "m3", "block1", "block2", "block3"])
     }
 
-    @Test("S-SRC1-1, S-RUN-8: a handler that runs the loop again may receive the next messages there; each is delivered once, in order")
-    func nestedRunContinues() throws {
+    @Test("S-SRC1-1, S-RUN-8: a handler that runs the loop again may receive the next messages there; each is delivered once, in order",
+          arguments: [false, true])
+    func nestedRunContinues(inPlace: Bool) throws {
         let log = EventLog()
         try onNewThread {
-            let port = try Self.loggingPort(log, limit: 2) { message in
+            let port = try Self.loggingPort(log, limit: 2, inPlace: inPlace) { message in
                 if message.msgid == 1 { _ = RunLoop.current.run(mode: .default, seconds: 0) }
             }
             try Self.send(1...6, to: port)

@@ -283,6 +283,19 @@ enum RawWire {
     }
 }
 
+/// A raw PULL socket standing where a port of this process would be, at an
+/// id no port has, and a send right to that address: what `Port.send` puts
+/// on the wire arrives at the socket, frame by frame. Close the socket.
+func standInReceiver() throws -> (pull: Socket, destination: Port) {
+    let process = ProcessIdentity.current
+    let address = PortAddress(pid: process.pid, startTime: process.startTime,
+                              portID: (1 << 62) + UInt64.random(in: 0..<(1 << 40)), ipcPath: nil)
+    let pull = try ZMQContext.shared.makeSocket(.pull)
+    try pull.setReceiveTimeout(milliseconds: 30_000)
+    try pull.bind(address.inprocEndpoint)
+    return (pull, Port(sendRightTo: address))
+}
+
 /// A foreign sender: a raw ZeroMQ PUSH socket connected to a port's endpoint,
 /// used by the test's thread only.
 final class RawPortPeer {

@@ -114,16 +114,8 @@ struct WireFormatTests {
 
     @Test("S-PORT-2: Port.send puts the example message on the wire exactly as documented (packed), and a message over 64 KiB as multipart")
     func sendWritesTheExample() throws {
-        // A raw PULL socket stands where a port of this process would be, at an
-        // id no port has; a send right to that address sends to it.
-        let process = ProcessIdentity.current
-        let address = PortAddress(pid: process.pid, startTime: process.startTime,
-                                  portID: (1 << 62) + UInt64.random(in: 0..<(1 << 40)), ipcPath: nil)
-        let pull = try ZMQContext.shared.makeSocket(.pull)
+        let (pull, destination) = try standInReceiver()
         defer { pull.close() }
-        try pull.setReceiveTimeout(milliseconds: 30_000)
-        try pull.bind(address.inprocEndpoint)
-        let destination = Port(sendRightTo: address)
         let reply = Port(sendRightTo: Self.exampleReplyAddress)
 
         try destination.send(msgid: 7, components: [.data(Data("hi".utf8))], replyPort: reply, before: portDeadline())

@@ -91,7 +91,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     private let handlerLock = Lock()
     // Guarded by handlerLock.
     // @exclusivity(unchecked): read and written with `handlerLock` held only.
-    @exclusivity(unchecked) private var handler: (@Sendable (PortMessage) -> Void)?
+    @exclusivity(unchecked) private var handler: MessageHandler?
     /// Counts the changes of `handler` (written with `handlerLock` held): a
     /// batch reads the handler once and then, for each message, only this
     /// number, taking the lock again only when it moved.
@@ -183,6 +183,21 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// delegate). Set it before scheduling: a message that arrives while
     /// there is none is dropped and logged.
     public func setMessageHandler(_ handler: (@Sendable (PortMessage) -> Void)?) {
+        setHandler(handler.map { .message($0) })
+    }
+
+    /// Sets what runs, on the port's loop thread, for each message, read in
+    /// place: the handler gets a ``PortMessageView`` of the message where it
+    /// arrived, with no `Data` made for its data components (for streams of
+    /// many messages; see ``PortMessageView``). It replaces a handler set
+    /// with ``setMessageHandler(_:)``, and the other way round: a port has
+    /// one handler. Everything else is as for ``setMessageHandler(_:)``
+    /// (batches, S-SRC1-1; drops while there is none).
+    public func setInPlaceMessageHandler(_ handler: (@Sendable (borrowing PortMessageView) -> Void)?) {
+        setHandler(handler.map { .inPlace($0) })
+    }
+
+    private func setHandler(_ handler: MessageHandler?) {
         handlerLock.withLock {
             self.handler = handler
             handlerVersion.wrappingAdd(1, ordering: .releasing)
@@ -271,44 +286,111 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// socket's readiness signal, so the loop need not look again.
     private func deliver(_ batch: CalloutBatch) -> Bool {
         guard let receiver else { return false }
-        let limit = min(batch.limit, batchLimit.load(ordering: .relaxed))
-        // One received message for the whole batch, decoded into message
-        // after message: its receivePort is set once, and what the last
-        // handler let go (the components array, the bytes of its data) is
-        // written over in place. A handler that keeps a message keeps a copy
-        // that stays as it was (copy on write).
-        var inbox = PortMessage(arrivingOn: self)
-        // Read at the first message (a batch that finds none reads nothing).
-        var handler: (@Sendable (PortMessage) -> Void)?
-        var version = UInt64.max
-        var handled = 0
+        var batch = BatchCount(limit: min(batch.limit, batchLimit.load(ordering: .relaxed)), callout: batch)
         while true {
+            // The handler's kind says how a message is read; a handler set
+            // since (perhaps by a handler) takes the very next message.
+            let (handler, version) = currentHandler()
+            let outcome = if case let .inPlace(body) = handler {
+                deliverInPlace(&batch, from: receiver, to: body, version: version)
+            } else {
+                deliverMessages(&batch, from: receiver, to: handler?.messageBody, version: version)
+            }
+            switch outcome {
+            case .ranDry: return true
+            case .stopped: return false
+            case .handlerChanged: continue
+            }
+        }
+    }
+
+    /// How a batch ended, or why it went back to read the handler again.
+    private enum BatchOutcome { case ranDry, stopped, handlerChanged }
+
+    /// The messages a batch has handled, against its limit (S-SRC1-1).
+    private struct BatchCount {
+        let limit: Int
+        let callout: CalloutBatch
+        var handled = 0
+
+        /// After a message or a drop: may the batch go on?
+        mutating func next() -> Bool {
+            handled += 1
+            return handled < limit && callout.mayContinue()
+        }
+    }
+
+    /// Delivers `PortMessage`s while the handler stays `version`. One
+    /// received message serves the whole run, decoded into message after
+    /// message: its receivePort is set once, and what the last handler let
+    /// go (the components array, the bytes of its data) is written over in
+    /// place. A handler that keeps a message keeps a copy that stays as it
+    /// was (copy on write). With no handler, messages are dropped and logged.
+    private func deliverMessages(
+        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (@Sendable (PortMessage) -> Void)?, version: UInt64
+    ) -> BatchOutcome {
+        var inbox = PortMessage(arrivingOn: self)
+        while true {
+            guard handlerVersion.load(ordering: .acquiring) == version else {
+                receiver.endBatch(&inbox)
+                return .handlerChanged
+            }
             switch receiver.receive(into: &inbox) {
             case .empty:
-                return true
+                return .ranDry
             case .dropped:
                 break
             case let .message(traceID):
-                // A handler set since the last message (perhaps by its
-                // handler) takes this one.
-                if handlerVersion.load(ordering: .acquiring) != version { (handler, version) = currentHandler() }
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
                 // Called here, not through a helper taking the handler as an
                 // argument: that copy cost a retain and a release a message.
                 if let handler { handler(inbox) } else { dropForNoHandler(inbox, receiver: receiver) }
             }
-            handled += 1
-            guard handled < limit, batch.mayContinue() else {
+            guard batch.next() else {
                 receiver.endBatch(&inbox)
-                return false
+                return .stopped
             }
+        }
+    }
+
+    /// Delivers messages read in place (`PortMessageView`) while the handler
+    /// stays `version`. Each message's frames stay with this batch until its
+    /// handler returns, so that closing the port from another thread meanwhile
+    /// cannot release them; they go back to the receiver with the next call.
+    private func deliverInPlace(
+        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,
+        version: UInt64
+    ) -> BatchOutcome {
+        var lent: IncomingFrames?
+        // The reply port of the last message: replaced only when a message
+        // names another, so a stream from one sender retains nothing.
+        var replyPort: Port?
+        // The port components of the message being delivered (usually none).
+        var ports: [Port] = []
+        defer { receiver.endInPlaceBatch(returning: &lent) }
+        while true {
+            guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
+            let (received, header) = receiver.receiveInPlace(lent: &lent, replyPort: &replyPort, ports: &ports)
+            switch received {
+            case .empty:
+                return .ranDry
+            case .dropped:
+                break
+            case let .message(traceID):
+                guard let header, lent != nil else { break }
+                let view = PortMessageView(
+                    arrivedOn: self, replyPort: replyPort, message: InPlaceMessage(header: header, frames: lent.unsafelyUnwrapped, ports: header.hasPortComponent ? ports : nil))
+                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
+                handler(view)
+            }
+            guard batch.next() else { return .stopped }
         }
     }
 
     /// The message handler and its version, read under `handlerLock`
     /// without a generic closure: returning a closure through `withLock`
     /// re-abstracted it and allocated a thunk on every message.
-    private func currentHandler() -> ((@Sendable (PortMessage) -> Void)?, UInt64) {
+    private func currentHandler() -> (MessageHandler?, UInt64) {
         handlerLock.lock()
         defer { handlerLock.unlock() }
         return (handler, handlerVersion.load(ordering: .relaxed))
@@ -343,22 +425,65 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                  deadline: SendDeadline(deadline))
     }
 
+    /// Sends a message of one data component, `bytes`, given as they are:
+    /// what `send(msgid:components:replyPort:before:)` sends for
+    /// `[.data(Data(bytes))]`, byte for byte, without a `Data` made or read
+    /// for it (for streams of many messages: docs/performance.md). The
+    /// receiver cannot tell the two apart.
+    ///
+    /// - Throws: as `send(msgid:components:replyPort:before:)`.
+    public func send(
+        msgid: UInt32 = 0, bytes: UnsafeRawBufferPointer, replyPort: Port? = nil, before deadline: Date
+    ) throws(PortError) {
+        let deadline = SendDeadline(deadline)
+        try send(msgid: msgid, replyPort: replyPort, tapComponents: { [.data(Data(bytes))] }) { (channel, traceID) throws(PortError) in
+            let encoder = try MessageEncoder(
+                msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
+                checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
+            guard let size = encoder.packedSize else {
+                // Over the pack limit: the multipart form, as for any large message.
+                let components: [PortMessage.Component] = [.data(Data(bytes))]
+                return try encoder.withMultipartFrames(components) { [unowned(unsafe) self] (frames) throws(PortError) in
+                    try channel.send(frames, deadline: deadline, destination: self)
+                }
+            }
+            try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(bytes: bytes, into: $0) }
+        }
+    }
+
     /// The path of every send: Port → encode → send channel → socket.
     func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
-        if !isValid { throw invalidError() }
-        // The tap, when on, marks the message so that its delivery can be paired with this send.
-        let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
-        let channel = sendChannel()
-        // Taken before sending: a delivery may be reported before the send returns.
-        let sendTime = traceID == nil ? 0 : PortTap.now()
-        do {
-            // unowned(unsafe): the closure lives for the call, while `self`
-            // is alive; a counted capture of a Port took Swift's slow
-            // retain and release (its counts live in a side table) on every send.
+        try send(msgid: msgid, replyPort: replyPort, tapComponents: { components }) { (channel, traceID) throws(PortError) in
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            try channel.send(encoder, components: components, deadline: deadline, destination: self)
+            guard let size = encoder.packedSize else {
+                return try encoder.withMultipartFrames(components) { [unowned(unsafe) self] (frames) throws(PortError) in
+                    try channel.send(frames, deadline: deadline, destination: self)
+                }
+            }
+            try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(components, into: $0) }
+        }
+    }
+
+    /// What every send does around its encoding: the validity check, the
+    /// tap's trace id and record (`tapComponents` is read only while the tap
+    /// is on), and invalidation when the destination turns out unreachable.
+    /// (unowned(unsafe) captures of `self` in the callers' closures: the
+    /// closures live for the call, while `self` is alive; a counted capture
+    /// of a Port took Swift's slow retain and release on every send.)
+    @inline(__always)
+    private func send(
+        msgid: UInt32, replyPort: Port?, tapComponents: () -> [PortMessage.Component],
+        _ encodeAndSend: (SendChannel, _ traceID: UInt64?) throws(PortError) -> Void
+    ) throws(PortError) {
+        if !isValid { throw invalidError() }
+        // The tap, when on, marks the message so that its delivery can be paired with this send.
+        let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
+        // Taken before sending: a delivery may be reported before the send returns.
+        let sendTime = traceID == nil ? 0 : PortTap.now()
+        do {
+            try encodeAndSend(sendChannel(), traceID)
         } catch {
             // Nothing can ever receive through it from here (S-PORT-8): the
             // send right is invalid from now on, and its handlers are told.
@@ -369,7 +494,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             throw error
         }
         if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
+            PortTap.recordSend(to: self, msgid: msgid, components: tapComponents(), replyPort: replyPort, traceID: traceID, time: sendTime)
         }
     }
 

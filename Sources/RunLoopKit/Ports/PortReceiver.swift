@@ -29,7 +29,13 @@ final class PortReceiver: @unchecked Sendable {
     private var ipcPaths: [String] = []
     // Guarded by lock: the frames of the next message, received and not yet
     // decoded (by `hasInput`, or by `receive`); reused for every message.
-    private let frames = IncomingFrames()
+    // A message read in place takes its frames with it to the batch that
+    // delivers it (`receiveInPlace`), which gives them back with its next
+    // call: `spareFrames` then stands in, so that a stream of messages
+    // passes two frame sets back and forth and allocates none.
+    @exclusivity(unchecked) private var frames = IncomingFrames()
+    // Guarded by lock.
+    @exclusivity(unchecked) private var spareFrames: IncomingFrames?
     // Guarded by lock.
     // @exclusivity(unchecked): used under `lock` alone, on the message path
     // (no overlapping access is possible; the dynamic check cost hundreds
@@ -131,6 +137,7 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return }
             isClosed = true
             frames.clear()
+            spareFrames = nil
             decoder = MessageDecoder()
             socket.close()
             for path in ipcPaths { unlink(path) }
@@ -165,16 +172,10 @@ final class PortReceiver: @unchecked Sendable {
                 return .empty
             }
             defer { frames.clear() }
-            do {
+            do throws(WireFormat.DecodeError) {
                 return .message(traceID: try decoder.decode(frames, into: &inbox))
             } catch {
-                let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
-                // Every one is counted; the log is thinned so that a flood of
-                // bad input cannot flood the log too.
-                if count <= 10 || count % 1000 == 0 {
-                    Self.logger.warning("port \(address): dropped malformed message #\(count): \(error)")
-                }
-                return .dropped
+                return countMalformed(error)
             }
         }
     }
@@ -188,9 +189,79 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
+    /// On the loop thread: checks the next message and resolves its ports
+    /// (into `ports`) without copying it out (`PortMessageView`): its frames
+    /// go to the caller, the batch, in `lent`, which holds them until its
+    /// handler returns and hands them back with its next call (or
+    /// `endInPlaceBatch`). A port closed meanwhile from another thread never
+    /// touches them. `replyPort` is the batch's (see
+    /// `MessageDecoder.decodeInPlace`). Returns the message's header with
+    /// `.message`.
+    func receiveInPlace(
+        lent: inout IncomingFrames?, replyPort: inout Port?, ports: inout [Port]
+    ) -> (Received, WireFormat.Header?) {
+        // lock()/unlock(), not withLock: a tuple returned through the
+        // generic closure was copied through value witnesses.
+        lock.lock()
+        defer { lock.unlock() }
+        // The sets of frames change hands with swaps, not assignments:
+        // moved references are not counted (each assignment was a retain
+        // and a release, about 300 instructions a message in all).
+        takeBack(&lent)
+        guard !isClosed else { return (.empty, nil) }
+        defer { socket.releaseOwnership() }
+        guard frames.isHolding || receiveFrames() else { return (.empty, nil) }
+        do throws(WireFormat.DecodeError) {
+            let header = try decoder.decodeInPlace(frames, replyPort: &replyPort, ports: &ports)
+            // lent ← frames ← the spare (or a new set, the first time, or in a nested run).
+            var next: IncomingFrames?
+            swap(&next, &spareFrames)
+            var taken = next ?? IncomingFrames()
+            swap(&frames, &taken)
+            lent = consume taken
+            return (.message(traceID: header.traceID), header)
+        } catch {
+            frames.clear()
+            return (countMalformed(error), nil)
+        }
+    }
+
+    /// Ends a batch of messages read in place: takes back the last one's frames.
+    func endInPlaceBatch(returning lent: inout IncomingFrames?) {
+        guard lent != nil else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        takeBack(&lent)
+    }
+
+    /// Frames a batch gives back, emptied (a one-frame message's buffer is
+    /// released at their next receive, a large one's now): kept as the
+    /// spare, or let go; `lent` is nil afterwards. Lock held.
+    private func takeBack(_ lent: inout IncomingFrames?) {
+        guard lent != nil else { return }
+        // Through the optional in place: a bound copy was a retain and a release.
+        lent?.clear()
+        if spareFrames == nil && !isClosed { swap(&spareFrames, &lent) }
+        lent = nil
+    }
+
+    /// A malformed message: counted, logged (thinned), reported as dropped.
+    private func countMalformed(_ error: WireFormat.DecodeError) -> Received {
+        let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
+        // Every one is counted; the log is thinned so that a flood of
+        // bad input cannot flood the log too.
+        if count <= 10 || count % 1000 == 0 {
+            Self.logger.warning("port \(address): dropped malformed message #\(count): \(error)")
+        }
+        return .dropped
+    }
+
     /// Receives the next message's raw frames into `frames`; false when the
     /// queue is empty. Lock held.
     private func receiveFrames() -> Bool {
+        // unowned(unsafe): `frames` is held by `self` throughout; a counted
+        // copy for the call was a retain and a release a message.
+        unowned(unsafe) let frames = frames
         do {
             return try frames.receive(from: socket)
         } catch {

@@ -62,12 +62,38 @@ final class SendChannel: @unchecked Sendable {
         socket?.close()
     }
 
-    /// Sends one message, encoded by `encoder` from `components`; while it
-    /// waits for room, `destination` says whether the port has become
-    /// unusable (`Port.destinationError`).
+    /// Sends one message packed into a frame of `packedSize` bytes, which
+    /// `write` fills where libzmq sends it from (called again after a wait
+    /// for room); while it waits, `destination` says whether the port has
+    /// become unusable (`Port.destinationError`).
     func send(
-        _ encoder: MessageEncoder, components: [PortMessage.Component], deadline: SendDeadline, destination: Port
+        packedSize: Int, deadline: SendDeadline, destination: Port, write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
+        try withSocket(deadline: deadline) { (socket) throws(PortError) in
+            var waitUntil: UInt64?  // read the first time there is no room
+            do {
+                while try !socket.send(byteCount: packedSize, dontWait: true, write: write) {
+                    try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
+                }
+            } catch {
+                throw portError(error)
+            }
+            hasAccepted = true
+        }
+    }
+
+    /// Sends a large message as its frames (`MessageEncoder.withMultipartFrames`).
+    func send(_ frames: OutgoingFrames, deadline: SendDeadline, destination: Port) throws(PortError) {
+        try withSocket(deadline: deadline) { (socket) throws(PortError) in
+            var waitUntil: UInt64?
+            try sendMultipart(frames, on: socket, until: &waitUntil, deadline: deadline, destination: destination)
+        }
+    }
+
+    /// Runs `body` with the connected socket, the lock held: what every
+    /// send does first. Fails at once once the port is known unreachable.
+    @inline(__always)
+    private func withSocket(deadline: SendDeadline, _ body: (Socket) throws(PortError) -> Void) throws(PortError) {
         // The deadline is read from the clock only if the send must wait.
         guard lock.tryLock() || lock.lock(until: deadline.instant()) else {
             throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
@@ -77,23 +103,7 @@ final class SendChannel: @unchecked Sendable {
             lock.unlock()
         }
         if let unreachable { throw unreachable }
-        let socket = try connectedSocket()
-        var waitUntil: UInt64?  // read the first time there is no room
-        do {
-            if let size = encoder.packedSize {
-                // The usual case: one frame, written where libzmq sends it from.
-                while try !socket.send(byteCount: size, dontWait: true, write: { encoder.writePacked(components, into: $0) }) {
-                    try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
-                }
-                hasAccepted = true
-                return
-            }
-            try encoder.withMultipartFrames(components) { (frames) throws(PortError) in
-                try sendMultipart(frames, on: socket, until: &waitUntil, deadline: deadline, destination: destination)
-            }
-        } catch {
-            throw portError(error)
-        }
+        try body(try connectedSocket())
     }
 
     /// A large message's frames. The first frame decides: accepted, or no

@@ -101,6 +101,53 @@ struct MessageDecoder {
         if !sameReplyPort && message.sendPort !== replyPort { message.sendPort = replyPort }
     }
 
+    /// Checks the message held in `frames` as `decode` does, and resolves
+    /// its ports into `ports`, without copying anything out: the message is
+    /// read where it lies (`PortMessageView`). `replyPort` is the batch's:
+    /// the reply port of the last message, replaced only when this one names
+    /// another. Returns its header.
+    mutating func decodeInPlace(
+        _ frames: IncomingFrames, replyPort: inout Port?, ports: inout [Port]
+    ) throws(WireFormat.DecodeError) -> WireFormat.Header {
+        guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
+        let header = try WireFormat.readHeader(frames.firstBytes)
+        if !ports.isEmpty { ports.removeAll(keepingCapacity: true) }
+        var reply: Port?
+        var sameReplyPort = false
+        if header.isPacked {
+            let bytes = frames.firstBytes
+            guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
+            guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
+            var records = WireFormat.PackedRecords(bytes, header: header)
+            for index in 0..<header.recordCount {
+                let record = try records.next()
+                if index == header.componentCount {
+                    sameReplyPort = cache.isLatest(record, naming: replyPort)
+                    if !sameReplyPort { reply = try cache.port(for: record) }
+                } else if header.kind(at: index, in: bytes) == WireFormat.kindPort {
+                    ports.append(try cache.port(for: record))
+                }
+            }
+            try records.finish()
+        } else {
+            guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
+                throw .frameCountMismatch(expected: header.frameCount, got: frames.frameCount)
+            }
+            for index in 1..<max(frames.keptCount, 1) {
+                let bytes = frames[index].unsafeBytes
+                guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
+                let component = index - 1
+                if component == header.componentCount {
+                    reply = try cache.port(for: bytes)
+                } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindPort {
+                    ports.append(try cache.port(for: bytes))
+                }
+            }
+        }
+        if !sameReplyPort && replyPort !== reply { replyPort = reply }
+        return header
+    }
+
     /// A data component's bytes in a new `Data`.
     private static func newData(_ bytes: UnsafeRawBufferPointer) -> Data {
         bytes.isEmpty ? Data() : Data(bytes: bytes.baseAddress!, count: bytes.count)

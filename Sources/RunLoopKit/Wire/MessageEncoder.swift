@@ -55,6 +55,31 @@ struct MessageEncoder {
                 totalBytes += count
             }
         }
+        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
+                      replyPort: replyPort, traceID: traceID, portDescriptors: portDescriptors, checkingPorts: check)
+    }
+
+    /// A message of one data component, `dataCount` bytes given as they
+    /// are (`Port.send(msgid:bytes:replyPort:before:)`).
+    init(
+        msgid: UInt32, dataCount: Int, replyPort: Port?, traceID: UInt64?,
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) {
+        guard dataCount <= WireFormat.maxFrameBytes else {
+            throw .messageTooLarge("a data component of \(dataCount) bytes, over the limit of \(WireFormat.maxFrameBytes)")
+        }
+        let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
+        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
+                      replyPort: replyPort, traceID: traceID, portDescriptors: [], checkingPorts: check)
+    }
+
+    /// What both ways in share: the reply port checked and counted, the
+    /// limit on the whole, the packed size.
+    private init(
+        msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
+        portDescriptors: [[UInt8]], checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) {
+        var totalBytes = bytesBeforeReplyPort
         // Switched on, not bound with `if let`: the binding copied the Port
         // (a retain and a release, on Swift's slow path for a Port).
         let replyDescriptor: [UInt8]?
@@ -69,8 +94,7 @@ struct MessageEncoder {
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }
-        let records = components.count + (replyDescriptor == nil ? 0 : 1)
-        let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records)
+        let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records + (replyDescriptor == nil ? 0 : 1))
         self.msgid = msgid
         self.traceID = traceID
         self.portDescriptors = portDescriptors
@@ -84,6 +108,12 @@ struct MessageEncoder {
         _ = WireFormat.writePacked(
             into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
             replyDescriptor: replyDescriptor, traceID: traceID)
+    }
+
+    /// Writes the packed frame of a message of one data component, `bytes`
+    /// (the encoder made with `dataCount: bytes.count`).
+    func writePacked(bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) {
+        _ = WireFormat.writePacked(into: buffer, msgid: msgid, bytes: bytes, replyDescriptor: replyDescriptor, traceID: traceID)
     }
 
     /// Calls `send` with the frames of a message over the pack limit: its

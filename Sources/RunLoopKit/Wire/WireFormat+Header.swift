@@ -11,20 +11,32 @@ extension WireFormat {
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
         components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false
     ) -> Int {
+        let size = writeHeader(into: buffer, msgid: msgid, hasReplyPort: hasReplyPort, dataComponents: components.count,
+                               traceID: traceID, packed: packed)
+        for index in components.indices where components[index].isPort {
+            buffer[headerFixedSize + index] = kindPort
+        }
+        return size
+    }
+
+    /// Writes the header of a message of `dataComponents` components, all
+    /// data; returns the size used.
+    static func writeHeader(
+        into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
+        dataComponents count: Int, traceID: UInt64?, packed: Bool
+    ) -> Int {
         buffer[0] = headerMagic.0
         buffer[1] = headerMagic.1
         buffer[2] = headerMagic.2
         buffer[3] = headerMagic.3
         buffer[4] = packed ? packedVersion : version
         buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
-        buffer.storeBytes(of: UInt16(components.count).littleEndian, toByteOffset: 6, as: UInt16.self)
+        buffer.storeBytes(of: UInt16(count).littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
-        for index in components.indices {
-            buffer[headerFixedSize + index] = components[index].isPort ? kindPort : kindData
-        }
-        guard let traceID else { return headerFixedSize + components.count }
-        buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + components.count, as: UInt64.self)
-        return headerFixedSize + components.count + traceIDSize
+        for index in 0..<count { buffer[headerFixedSize + index] = kindData }
+        guard let traceID else { return headerFixedSize + count }
+        buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + count, as: UInt64.self)
+        return headerFixedSize + count + traceIDSize
     }
 
     struct Header {

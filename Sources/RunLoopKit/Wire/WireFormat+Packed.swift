@@ -39,6 +39,22 @@ extension WireFormat {
         return offset
     }
 
+    /// Writes a message of one data component, `bytes`, in the packed form
+    /// (what `writePacked` writes for `[.data(bytes)]`); returns the size used.
+    static func writePacked(
+        into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, bytes: UnsafeRawBufferPointer,
+        replyDescriptor: [UInt8]?, traceID: UInt64?
+    ) -> Int {
+        var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil, dataComponents: 1,
+                                 traceID: traceID, packed: true)
+        offset = writeRecord(bytes, into: buffer, at: offset)
+        if let replyDescriptor {
+            let at = offset
+            offset = replyDescriptor.withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
+        }
+        return offset
+    }
+
     /// Writes one record (its length, then its bytes) at `offset`; returns where the next starts.
     @inline(__always)
     static func writeRecord(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
@@ -60,6 +76,18 @@ extension WireFormat {
         var records = PackedRecords(bytes, header: header)
         for index in 0..<header.recordCount { try body(index, try records.next()) }
         try records.finish()
+    }
+
+    /// Record `index` of a packed frame whose records were checked already
+    /// (`PackedRecords` walked them all when it was decoded): found by
+    /// stepping over the lengths before it, nothing checked again.
+    static func packedRecord(_ index: Int, of bytes: UnsafeRawBufferPointer, header: Header) -> UnsafeRawBufferPointer {
+        var offset = header.size
+        for _ in 0..<index {
+            offset += recordLengthSize + Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        return UnsafeRawBufferPointer(rebasing: bytes[(offset + recordLengthSize)..<(offset + recordLengthSize + length)])
     }
 
     /// The records of a packed frame, one at a time: what `readPackedRecords`

@@ -24,6 +24,9 @@ enum Workload {
         Entry(name: "oneway", summary: "RunLoopKit: one thread sends N 64 B PortMessages to a LoopThread's port (throughput-inproc)") {
             PortFlood(label: "oneway", count: $0, timeout: timeout, placement: placement)
         },
+        Entry(name: "oneway-in-place", summary: "RunLoopKit: as oneway, sent from bytes and read in place (throughput-inproc-in-place)") {
+            PortFlood(label: "oneway-in-place", count: $0, timeout: timeout, placement: placement, inPlace: true)
+        },
         Entry(name: "oneway-raw", summary: "raw libzmq: N 64 B messages PUSH → PULL between two threads, inproc (C)") {
             RawZMQFlood(label: "oneway-raw", endpoint: "inproc://rlk-workload", count: $0, timeout: timeout, placement: placement)
         },

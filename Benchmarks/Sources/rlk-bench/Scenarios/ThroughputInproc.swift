@@ -12,7 +12,9 @@ struct ThroughputInproc: Scenario {
         let polled = RawZMQFlood(label: "raw libzmq PUSH/PULL inproc, PULL in epoll on ZMQ_FD (C)", polled: true,
                                  endpoint: "inproc://rlk-bench-throughput-polled", count: count,
                                  timeout: config.timeoutSeconds, placement: placement)
-        let measured = interleave([ours, zmq, polled], repetitions: config.throughputRepetitions, better: .higher)
+        let inPlace = PortFlood(label: "RunLoopKit Port, sent from bytes, read in place", count: count,
+                                timeout: config.timeoutSeconds, placement: placement, inPlace: true)
+        let measured = interleave([ours, zmq, polled, inPlace], repetitions: config.throughputRepetitions, better: .higher)
         return [
             ScenarioResult(
                 name: "throughput-inproc", title: "one-way throughput, 64 B, inproc",
@@ -22,6 +24,10 @@ struct ThroughputInproc: Scenario {
                 name: "throughput-inproc-polled", title: "the same throughput against raw libzmq received as a loop receives (epoll on ZMQ_FD)",
                 unit: "msg/s", better: .higher, ours: measured[0], peer: measured[2], target: nil,
                 notes: ["informational: what serving the PULL socket from an event loop costs raw libzmq itself (docs/performance.md)"]),
+            ScenarioResult(
+                name: "throughput-inproc-in-place", title: "the same stream sent from bytes and read in place (no Data on either side)",
+                unit: "msg/s", better: .higher, ours: measured[3], peer: measured[1], target: .ratioAtLeast(0.5),
+                notes: ["Port.send(msgid:bytes:…) and Port.setInPlaceMessageHandler; the handler reads each payload; same target as the row above"]),
         ]
     }
 }
