@@ -98,6 +98,15 @@ public final class Message {
         }
     }
 
+    /// Moves this frame's content into `other` (`zmq_msg_move`): `other`'s old content is
+    /// released, and this message is left empty. Nothing is copied, small frames' inline
+    /// bytes aside: read `other`'s bytes afresh afterwards.
+    ///
+    /// Thread rules: the messages' thread. Never fails.
+    public func moveContent(to other: Message) {
+        zmq_msg_move(other.pointer, pointer)
+    }
+
     /// Drops the content and starts over as an empty frame, so that a message kept for
     /// reuse does not pin a large frame's buffer.
     ///

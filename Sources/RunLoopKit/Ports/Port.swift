@@ -342,9 +342,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 break
             case let .message(traceID):
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
-                // Called here, not through a helper taking the handler as an
-                // argument: that copy cost a retain and a release a message.
-                if let handler { handler(inbox) } else { dropForNoHandler(inbox, receiver: receiver) }
+                // Not `if let`: binding the argument copied the closure (a
+                // retain and a release a message).
+                if handler != nil { handler.unsafelyUnwrapped(inbox) } else { dropForNoHandler(inbox, receiver: receiver) }
             }
             guard batch.next() else {
                 receiver.endBatch(&inbox)
@@ -354,32 +354,34 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     /// Delivers messages read in place (`PortMessageView`) while the handler
-    /// stays `version`. Each message's frames stay with this batch until its
-    /// handler returns, so that closing the port from another thread meanwhile
-    /// cannot release them; they go back to the receiver with the next call.
+    /// stays `version`. Each message's frames are moved into this batch's
+    /// holder, where they stay until the next message replaces them, so that
+    /// closing the port from another thread, or a nested batch, cannot
+    /// release them while a handler reads them.
     private func deliverInPlace(
         _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,
         version: UInt64
     ) -> BatchOutcome {
-        var lent: IncomingFrames?
+        let holder = receiver.takeHolder()
+        defer { receiver.returnHolder(holder) }
         // The reply port of the last message: replaced only when a message
         // names another, so a stream from one sender retains nothing.
         var replyPort: Port?
         // The port components of the message being delivered (usually none).
         var ports: [Port] = []
-        defer { receiver.endInPlaceBatch(returning: &lent) }
         while true {
             guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
-            let (received, header) = receiver.receiveInPlace(lent: &lent, replyPort: &replyPort, ports: &ports)
+            let (received, header) = receiver.receiveInPlace(into: holder, replyPort: &replyPort, ports: &ports)
             switch received {
             case .empty:
                 return .ranDry
             case .dropped:
                 break
             case let .message(traceID):
-                guard let header, lent != nil else { break }
+                guard let header else { break }
                 let view = PortMessageView(
-                    arrivedOn: self, replyPort: replyPort, message: InPlaceMessage(header: header, frames: lent.unsafelyUnwrapped, ports: header.hasPortComponent ? ports : nil))
+                    arrivedOn: self, replyPort: replyPort,
+                    message: InPlaceMessage(header: header, frames: holder, ports: header.hasPortComponent ? ports : nil))
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
                 handler(view)
             }
@@ -436,66 +438,75 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         msgid: UInt32 = 0, bytes: UnsafeRawBufferPointer, replyPort: Port? = nil, before deadline: Date
     ) throws(PortError) {
         let deadline = SendDeadline(deadline)
-        try send(msgid: msgid, replyPort: replyPort, tapComponents: { [.data(Data(bytes))] }) { (channel, traceID) throws(PortError) in
+        let (channel, traceID, sendTime) = try beginSend()
+        do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            guard let size = encoder.packedSize else {
+            if let size = encoder.packedSize {
+                try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(bytes: bytes, into: $0) }
+            } else {
                 // Over the pack limit: the multipart form, as for any large message.
                 let components: [PortMessage.Component] = [.data(Data(bytes))]
-                return try encoder.withMultipartFrames(components) { [unowned(unsafe) self] (frames) throws(PortError) in
+                try encoder.withMultipartFrames(components) { (frames) throws(PortError) in
                     try channel.send(frames, deadline: deadline, destination: self)
                 }
             }
-            try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(bytes: bytes, into: $0) }
+        } catch {
+            throw failedSend(error)
+        }
+        if let traceID {
+            PortTap.recordSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, traceID: traceID, time: sendTime)
         }
     }
 
     /// The path of every send: Port → encode → send channel → socket.
     func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
-        try send(msgid: msgid, replyPort: replyPort, tapComponents: { components }) { (channel, traceID) throws(PortError) in
+        let (channel, traceID, sendTime) = try beginSend()
+        do {
+            // unowned(unsafe): the closure lives for the call, while `self`
+            // is alive; a counted capture of a Port took Swift's slow
+            // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            guard let size = encoder.packedSize else {
-                return try encoder.withMultipartFrames(components) { [unowned(unsafe) self] (frames) throws(PortError) in
+            if let size = encoder.packedSize {
+                try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(components, into: $0) }
+            } else {
+                try encoder.withMultipartFrames(components) { (frames) throws(PortError) in
                     try channel.send(frames, deadline: deadline, destination: self)
                 }
             }
-            try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(components, into: $0) }
+        } catch {
+            throw failedSend(error)
+        }
+        if let traceID {
+            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
         }
     }
 
-    /// What every send does around its encoding: the validity check, the
-    /// tap's trace id and record (`tapComponents` is read only while the tap
-    /// is on), and invalidation when the destination turns out unreachable.
-    /// (unowned(unsafe) captures of `self` in the callers' closures: the
-    /// closures live for the call, while `self` is alive; a counted capture
-    /// of a Port took Swift's slow retain and release on every send.)
+    /// What every send does before encoding: the validity check, the send
+    /// channel, and, when the tap is on, the trace id that pairs the send
+    /// with its delivery and the time taken before sending (a delivery may
+    /// be reported before the send returns). Plain calls rather than a
+    /// helper taking the send as a closure: the closure's context cost a
+    /// retain and a release a send.
     @inline(__always)
-    private func send(
-        msgid: UInt32, replyPort: Port?, tapComponents: () -> [PortMessage.Component],
-        _ encodeAndSend: (SendChannel, _ traceID: UInt64?) throws(PortError) -> Void
-    ) throws(PortError) {
+    private func beginSend() throws(PortError) -> (SendChannel, traceID: UInt64?, sendTime: Int64) {
         if !isValid { throw invalidError() }
-        // The tap, when on, marks the message so that its delivery can be paired with this send.
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
-        // Taken before sending: a delivery may be reported before the send returns.
-        let sendTime = traceID == nil ? 0 : PortTap.now()
-        do {
-            try encodeAndSend(sendChannel(), traceID)
-        } catch {
-            // Nothing can ever receive through it from here (S-PORT-8): the
-            // send right is invalid from now on, and its handlers are told.
-            switch error {
-            case .unreachable, .peerDied: invalidate(because: error)
-            default: break
-            }
-            throw error
+        return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.now())
+    }
+
+    /// A send failed with `error`: when nothing can ever receive through
+    /// this send right (S-PORT-8), it is invalid from now on and its
+    /// handlers are told. Returns the error to throw.
+    private func failedSend(_ error: PortError) -> PortError {
+        switch error {
+        case .unreachable, .peerDied: invalidate(because: error)
+        default: break
         }
-        if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: tapComponents(), replyPort: replyPort, traceID: traceID, time: sendTime)
-        }
+        return error
     }
 
     /// An inproc-only port cannot reach another process (S-PORT-2): say so

@@ -29,13 +29,12 @@ final class PortReceiver: @unchecked Sendable {
     private var ipcPaths: [String] = []
     // Guarded by lock: the frames of the next message, received and not yet
     // decoded (by `hasInput`, or by `receive`); reused for every message.
-    // A message read in place takes its frames with it to the batch that
-    // delivers it (`receiveInPlace`), which gives them back with its next
-    // call: `spareFrames` then stands in, so that a stream of messages
-    // passes two frame sets back and forth and allocates none.
-    @exclusivity(unchecked) private var frames = IncomingFrames()
-    // Guarded by lock.
-    @exclusivity(unchecked) private var spareFrames: IncomingFrames?
+    // (A constant: a `var` cost a retain and a release at every use.)
+    private let frames = IncomingFrames()
+    // Guarded by lock: the holder a batch of messages read in place keeps
+    // each message in while its handler runs (`takeHolder`), kept here
+    // between batches; a nested batch, finding it taken, makes its own.
+    @exclusivity(unchecked) private var spareHolder: IncomingFrames?
     // Guarded by lock.
     // @exclusivity(unchecked): used under `lock` alone, on the message path
     // (no overlapping access is possible; the dynamic check cost hundreds
@@ -137,7 +136,7 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return }
             isClosed = true
             frames.clear()
-            spareFrames = nil
+            spareHolder = nil
             decoder = MessageDecoder()
             socket.close()
             for path in ipcPaths { unlink(path) }
@@ -190,35 +189,25 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     /// On the loop thread: checks the next message and resolves its ports
-    /// (into `ports`) without copying it out (`PortMessageView`): its frames
-    /// go to the caller, the batch, in `lent`, which holds them until its
-    /// handler returns and hands them back with its next call (or
-    /// `endInPlaceBatch`). A port closed meanwhile from another thread never
+    /// (into `ports`) without copying it out (`PortMessageView`), and moves
+    /// its frames into `holder`, the batch's (`takeHolder`), where the
+    /// handler reads them: a port closed meanwhile from another thread never
     /// touches them. `replyPort` is the batch's (see
     /// `MessageDecoder.decodeInPlace`). Returns the message's header with
     /// `.message`.
     func receiveInPlace(
-        lent: inout IncomingFrames?, replyPort: inout Port?, ports: inout [Port]
+        into holder: IncomingFrames, replyPort: inout Port?, ports: inout [Port]
     ) -> (Received, WireFormat.Header?) {
         // lock()/unlock(), not withLock: a tuple returned through the
         // generic closure was copied through value witnesses.
         lock.lock()
         defer { lock.unlock() }
-        // The sets of frames change hands with swaps, not assignments:
-        // moved references are not counted (each assignment was a retain
-        // and a release, about 300 instructions a message in all).
-        takeBack(&lent)
         guard !isClosed else { return (.empty, nil) }
         defer { socket.releaseOwnership() }
         guard frames.isHolding || receiveFrames() else { return (.empty, nil) }
         do throws(WireFormat.DecodeError) {
             let header = try decoder.decodeInPlace(frames, replyPort: &replyPort, ports: &ports)
-            // lent ← frames ← the spare (or a new set, the first time, or in a nested run).
-            var next: IncomingFrames?
-            swap(&next, &spareFrames)
-            var taken = next ?? IncomingFrames()
-            swap(&frames, &taken)
-            lent = consume taken
+            frames.move(to: holder)
             return (.message(traceID: header.traceID), header)
         } catch {
             frames.clear()
@@ -226,23 +215,24 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// Ends a batch of messages read in place: takes back the last one's frames.
-    func endInPlaceBatch(returning lent: inout IncomingFrames?) {
-        guard lent != nil else { return }
+    /// The holder for a batch of messages read in place: the one kept
+    /// between batches, or a new one (the first batch, or a batch nested in
+    /// a handler of another).
+    func takeHolder() -> IncomingFrames {
         lock.lock()
         defer { lock.unlock() }
-        takeBack(&lent)
+        var holder: IncomingFrames?
+        swap(&holder, &spareHolder)
+        return holder ?? IncomingFrames()
     }
 
-    /// Frames a batch gives back, emptied (a one-frame message's buffer is
-    /// released at their next receive, a large one's now): kept as the
-    /// spare, or let go; `lent` is nil afterwards. Lock held.
-    private func takeBack(_ lent: inout IncomingFrames?) {
-        guard lent != nil else { return }
-        // Through the optional in place: a bound copy was a retain and a release.
-        lent?.clear()
-        if spareFrames == nil && !isClosed { swap(&spareFrames, &lent) }
-        lent = nil
+    /// A batch's holder back, emptied (a large message's buffers released
+    /// now), kept for the next batch.
+    func returnHolder(_ holder: IncomingFrames) {
+        lock.lock()
+        defer { lock.unlock() }
+        holder.clear()
+        if spareHolder == nil && !isClosed { spareHolder = holder }
     }
 
     /// A malformed message: counted, logged (thinned), reported as dropped.
@@ -259,9 +249,6 @@ final class PortReceiver: @unchecked Sendable {
     /// Receives the next message's raw frames into `frames`; false when the
     /// queue is empty. Lock held.
     private func receiveFrames() -> Bool {
-        // unowned(unsafe): `frames` is held by `self` throughout; a counted
-        // copy for the call was a retain and a release a message.
-        unowned(unsafe) let frames = frames
         do {
             return try frames.receive(from: socket)
         } catch {

@@ -1,15 +1,14 @@
 /// A received message checked and decoded where it lies, in the frames it
 /// arrived in: what a `PortMessageView` reads. Nothing is copied: a data
 /// component is its record in the packed frame, or its own frame in a
-/// large (multipart) message. The frames belong to the batch delivering it
-/// (`PortReceiver.receiveInPlace`) until the handler returns.
+/// large (multipart) message. The frames are in the delivering batch's
+/// holder (`PortReceiver.receiveInPlace`) until its next message.
 ///
 /// Threading: the loop thread's, during one callout.
 struct InPlaceMessage {
     let header: WireFormat.Header
-    /// The frames holding the message, taken from the receiver; the batch
-    /// delivering it holds them (`PortReceiver.receiveInPlace`'s `lent`)
-    /// until its handler returns. (Not counted here: a view is built per
+    /// The frames holding the message: the delivering batch's holder, which
+    /// the batch keeps alive. (Not counted here: a view is built per
     /// message, and every copy of a counted reference cost a retain.)
     unowned(unsafe) let frames: IncomingFrames
     /// The port components, resolved, in component order; nil when there

@@ -66,6 +66,28 @@ final class IncomingFrames {
         return true
     }
 
+    /// Moves the message held into `holder` (its old message released),
+    /// leaving these frames empty: nothing is copied. What a message read in
+    /// place is kept in while its handler runs (`PortReceiver.receiveInPlace`).
+    func move(to holder: IncomingFrames) {
+        holder.clear()
+        first.moveContent(to: holder.first)
+        for index in 0..<max(keptCount - 1, 0) {
+            if index == holder.rest.count { holder.rest.append(Message()) }
+            rest[index].moveContent(to: holder.rest[index])
+        }
+        // A small frame's bytes live in the zmq_msg_t itself: read them where they went.
+        holder.firstBytes = holder.first.unsafeBytes
+        holder.keptCount = keptCount
+        holder.frameCount = frameCount
+        holder.totalBytes = totalBytes
+        if frameCount > keptCount { scratch.reset() }
+        firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
+        keptCount = 0
+        frameCount = 0
+        totalBytes = 0
+    }
+
     /// Forgets the message held; frames beyond the first give their buffers
     /// back, so that a large message is not pinned until the next one.
     func clear() {
