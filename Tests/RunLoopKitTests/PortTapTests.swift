@@ -26,17 +26,33 @@ struct PortTapTests {
             }
             try PortTapTests.require(delivered.waitFor(count))
             let events = sniffer.receive(2 * count)
-            try PortTapTests.require(events.count == 2 * count, "got \(events.count) events of \(2 * count)")
-            let sends = events.filter { $0.kind == .send }, deliveries = events.filter { $0.kind == .deliver }
-            try PortTapTests.require(sends.map(\.msgid) == (0..<count).map { UInt32(1000 + $0) }, "sends out of order or missing")
-            try PortTapTests.require(deliveries.map(\.msgid) == (0..<count).map { UInt32(1000 + $0) }, "deliveries out of order or missing")
-            try PortTapTests.require(Set(sends.compactMap(\.trace)) == Set(deliveries.compactMap(\.trace)) && Set(sends.compactMap(\.trace)).count == count,
-                                     "every send must pair with exactly one delivery")
+            let (_, deliveries) = try PortTapTests.requirePaired(events, count: count, firstMsgid: 1000)
             let first = deliveries[0]
             try PortTapTests.require(first.thread == "tap-exact" && first.pid == getpid() && first.destination == port.tapLabel)
             try PortTapTests.require(first.components == [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01"),
                                                           PortTapEvent.Component(kind: .port, size: 0, head: port.tapLabel)])
             try PortTapTests.require(PortTap.droppedEventCount == 0 && events.allSatisfy { $0.dropped == 0 })
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
+    @Test("tap: messages sent from bytes and read in place are reported as any others: paired, with msgid and components")
+    func inPlaceReported() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer()
+            try PortTap.enable(endpoint: sniffer.endpoint, dataBytes: 4)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-in-place", inPlace: true)
+            try PortTapTests.warmUp(port, sniffer, delivered)
+            let count = 100
+            let payload: [UInt8] = [0xAB, 0xCD, 0xEF, 0x01, 0x02]
+            for index in 0..<count {
+                try payload.withUnsafeBytes { bytes in try port.send(msgid: UInt32(2000 + index), bytes: bytes, before: Date() + 5) }
+            }
+            try PortTapTests.require(delivered.waitFor(count))
+            let (sends, deliveries) = try PortTapTests.requirePaired(sniffer.receive(2 * count), count: count, firstMsgid: 2000)
+            let expected = [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01")]
+            try PortTapTests.require(sends[0].components == expected && deliveries[0].components == expected)
             port.invalidate()
             worker.stop()
         }
@@ -227,13 +243,34 @@ struct PortTapTests {
         }
     }
 
-    /// A LoopThread receiving on a port, counting deliveries.
-    static func servedPort(_ name: String) throws -> (LoopThread, Port, DeliveryCounter) {
+    /// Requires `events` to be `count` sends and `count` deliveries of msgids
+    /// `firstMsgid`, `firstMsgid + 1`, … in order, each send paired with
+    /// exactly one delivery by trace id. Returns the sends and the deliveries.
+    static func requirePaired(
+        _ events: [PortTapEvent], count: Int, firstMsgid: UInt32
+    ) throws -> (sends: [PortTapEvent], deliveries: [PortTapEvent]) {
+        try require(events.count == 2 * count, "got \(events.count) events of \(2 * count)")
+        let sends = events.filter { $0.kind == .send }, deliveries = events.filter { $0.kind == .deliver }
+        let msgids = (0..<count).map { firstMsgid + UInt32($0) }
+        try require(sends.map(\.msgid) == msgids, "sends out of order or missing")
+        try require(deliveries.map(\.msgid) == msgids, "deliveries out of order or missing")
+        let traces = Set(sends.compactMap(\.trace))
+        try require(traces == Set(deliveries.compactMap(\.trace)) && traces.count == count, "every send must pair with exactly one delivery")
+        return (sends, deliveries)
+    }
+
+    /// A LoopThread receiving on a port, counting deliveries (read in place
+    /// with `inPlace`).
+    static func servedPort(_ name: String, inPlace: Bool = false) throws -> (LoopThread, Port, DeliveryCounter) {
         let worker = LoopThread(name: name)
         try worker.start()
         let port = try Port()
         let counter = DeliveryCounter()
-        port.setMessageHandler { _ in counter.increment() }
+        if inPlace {
+            port.setInPlaceMessageHandler { _ in counter.increment() }
+        } else {
+            port.setMessageHandler { _ in counter.increment() }
+        }
         try port.schedule(in: worker.runLoop!, forMode: .default)
         return (worker, port, counter)
     }
