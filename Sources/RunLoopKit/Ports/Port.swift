@@ -5,8 +5,9 @@ import Synchronization
 /// A port: an NSMachPort-like endpoint for `PortMessage`s (S-PORT-1).
 ///
 /// A *local* port receives: schedule it in one or more modes of one loop, and
-/// its message handler runs on that loop's thread for each message, one per
-/// pass (it is a Source1). Any thread may send to it; with `.ipc` transport,
+/// its message handler runs on that loop's thread for each message, up to
+/// `maxMessagesPerCallout` of them a pass (it is a Source1, S-SRC1-1). Any
+/// thread may send to it; with `.ipc` transport,
 /// so may any process of the same user, through the port's socket in the
 /// per-user runtime directory. A port that arrives in a message is a *send
 /// right* to the original port: sending to it reaches the original (S-PORT-3).
@@ -57,7 +58,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// every send without a lock; `state` holds the reason.
     let valid = Atomic<Bool>(true)
     /// `maxMessagesPerCallout`.
-    private let batchLimit = Atomic<Int>(Port.defaultMaxMessagesPerCallout)
+    let batchLimit = Atomic<Int>(Port.defaultMaxMessagesPerCallout)
 
     /// A port's life (S-PORT-5): open until invalidated (by `invalidate()`,
     /// its owner process's exit, or its socket vanishing), which is final.
@@ -85,17 +86,17 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// bits of a retained `Unmanaged<SendChannel>`, or 0. Read without a
     /// lock, because every send reads it, and a lock that the receiving
     /// thread takes too would bounce between the two threads on every message.
-    private let channelBits = Atomic<UInt>(0)
+    let channelBits = Atomic<UInt>(0)
     /// Guards `handler` alone, for the same reason: the loop thread reads it
     /// for every message, senders never.
-    private let handlerLock = Lock()
+    let handlerLock = Lock()
     // Guarded by handlerLock.
     // @exclusivity(unchecked): read and written with `handlerLock` held only.
-    @exclusivity(unchecked) private var handler: MessageHandler?
+    @exclusivity(unchecked) var handler: MessageHandler?
     /// Counts the changes of `handler` (written with `handlerLock` held): a
     /// batch reads the handler once and then, for each message, only this
     /// number, taking the lock again only when it moved.
-    private let handlerVersion = Atomic<UInt64>(0)
+    let handlerVersion = Atomic<UInt64>(0)
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")
@@ -280,268 +281,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// (docs/performance.md, "Several messages per callout").
     public static let defaultMaxMessagesPerCallout = 32
 
-    /// On the loop thread: one socket event, a batch of messages to the
-    /// handler. Each malformed message dropped on the way counts as one.
-    /// Returns true when the queue ran dry: that empty receive re-armed the
-    /// socket's readiness signal, so the loop need not look again.
-    private func deliver(_ batch: CalloutBatch) -> Bool {
-        guard let receiver else { return false }
-        var batch = BatchCount(limit: min(batch.limit, batchLimit.load(ordering: .relaxed)), callout: batch)
-        while true {
-            // The handler's kind says how a message is read; a handler set
-            // since (perhaps by a handler) takes the very next message.
-            let (handler, version) = currentHandler()
-            let outcome = if case let .inPlace(body) = handler {
-                deliverInPlace(&batch, from: receiver, to: body, version: version)
-            } else {
-                deliverMessages(&batch, from: receiver, to: handler?.messageBody, version: version)
-            }
-            switch outcome {
-            case .ranDry: return true
-            case .stopped: return false
-            case .handlerChanged: continue
-            }
-        }
-    }
-
-    /// How a batch ended, or why it went back to read the handler again.
-    private enum BatchOutcome { case ranDry, stopped, handlerChanged }
-
-    /// The messages a batch has handled, against its limit (S-SRC1-1).
-    private struct BatchCount {
-        let limit: Int
-        let callout: CalloutBatch
-        var handled = 0
-
-        /// After a message or a drop: may the batch go on?
-        mutating func next() -> Bool {
-            handled += 1
-            return handled < limit && callout.mayContinue()
-        }
-    }
-
-    /// Delivers `PortMessage`s while the handler stays `version`. One
-    /// received message serves the whole run, decoded into message after
-    /// message: its receivePort is set once, and what the last handler let
-    /// go (the components array, the bytes of its data) is written over in
-    /// place. A handler that keeps a message keeps a copy that stays as it
-    /// was (copy on write). With no handler, messages are dropped and logged.
-    private func deliverMessages(
-        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (@Sendable (PortMessage) -> Void)?, version: UInt64
-    ) -> BatchOutcome {
-        var inbox = PortMessage(arrivingOn: self)
-        while true {
-            guard handlerVersion.load(ordering: .acquiring) == version else {
-                receiver.endBatch(&inbox)
-                return .handlerChanged
-            }
-            switch receiver.receive(into: &inbox) {
-            case .empty:
-                return .ranDry
-            case .dropped:
-                break
-            case let .message(traceID):
-                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
-                // Not `if let`: binding the argument copied the closure (a
-                // retain and a release a message).
-                if handler != nil { handler.unsafelyUnwrapped(inbox) } else { dropForNoHandler(inbox, receiver: receiver) }
-            }
-            guard batch.next() else {
-                receiver.endBatch(&inbox)
-                return .stopped
-            }
-        }
-    }
-
-    /// Delivers messages read in place (`PortMessageView`) while the handler
-    /// stays `version`. Each message's frames are moved into this batch's
-    /// holder, where they stay until the next message replaces them, so that
-    /// closing the port from another thread, or a nested batch, cannot
-    /// release them while a handler reads them.
-    private func deliverInPlace(
-        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,
-        version: UInt64
-    ) -> BatchOutcome {
-        let holder = receiver.takeHolder()
-        defer { receiver.returnHolder(holder) }
-        // The reply port of the last message: replaced only when a message
-        // names another, so a stream from one sender retains nothing.
-        var replyPort: Port?
-        // The port components of the message being delivered (usually none).
-        var ports: [Port] = []
-        while true {
-            guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
-            let (received, header) = receiver.receiveInPlace(into: holder, replyPort: &replyPort, ports: &ports)
-            switch received {
-            case .empty:
-                return .ranDry
-            case .dropped:
-                break
-            case let .message(traceID):
-                guard let header else { break }
-                let view = PortMessageView(
-                    arrivedOn: self, replyPort: replyPort,
-                    message: InPlaceMessage(header: header, frames: holder, ports: header.hasPortComponent ? ports : nil))
-                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
-                handler(view)
-            }
-            guard batch.next() else { return .stopped }
-        }
-    }
-
-    /// The message handler and its version, read under `handlerLock`
-    /// without a generic closure: returning a closure through `withLock`
-    /// re-abstracted it and allocated a thunk on every message.
-    private func currentHandler() -> (MessageHandler?, UInt64) {
-        handlerLock.lock()
-        defer { handlerLock.unlock() }
-        return (handler, handlerVersion.load(ordering: .relaxed))
-    }
-
-    /// A message that arrived with no handler set: counted and logged.
-    private func dropForNoHandler(_ message: PortMessage, receiver: PortReceiver) {
-        let count = receiver.countDrop()
-        Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
-    }
-
-    // MARK: - Sending
-
-    /// Sends a message to this port (NSPort `sendBeforeDate:`), waiting for
-    /// room until `deadline` if the port's queue is full (S-PORT-4).
-    ///
-    /// - Throws: `.invalidPort` / `.peerDied` if the port is invalid;
-    ///   `.componentNotTransferable` if a port component or the reply port
-    ///   cannot reach this port's process (an inproc port to another
-    ///   process); `.messageTooLarge` past the wire format's limits;
-    ///   `.timedOut` if there was no room by the deadline. Nothing is sent
-    ///   when it throws.
-    public func send(
-        msgid: UInt32 = 0, components: [PortMessage.Component] = [], replyPort: Port? = nil, before deadline: Date
-    ) throws(PortError) {
-        try send(msgid: msgid, components: components, replyPort: replyPort, deadline: SendDeadline(deadline))
-    }
-
-    /// Sends `message`'s msgid, components and reply port to this port.
-    public func send(_ message: PortMessage, before deadline: Date) throws(PortError) {
-        try send(msgid: message.msgid, components: message.components, replyPort: message.replyPort,
-                 deadline: SendDeadline(deadline))
-    }
-
-    /// Sends a message of one data component, `bytes`, given as they are:
-    /// what `send(msgid:components:replyPort:before:)` sends for
-    /// `[.data(Data(bytes))]`, byte for byte, without a `Data` made or read
-    /// for it (for streams of many messages: docs/performance.md). The
-    /// receiver cannot tell the two apart.
-    ///
-    /// - Throws: as `send(msgid:components:replyPort:before:)`.
-    public func send(
-        msgid: UInt32 = 0, bytes: UnsafeRawBufferPointer, replyPort: Port? = nil, before deadline: Date
-    ) throws(PortError) {
-        let deadline = SendDeadline(deadline)
-        let (channel, traceID, sendTime) = try beginSend()
-        do {
-            let encoder = try MessageEncoder(
-                msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
-                checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            if let size = encoder.packedSize {
-                try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(bytes: bytes, into: $0) }
-            } else {
-                // Over the pack limit: the multipart form, as for any large message.
-                let components: [PortMessage.Component] = [.data(Data(bytes))]
-                try encoder.withMultipartFrames(components) { (frames) throws(PortError) in
-                    try channel.send(frames, deadline: deadline, destination: self)
-                }
-            }
-        } catch {
-            throw failedSend(error)
-        }
-        if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, traceID: traceID, time: sendTime)
-        }
-    }
-
-    /// The path of every send: Port → encode → send channel → socket.
-    func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
-        let (channel, traceID, sendTime) = try beginSend()
-        do {
-            // unowned(unsafe): the closure lives for the call, while `self`
-            // is alive; a counted capture of a Port took Swift's slow
-            // retain and release (its counts live in a side table) on every send.
-            let encoder = try MessageEncoder(
-                msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
-                checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            if let size = encoder.packedSize {
-                try channel.send(packedSize: size, deadline: deadline, destination: self) { encoder.writePacked(components, into: $0) }
-            } else {
-                try encoder.withMultipartFrames(components) { (frames) throws(PortError) in
-                    try channel.send(frames, deadline: deadline, destination: self)
-                }
-            }
-        } catch {
-            throw failedSend(error)
-        }
-        if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
-        }
-    }
-
-    /// What every send does before encoding: the validity check, the send
-    /// channel, and, when the tap is on, the trace id that pairs the send
-    /// with its delivery and the time taken before sending (a delivery may
-    /// be reported before the send returns). Plain calls rather than a
-    /// helper taking the send as a closure: the closure's context cost a
-    /// retain and a release a send.
-    @inline(__always)
-    private func beginSend() throws(PortError) -> (SendChannel, traceID: UInt64?, sendTime: Int64) {
-        if !isValid { throw invalidError() }
-        let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
-        return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.now())
-    }
-
-    /// A send failed with `error`: when nothing can ever receive through
-    /// this send right (S-PORT-8), it is invalid from now on and its
-    /// handlers are told. Returns the error to throw.
-    private func failedSend(_ error: PortError) -> PortError {
-        switch error {
-        case .unreachable, .peerDied: invalidate(because: error)
-        default: break
-        }
-        return error
-    }
-
-    /// An inproc-only port cannot reach another process (S-PORT-2): say so
-    /// at send time, not with a silent nil at the other end.
-    private func checkCanCarry(_ port: Port, as role: String) throws(PortError) {
-        guard port.isValid else { throw .componentNotTransferable("\(role) \(port) is invalid") }
-        if !address.isInThisProcess && port.address.ipcPath == nil {
-            throw .componentNotTransferable(
-                "\(role) \(port) is inproc-only and this message goes to process \(address.pid); make it with Port(transport: .ipc)")
-        }
-    }
-
-    private func sendChannel() -> SendChannel {
-        let bits = channelBits.load(ordering: .acquiring)
-        if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
-        // First send (perhaps on two threads at once): the first channel stored wins.
-        let made = Unmanaged.passRetained(SendChannel(address: address))
-        let madeBits = UInt(bitPattern: made.toOpaque())
-        let (stored, current) = channelBits.compareExchange(expected: 0, desired: madeBits, ordering: .acquiringAndReleasing)
-        if stored { return made.takeUnretainedValue() }
-        made.release()
-        return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue()
-    }
-
-    /// Whether a send waiting for room should give up: the port became
-    /// invalid, or (for another process's port) its socket is gone.
-    func destinationError() -> PortError? {
-        if !isValid { return invalidError() }
-        if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
-            let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)
-            invalidate(because: process.isAlive ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
-            return invalidError()
-        }
-        return nil
-    }
+    // Delivering (the batch on the loop thread): Port+Delivery.swift.
+    // Sending (encode → send channel → socket): Port+Sending.swift.
 
     func invalidError() -> PortError {
         state.withLock { state in
