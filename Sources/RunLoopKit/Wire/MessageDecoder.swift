@@ -24,8 +24,8 @@ struct MessageDecoder {
     /// `WireFormat.packLimit` is kept, so what it pins between messages and
     /// batches stays under that limit.
     private var scratch: [PortMessage.Component] = []
-    /// The last message decoded was over `WireFormat.packLimit` in all: its
-    /// array is not kept.
+    /// The last message decoded was over `WireFormat.packLimit` (multipart,
+    /// or a peer's large packed frame): its array is not kept.
     private var lastWasLarge = false
 
     /// Lends the kept components array to `message`, a batch's fresh inbox
@@ -48,30 +48,50 @@ struct MessageDecoder {
     /// reply port (its `sendPort`). Returns its trace id. On failure,
     /// `message` is left half-written: it is never delivered.
     mutating func decode(_ frames: IncomingFrames, into message: inout PortMessage) throws(WireFormat.DecodeError) -> UInt64? {
+        guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
+        let header = try WireFormat.readHeader(frames.firstBytes)
+        if header.isPacked {
+            // A packed message is one frame; frames after it make it malformed.
+            guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
+            try decodePacked(frames.firstBytes, header, into: &message)
+        } else {
+            try decodeMultipart(frames, header, into: &message)
+        }
+        return header.traceID
+    }
+
+    /// Version 2: every component and the reply port in the header's frame.
+    private mutating func decodePacked(
+        _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, into message: inout PortMessage
+    ) throws(WireFormat.DecodeError) {
+        guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
         if lastWasLarge {
             // Let a large message's components go now, not when the next is delivered.
             message.components = []
         }
-        lastWasLarge = frames.totalBytes > WireFormat.packLimit
+        lastWasLarge = bytes.count > WireFormat.packLimit
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
         var replyPort: Port?
         var sameReplyPort = false
-        let header = try Self.readRecords(frames) { (header, index, bytes) throws(WireFormat.DecodeError) in
+        var records = WireFormat.PackedRecords(bytes, header: header)
+        for index in 0..<header.recordCount {
+            let record = try records.next()
             if index == header.componentCount {
-                sameReplyPort = cache.isLatest(bytes, naming: message.sendPort)
-                if !sameReplyPort { replyPort = try cache.port(for: bytes) }
-            } else if header.kind(at: index, in: frames.firstBytes) == WireFormat.kindData {
+                sameReplyPort = cache.isLatest(record, naming: message.sendPort)
+                if !sameReplyPort { replyPort = try cache.port(for: record) }
+            } else if header.kind(at: index, in: bytes) == WireFormat.kindData {
                 if index < message.components.count {
-                    Self.refill(&message.components[index], with: bytes)
+                    Self.refill(&message.components[index], with: record)
                 } else {
-                    message.components.append(.data(Self.newData(bytes)))
+                    message.components.append(.data(Self.newData(record)))
                 }
             } else {
-                let port = PortMessage.Component.port(try cache.port(for: bytes))
+                let port = PortMessage.Component.port(try cache.port(for: record))
                 if index < message.components.count { message.components[index] = port } else { message.components.append(port) }
             }
         }
+        try records.finish()
         if message.components.count > header.componentCount {
             message.components.removeLast(message.components.count - header.componentCount)
         }
@@ -79,7 +99,6 @@ struct MessageDecoder {
         // Most messages of a stream carry the same reply port, or none:
         // then nothing is retained or released here.
         if !sameReplyPort && message.sendPort !== replyPort { message.sendPort = replyPort }
-        return header.traceID
     }
 
     /// Checks the message held in `frames` as `decode` does, and resolves
@@ -90,42 +109,25 @@ struct MessageDecoder {
     mutating func decodeInPlace(
         _ frames: IncomingFrames, replyPort: inout Port?, ports: inout [Port]
     ) throws(WireFormat.DecodeError) -> WireFormat.Header {
+        guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
+        let header = try WireFormat.readHeader(frames.firstBytes)
         if !ports.isEmpty { ports.removeAll(keepingCapacity: true) }
         var reply: Port?
         var sameReplyPort = false
-        let header = try Self.readRecords(frames) { (header, index, bytes) throws(WireFormat.DecodeError) in
-            if index == header.componentCount {
-                sameReplyPort = cache.isLatest(bytes, naming: replyPort)
-                if !sameReplyPort { reply = try cache.port(for: bytes) }
-            } else if header.kind(at: index, in: frames.firstBytes) == WireFormat.kindPort {
-                ports.append(try cache.port(for: bytes))
-            }
-        }
-        if !sameReplyPort && replyPort !== reply { replyPort = reply }
-        return header
-    }
-
-    /// The one walk over a received message, whichever form it came in:
-    /// checks it against the format (its size, header, frame count, each
-    /// frame's size and, packed, each record's length), and calls `record`
-    /// with each component's bytes where they lie, in order, then with the
-    /// reply port's descriptor (at index `header.componentCount`).
-    /// Version 2 (packed): every record in the header's frame; version 1
-    /// (multipart): a frame per component, then the reply port's.
-    @inline(__always)
-    private static func readRecords(
-        _ frames: IncomingFrames,
-        _ record: (WireFormat.Header, _ index: Int, UnsafeRawBufferPointer) throws(WireFormat.DecodeError) -> Void
-    ) throws(WireFormat.DecodeError) -> WireFormat.Header {
-        guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
-        let header = try WireFormat.readHeader(frames.firstBytes)
         if header.isPacked {
-            // A packed message is one frame; frames after it make it malformed.
-            guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
             let bytes = frames.firstBytes
+            guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
             guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
             var records = WireFormat.PackedRecords(bytes, header: header)
-            for index in 0..<header.recordCount { try record(header, index, try records.next()) }
+            for index in 0..<header.recordCount {
+                let record = try records.next()
+                if index == header.componentCount {
+                    sameReplyPort = cache.isLatest(record, naming: replyPort)
+                    if !sameReplyPort { reply = try cache.port(for: record) }
+                } else if header.kind(at: index, in: bytes) == WireFormat.kindPort {
+                    ports.append(try cache.port(for: record))
+                }
+            }
             try records.finish()
         } else {
             guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
@@ -134,9 +136,15 @@ struct MessageDecoder {
             for index in 1..<max(frames.keptCount, 1) {
                 let bytes = frames[index].unsafeBytes
                 guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
-                try record(header, index - 1, bytes)
+                let component = index - 1
+                if component == header.componentCount {
+                    reply = try cache.port(for: bytes)
+                } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindPort {
+                    ports.append(try cache.port(for: bytes))
+                }
             }
         }
+        if !sameReplyPort && replyPort !== reply { replyPort = reply }
         return header
     }
 
@@ -162,5 +170,36 @@ struct MessageDecoder {
         default:
             component = .data(newData(bytes))
         }
+    }
+
+    /// Version 1: a frame per component, then the reply port's descriptor.
+    private mutating func decodeMultipart(
+        _ frames: IncomingFrames, _ header: WireFormat.Header, into message: inout PortMessage
+    ) throws(WireFormat.DecodeError) {
+        guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
+            throw .frameCountMismatch(expected: header.frameCount, got: frames.frameCount)
+        }
+        var components: [PortMessage.Component] = []
+        components.reserveCapacity(header.componentCount)
+        var replyPort: Port?
+        for index in 1..<max(frames.keptCount, 1) {
+            let frame = frames[index]
+            let bytes = frame.unsafeBytes
+            guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
+            let component = index - 1
+            if component == header.componentCount {
+                replyPort = try cache.port(for: bytes)
+            } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindData {
+                components.append(.data(frame.data))
+            } else {
+                components.append(.port(try cache.port(for: bytes)))
+            }
+        }
+        // A large message's own array: not written over the kept one, and
+        // not kept after it (see `scratch`).
+        message.components = components
+        lastWasLarge = true
+        message.msgid = header.msgid
+        if message.sendPort !== replyPort { message.sendPort = replyPort }
     }
 }
