@@ -41,7 +41,7 @@ struct KeepAliveTests {
         #expect(try worker!.performAndWait { 1 } == 1)
         #expect(ProcessProbe.threadExists(tid))
         worker = nil  // deinit stops and joins, on this thread
-        #expect(!ProcessProbe.threadExists(tid), "the thread outlived its last handle")
+        #expect(ProcessProbe.threadGone(tid), "the thread outlived its last handle")
         #expect(weakLoop == nil, "the loop outlived its thread")
     }
 
@@ -74,7 +74,7 @@ struct KeepAliveTests {
         try owner!.worker.performAndWait {}
         owner = nil  // Owner.deinit -> LoopThread.deinit -> stop and join, on this thread
         #expect(weakOwner == nil, "the owner was kept alive by its own thread (retain cycle)")
-        #expect(!ProcessProbe.threadExists(tid), "the owner's thread outlived it")
+        #expect(ProcessProbe.threadGone(tid), "the owner's thread outlived it")
     }
 
     @Test("S-KEEP-2: an owner whose last reference is its own task is freed on its thread, which then ends cleanly")
@@ -95,9 +95,7 @@ struct KeepAliveTests {
         // The task's closure is released on the loop thread: Owner.deinit and
         // LoopThread.deinit run there, and the thread ends after that task.
         #expect(waitFor(exited), "the thread's loop did not end after its owner went away")
-        let deadline = monotonicNow() + 10_000 * nanosecondsPerMillisecond
-        while ProcessProbe.threadExists(tid) && monotonicNow() < deadline { sched_yield() }
-        #expect(!ProcessProbe.threadExists(tid), "the thread outlived its owner")
+        #expect(ProcessProbe.threadGone(tid, within: 10), "the thread outlived its owner")
         #expect(weakOwner == nil)
         #expect(loop.hasThreadExited)
     }

@@ -186,6 +186,15 @@ enum ProcessProbe {
         access("/proc/self/task/\(tid)", F_OK) == 0
     }
 
+    /// Whether the kernel thread `tid`, joined or ending, is gone, or goes
+    /// within `seconds`. pthread_join returns as soon as the kernel clears
+    /// the thread's id, a moment before it reaps the task and its
+    /// /proc/self/task entry: a look right after a join may still see it
+    /// (seen once under ThreadSanitizer's load).
+    static func threadGone(_ tid: Int32, within seconds: Double = 1) -> Bool {
+        waitUntil(timeout: seconds) { !threadExists(tid) }
+    }
+
     /// The OS-level name of thread `tid` of this process, as `ps -L` shows it.
     static func kernelThreadName(_ tid: Int32) -> String? {
         let text = readFile("/proc/self/task/\(tid)/comm")

@@ -149,7 +149,7 @@ struct LoopThreadTests {
         events.withLock { $0.append("stop returned") }
         #expect(events.value == ["task in progress finished", "stop returned"])
         #expect(!worker.isRunning && worker.runLoop == nil)
-        #expect(!ProcessProbe.threadExists(tid), "stop() returned before the thread was joined")
+        #expect(ProcessProbe.threadGone(tid), "stop() returned before the thread was joined")
         #expect(throws: RunLoopError.loopGone(threadName: "lt-stop")) { try worker.perform {} }
     }
 
@@ -196,7 +196,7 @@ struct LoopThreadTests {
         #expect(waitFor(started))
         worker.stopAfterDraining()
         #expect(ran.value == Array(0...100))
-        #expect(!ProcessProbe.threadExists(tid))
+        #expect(ProcessProbe.threadGone(tid))
         #expect(throws: RunLoopError.loopGone(threadName: "lt-drain")) { try worker.perform {} }
     }
 
@@ -212,7 +212,7 @@ struct LoopThreadTests {
         worker.stop()
         worker.stopAfterDraining()
         #expect(!worker.isRunning)
-        #expect(!ProcessProbe.threadExists(tid))
+        #expect(ProcessProbe.threadGone(tid))
 
         let neverStarted = LoopThread(name: "lt-never")
         neverStarted.stop()
@@ -233,7 +233,7 @@ struct LoopThreadTests {
         try? worker.perform { events.withLock { $0.append("task after stop ran") } }
         worker.stop()  // from outside: joins
         #expect(events.value == ["stop returned inside the task"])
-        #expect(!ProcessProbe.threadExists(tid))
+        #expect(ProcessProbe.threadGone(tid))
     }
 
     @Test("S-KEEP-1: the loop keeps running between tasks: 200 tasks, one at a time, all run")
