@@ -78,10 +78,10 @@ extension Port {
     }
 
     /// Delivers messages read in place (`PortMessageView`) while the handler
-    /// stays `version`. Each message's frames are moved into this batch's
-    /// holder, where they stay until the next message replaces them, so that
-    /// closing the port from another thread, or a nested batch, cannot
-    /// release them while a handler reads them.
+    /// stays `version`. Each message is received into this batch's holder,
+    /// where it stays until the next message replaces it, so that closing
+    /// the port from another thread, or a nested batch, cannot release it
+    /// while a handler reads it.
     private func deliverInPlace(
         _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,
         version: UInt64
@@ -91,21 +91,17 @@ extension Port {
         // The reply port of the last message: replaced only when a message
         // names another, so a stream from one sender retains nothing.
         var replyPort: Port?
-        // The port components of the message being delivered (usually none).
-        var ports: [Port] = []
         while true {
             guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
-            let (received, header) = receiver.receiveInPlace(into: holder, replyPort: &replyPort, ports: &ports)
+            let (received, message) = receiver.receiveInPlace(into: holder, replyPort: &replyPort)
             switch received {
             case .empty:
                 return .ranDry
             case .dropped:
                 break
             case let .message(traceID):
-                guard let header else { break }
-                let view = PortMessageView(
-                    arrivedOn: self, replyPort: replyPort,
-                    message: InPlaceMessage(header: header, frames: holder, ports: header.hasPortComponent ? ports : nil))
+                guard let message else { break }
+                let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
                 handler(view)
             }

@@ -77,17 +77,25 @@ extension Port {
     /// Sends what `encoder` sized: packed, written by `write` straight into
     /// the frame libzmq sends; or, over the pack limit, as the frames of
     /// `largeComponents()` (the multipart form).
+    /// The channel is used uncounted (`beginSend`), as a guaranteed reference.
     @inline(__always)
     private func send(
-        _ encoder: MessageEncoder, on channel: SendChannel, deadline: SendDeadline,
+        _ encoder: MessageEncoder, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
         largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
-        guard let size = encoder.packedSize else {
-            return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
-                try channel.send(frames, deadline: deadline, destination: self)
+        do {
+            try channel._withUnsafeGuaranteedRef { (channel) throws in
+                guard let size = encoder.packedSize else {
+                    return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
+                        try channel.send(frames, deadline: deadline, destination: self)
+                    }
+                }
+                try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
             }
+        } catch {
+            // The body throws PortError alone; `_withUnsafeGuaranteedRef` only rethrows untyped.
+            throw error as! PortError
         }
-        try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
     }
 
     /// What every send does before encoding: the validity check, the send
@@ -95,9 +103,11 @@ extension Port {
     /// with its delivery and the time taken before sending (a delivery may
     /// be reported before the send returns). Plain calls rather than a
     /// helper taking the send as a closure: the closure's context cost a
-    /// retain and a release a send.
+    /// retain and a release a send. The channel comes uncounted: it lives
+    /// as long as this port (released in `deinit`), which the send keeps
+    /// alive, and a counted reference cost a retain and a release a send.
     @inline(__always)
-    private func beginSend() throws(PortError) -> (SendChannel, traceID: UInt64?, sendTime: Int64) {
+    private func beginSend() throws(PortError) -> (Unmanaged<SendChannel>, traceID: UInt64?, sendTime: Int64) {
         if !isValid { throw invalidError() }
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
         return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.now())
@@ -124,16 +134,18 @@ extension Port {
         }
     }
 
-    private func sendChannel() -> SendChannel {
+    /// The send channel, made on the first send; the port holds it (one
+    /// count) until `deinit`.
+    private func sendChannel() -> Unmanaged<SendChannel> {
         let bits = channelBits.load(ordering: .acquiring)
-        if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
+        if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!) }
         // First send (perhaps on two threads at once): the first channel stored wins.
         let made = Unmanaged.passRetained(SendChannel(address: address))
         let madeBits = UInt(bitPattern: made.toOpaque())
         let (stored, current) = channelBits.compareExchange(expected: 0, desired: madeBits, ordering: .acquiringAndReleasing)
-        if stored { return made.takeUnretainedValue() }
+        if stored { return made }
         made.release()
-        return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue()
+        return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: current)!)
     }
 
     /// Whether a send waiting for room should give up: the port became

@@ -34,7 +34,7 @@ final class PortReceiver: @unchecked Sendable {
     // Guarded by lock: the holder a batch of messages read in place keeps
     // each message in while its handler runs (`takeHolder`), kept here
     // between batches; a nested batch, finding it taken, makes its own.
-    @exclusivity(unchecked) private var spareHolder: IncomingFrames?
+    @exclusivity(unchecked) private var spareHolder: InPlaceHolder?
     // Guarded by lock.
     // @exclusivity(unchecked): used under `lock` alone, on the message path
     // (no overlapping access is possible; the dynamic check cost hundreds
@@ -120,7 +120,7 @@ final class PortReceiver: @unchecked Sendable {
         lock.withLock {
             guard !isClosed else { return false }
             defer { socket.releaseOwnership() }
-            return frames.isHolding || receiveFrames()
+            return frames.isHolding || receiveFrames(into: frames)
         }
     }
 
@@ -166,7 +166,7 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return .empty }
             defer { socket.releaseOwnership() }
             decoder.lend(to: &inbox)
-            guard frames.isHolding || receiveFrames() else {
+            guard frames.isHolding || receiveFrames(into: frames) else {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }
@@ -188,29 +188,31 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// On the loop thread: checks the next message and resolves its ports
-    /// (into `ports`) without copying it out (`PortMessageView`), and moves
-    /// its frames into `holder`, the batch's (`takeHolder`), where the
-    /// handler reads them: a port closed meanwhile from another thread never
-    /// touches them. `replyPort` is the batch's (see
-    /// `MessageDecoder.decodeInPlace`). Returns the message's header with
-    /// `.message`.
-    func receiveInPlace(
-        into holder: IncomingFrames, replyPort: inout Port?, ports: inout [Port]
-    ) -> (Received, WireFormat.Header?) {
+    /// On the loop thread: receives the next message into `holder`, the
+    /// batch's (`takeHolder`), where the handler reads it: a port closed
+    /// meanwhile from another thread never touches it. (A message the
+    /// readiness check read ahead is moved there.) Checks it and resolves
+    /// its ports without copying it out (`PortMessageView`); `replyPort` is
+    /// the batch's (see `MessageDecoder.decodeInPlace`). Returns the
+    /// message with `.message`.
+    func receiveInPlace(into holder: InPlaceHolder, replyPort: inout Port?) -> (Received, InPlaceMessage?) {
         // lock()/unlock(), not withLock: a tuple returned through the
         // generic closure was copied through value witnesses.
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { return (.empty, nil) }
         defer { socket.releaseOwnership() }
-        guard frames.isHolding || receiveFrames() else { return (.empty, nil) }
+        holder.clear()
+        if frames.isHolding {
+            frames.move(to: holder.frames)
+        } else {
+            guard receiveFrames(into: holder.frames) else { return (.empty, nil) }
+        }
         do throws(WireFormat.DecodeError) {
-            let header = try decoder.decodeInPlace(frames, replyPort: &replyPort, ports: &ports)
-            frames.move(to: holder)
-            return (.message(traceID: header.traceID), header)
+            let message = try decoder.decodeInPlace(holder, replyPort: &replyPort)
+            return (.message(traceID: message.header.traceID), message)
         } catch {
-            frames.clear()
+            holder.clear()
             return (countMalformed(error), nil)
         }
     }
@@ -218,17 +220,17 @@ final class PortReceiver: @unchecked Sendable {
     /// The holder for a batch of messages read in place: the one kept
     /// between batches, or a new one (the first batch, or a batch nested in
     /// a handler of another).
-    func takeHolder() -> IncomingFrames {
+    func takeHolder() -> InPlaceHolder {
         lock.lock()
         defer { lock.unlock() }
-        var holder: IncomingFrames?
+        var holder: InPlaceHolder?
         swap(&holder, &spareHolder)
-        return holder ?? IncomingFrames()
+        return holder ?? InPlaceHolder()
     }
 
     /// A batch's holder back, emptied (a large message's buffers released
     /// now), kept for the next batch.
-    func returnHolder(_ holder: IncomingFrames) {
+    func returnHolder(_ holder: InPlaceHolder) {
         lock.lock()
         defer { lock.unlock() }
         holder.clear()
@@ -246,9 +248,10 @@ final class PortReceiver: @unchecked Sendable {
         return .dropped
     }
 
-    /// Receives the next message's raw frames into `frames`; false when the
-    /// queue is empty. Lock held.
-    private func receiveFrames() -> Bool {
+    /// Receives the next message's raw frames into `frames` (the
+    /// receiver's own, or a batch's holder); false when the queue is empty.
+    /// Lock held.
+    private func receiveFrames(into frames: IncomingFrames) -> Bool {
         do {
             return try frames.receive(from: socket)
         } catch {

@@ -103,7 +103,15 @@ final class SendChannel: @unchecked Sendable {
             lock.unlock()
         }
         if let unreachable { throw unreachable }
-        try body(try connectedSocket())
+        // Uncounted: the socket stays while the lock is held (only
+        // `closeForExit`, which takes the lock, lets it go), and a counted
+        // reference cost a retain and a release a send.
+        do {
+            try connectedSocket()._withUnsafeGuaranteedRef { (socket) throws in try body(socket) }
+        } catch {
+            // `body` throws PortError alone; `_withUnsafeGuaranteedRef` only rethrows untyped.
+            throw error as! PortError
+        }
     }
 
     /// A large message's frames. The first frame decides: accepted, or no
@@ -172,8 +180,9 @@ final class SendChannel: @unchecked Sendable {
         }
     }
 
-    private func connectedSocket() throws(PortError) -> Socket {
-        if let socket { return socket }
+    /// The socket, connected on first use; `socket` holds it. Lock held.
+    private func connectedSocket() throws(PortError) -> Unmanaged<Socket> {
+        if socket != nil { return Unmanaged.passUnretained(socket.unsafelyUnwrapped) }
         if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
         if let unreachable { throw unreachable }
         // Decided on first use (S-PORT-8): before libzmq, which would
@@ -195,7 +204,7 @@ final class SendChannel: @unchecked Sendable {
             try made.connect(endpoint)
             socket = made
             connectedAt = MonotonicClock.now()
-            return made
+            return Unmanaged.passUnretained(made)
         } catch {
             throw .zeroMQ(error)
         }

@@ -101,19 +101,18 @@ struct MessageDecoder {
         if !sameReplyPort && message.sendPort !== replyPort { message.sendPort = replyPort }
     }
 
-    /// Checks the message held in `frames` as `decode` does, and resolves
-    /// its ports into `ports`, without copying anything out: the message is
-    /// read where it lies (`PortMessageView`). `replyPort` is the batch's:
-    /// the reply port of the last message, replaced only when this one names
-    /// another. Returns its header.
-    mutating func decodeInPlace(
-        _ frames: IncomingFrames, replyPort: inout Port?, ports: inout [Port]
-    ) throws(WireFormat.DecodeError) -> WireFormat.Header {
+    /// Checks the message held in `holder` as `decode` does, and resolves
+    /// its ports into the holder's, without copying anything out: the
+    /// message is read where it lies (`PortMessageView`). `replyPort` is the
+    /// batch's: the reply port of the last message, replaced only when this
+    /// one names another.
+    mutating func decodeInPlace(_ holder: InPlaceHolder, replyPort: inout Port?) throws(WireFormat.DecodeError) -> InPlaceMessage {
+        let frames = holder.frames
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
         let header = try WireFormat.readHeader(frames.firstBytes)
-        if !ports.isEmpty { ports.removeAll(keepingCapacity: true) }
         var reply: Port?
         var sameReplyPort = false
+        var firstData = UnsafeRawBufferPointer(start: nil, count: 0)
         if header.isPacked {
             let bytes = frames.firstBytes
             guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
@@ -125,7 +124,9 @@ struct MessageDecoder {
                     sameReplyPort = cache.isLatest(record, naming: replyPort)
                     if !sameReplyPort { reply = try cache.port(for: record) }
                 } else if header.kind(at: index, in: bytes) == WireFormat.kindPort {
-                    ports.append(try cache.port(for: record))
+                    holder.ports.append(try cache.port(for: record))
+                } else if index == 0 {
+                    firstData = record
                 }
             }
             try records.finish()
@@ -140,12 +141,14 @@ struct MessageDecoder {
                 if component == header.componentCount {
                     reply = try cache.port(for: bytes)
                 } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindPort {
-                    ports.append(try cache.port(for: bytes))
+                    holder.ports.append(try cache.port(for: bytes))
+                } else if component == 0 {
+                    firstData = bytes
                 }
             }
         }
         if !sameReplyPort && replyPort !== reply { replyPort = reply }
-        return header
+        return InPlaceMessage(header: header, holder: holder, firstData: firstData)
     }
 
     /// A data component's bytes in a new `Data`.
