@@ -4,10 +4,4 @@
 enum MessageHandler {
     case message(@Sendable (PortMessage) -> Void)
     case inPlace(@Sendable (borrowing PortMessageView) -> Void)
-
-    /// The `PortMessage` handler, if that is this one's kind.
-    var messageBody: (@Sendable (PortMessage) -> Void)? {
-        if case let .message(body) = self { return body }
-        return nil
-    }
 }

@@ -15,10 +15,12 @@ extension Port {
             // The handler's kind says how a message is read; a handler set
             // since (perhaps by a handler) takes the very next message.
             let (handler, version) = currentHandler()
-            let outcome = if case let .inPlace(body) = handler {
-                deliverInPlace(&batch, from: receiver, to: body, version: version)
-            } else {
-                deliverMessages(&batch, from: receiver, to: handler?.messageBody, version: version)
+            // Each handler is passed as a plain (non-escaping) closure: an
+            // optional one was copied, a retain and a release a message.
+            let outcome = switch handler {
+            case let .inPlace(body)?: deliverInPlace(&batch, from: receiver, to: body, version: version)
+            case let .message(body)?: deliverMessages(&batch, from: receiver, to: body, version: version)
+            case nil: deliverMessages(&batch, from: receiver, to: { dropForNoHandler($0, receiver: receiver) }, version: version)
             }
             switch outcome {
             case .ranDry: return true
@@ -49,9 +51,9 @@ extension Port {
     /// message: its receivePort is set once, and what the last handler let
     /// go (the components array, the bytes of its data) is written over in
     /// place. A handler that keeps a message keeps a copy that stays as it
-    /// was (copy on write). With no handler, messages are dropped and logged.
+    /// was (copy on write). With no handler set, `handler` drops and logs.
     private func deliverMessages(
-        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (@Sendable (PortMessage) -> Void)?, version: UInt64
+        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (PortMessage) -> Void, version: UInt64
     ) -> BatchOutcome {
         var inbox = PortMessage(arrivingOn: self)
         while true {
@@ -66,9 +68,7 @@ extension Port {
                 break
             case let .message(traceID):
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
-                // Not `if let`: binding the argument copied the closure (a
-                // retain and a release a message).
-                if handler != nil { handler.unsafelyUnwrapped(inbox) } else { dropForNoHandler(inbox, receiver: receiver) }
+                handler(inbox)
             }
             guard batch.next() else {
                 receiver.endBatch(&inbox)
@@ -78,29 +78,27 @@ extension Port {
     }
 
     /// Delivers messages read in place (`PortMessageView`) while the handler
-    /// stays `version`. Each message is received into this batch's holder,
-    /// where it stays until the next message replaces it, so that closing
-    /// the port from another thread, or a nested batch, cannot release it
-    /// while a handler reads it.
+    /// stays `version`. Each message is received into this batch's
+    /// in-place message, where it stays until the next one replaces it, so
+    /// that closing the port from another thread, or a nested batch, cannot
+    /// release it while a handler reads it.
     private func deliverInPlace(
         _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,
         version: UInt64
     ) -> BatchOutcome {
-        let holder = receiver.takeHolder()
-        defer { receiver.returnHolder(holder) }
+        let message = receiver.takeInPlaceMessage()
+        defer { receiver.returnInPlaceMessage(message) }
         // The reply port of the last message: replaced only when a message
         // names another, so a stream from one sender retains nothing.
         var replyPort: Port?
         while true {
             guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
-            let (received, message) = receiver.receiveInPlace(into: holder, replyPort: &replyPort)
-            switch received {
+            switch receiver.receiveInPlace(into: message, replyPort: &replyPort) {
             case .empty:
                 return .ranDry
             case .dropped:
                 break
             case let .message(traceID):
-                guard let message else { break }
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
                 handler(view)

@@ -23,23 +23,32 @@ import FoundationEssentials
 /// ```
 public struct PortMessageView: ~Copyable {
     /// The message id (NSPortMessage `msgid`).
-    public var msgid: UInt32 { message.header.msgid }
+    public var msgid: UInt32 { read { $0.header.msgid } }
     // unowned(unsafe): a view lives only inside its handler's call, while
     // the port it arrived on (delivering it) and its reply port (held by
     // the delivering batch) are alive; counted references to ports take
     // Swift's slow path (a port's counts live in a side table).
     unowned(unsafe) private let arrival: Port
     unowned(unsafe) private let reply: Port?
-    private let message: InPlaceMessage
+    // Uncounted: the delivering batch holds it, and fills it again only
+    // after the handler returns. Read through `read`, as a guaranteed
+    // reference: an unowned(unsafe) one was retained and released at
+    // every use.
+    private let message: Unmanaged<InPlaceMessage>
 
     init(arrivedOn port: Port, replyPort: Port?, message: InPlaceMessage) {
         arrival = port
         reply = replyPort
-        self.message = message
+        self.message = Unmanaged.passUnretained(message)
+    }
+
+    @inline(__always)
+    private func read<Result>(_ body: (InPlaceMessage) -> Result) -> Result {
+        message._withUnsafeGuaranteedRef(body)
     }
 
     /// The number of components, data and ports.
-    public var componentCount: Int { message.header.componentCount }
+    public var componentCount: Int { read { $0.header.componentCount } }
 
     /// The port it arrived on (NSPortMessage `receivePort` for a received message).
     public var receivePort: Port { arrival }
@@ -52,16 +61,18 @@ public struct PortMessageView: ~Copyable {
     /// - Precondition: `index` is below ``componentCount``.
     public func isPort(at index: Int) -> Bool {
         checkIndex(index)
-        return message.isPort(index)
+        return read { $0.isPort(index) }
     }
 
     /// The bytes of data component `index`, where they arrived: no copy.
     /// - Important: valid only until the handler returns.
     /// - Precondition: `index` is below ``componentCount`` and names a data component.
     public func unsafeBytes(ofComponent index: Int) -> UnsafeRawBufferPointer {
-        checkIndex(index)
-        precondition(!message.isPort(index), "component \(index) is a port: read it with port(at:)")
-        return message.bytes(ofComponent: index)
+        return read { message in
+            checkIndex(index, of: message)
+            precondition(!message.isPort(index), "component \(index) is a port: read it with port(at:)")
+            return message.bytes(ofComponent: index)
+        }
     }
 
     /// A copy of data component `index`, to keep.
@@ -75,9 +86,11 @@ public struct PortMessageView: ~Copyable {
     /// Port component `index`, a send right to the port it names (S-PORT-3).
     /// - Precondition: `index` is below ``componentCount`` and names a port component.
     public func port(at index: Int) -> Port {
-        checkIndex(index)
-        precondition(message.isPort(index), "component \(index) is data: read it with unsafeBytes(ofComponent:) or data(ofComponent:)")
-        return message.port(ofComponent: index)
+        return read { message in
+            checkIndex(index, of: message)
+            precondition(message.isPort(index), "component \(index) is data: read it with unsafeBytes(ofComponent:) or data(ofComponent:)")
+            return message.port(ofComponent: index)
+        }
     }
 
     /// The message as a ``PortMessage`` of its own (each data component
@@ -86,14 +99,18 @@ public struct PortMessageView: ~Copyable {
         var copy = PortMessage(arrivingOn: arrival)
         copy.msgid = msgid
         copy.components = (0..<componentCount).map { index in
-            message.isPort(index) ? .port(message.port(ofComponent: index)) : .data(data(ofComponent: index))
+            isPort(at: index) ? .port(port(at: index)) : .data(data(ofComponent: index))
         }
         copy.sendPort = reply
         return copy
     }
 
     private func checkIndex(_ index: Int) {
-        precondition(index >= 0 && index < componentCount,
-                     "component \(index) of a message with \(componentCount): index from 0 to componentCount - 1")
+        read { checkIndex(index, of: $0) }
+    }
+
+    private func checkIndex(_ index: Int, of message: InPlaceMessage) {
+        let count = message.header.componentCount
+        precondition(index >= 0 && index < count, "component \(index) of a message with \(count): index from 0 to componentCount - 1")
     }
 }

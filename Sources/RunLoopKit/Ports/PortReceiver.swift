@@ -31,10 +31,10 @@ final class PortReceiver: @unchecked Sendable {
     // decoded (by `hasInput`, or by `receive`); reused for every message.
     // (A constant: a `var` cost a retain and a release at every use.)
     private let frames = IncomingFrames()
-    // Guarded by lock: the holder a batch of messages read in place keeps
-    // each message in while its handler runs (`takeHolder`), kept here
-    // between batches; a nested batch, finding it taken, makes its own.
-    @exclusivity(unchecked) private var spareHolder: InPlaceHolder?
+    // Guarded by lock: the message a batch reads in place
+    // (`takeInPlaceMessage`), kept here between batches; a nested batch,
+    // finding it taken, makes its own.
+    @exclusivity(unchecked) private var spareInPlaceMessage: InPlaceMessage?
     // Guarded by lock.
     // @exclusivity(unchecked): used under `lock` alone, on the message path
     // (no overlapping access is possible; the dynamic check cost hundreds
@@ -136,7 +136,7 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return }
             isClosed = true
             frames.clear()
-            spareHolder = nil
+            spareInPlaceMessage = nil
             decoder = MessageDecoder()
             socket.close()
             for path in ipcPaths { unlink(path) }
@@ -188,53 +188,50 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// On the loop thread: receives the next message into `holder`, the
-    /// batch's (`takeHolder`), where the handler reads it: a port closed
-    /// meanwhile from another thread never touches it. (A message the
-    /// readiness check read ahead is moved there.) Checks it and resolves
-    /// its ports without copying it out (`PortMessageView`); `replyPort` is
-    /// the batch's (see `MessageDecoder.decodeInPlace`). Returns the
-    /// message with `.message`.
-    func receiveInPlace(into holder: InPlaceHolder, replyPort: inout Port?) -> (Received, InPlaceMessage?) {
-        // lock()/unlock(), not withLock: a tuple returned through the
-        // generic closure was copied through value witnesses.
+    /// On the loop thread: receives the next message into `message`, the
+    /// batch's (`takeInPlaceMessage`), where the handler reads it: a port
+    /// closed meanwhile from another thread never touches it. (A message
+    /// the readiness check read ahead is moved there.) Checks it and
+    /// resolves its ports without copying it out (`PortMessageView`);
+    /// `replyPort` is the batch's (see `MessageDecoder.decodeInPlace`).
+    func receiveInPlace(into message: InPlaceMessage, replyPort: inout Port?) -> Received {
         lock.lock()
         defer { lock.unlock() }
-        guard !isClosed else { return (.empty, nil) }
+        guard !isClosed else { return .empty }
         defer { socket.releaseOwnership() }
-        holder.clear()
+        message.clear()
         if frames.isHolding {
-            frames.move(to: holder.frames)
+            frames.move(to: message.frames)
         } else {
-            guard receiveFrames(into: holder.frames) else { return (.empty, nil) }
+            guard receiveFrames(into: message.frames) else { return .empty }
         }
         do throws(WireFormat.DecodeError) {
-            let message = try decoder.decodeInPlace(holder, replyPort: &replyPort)
-            return (.message(traceID: message.header.traceID), message)
+            try decoder.decodeInPlace(message, replyPort: &replyPort)
+            return .message(traceID: message.header.traceID)
         } catch {
-            holder.clear()
-            return (countMalformed(error), nil)
+            message.clear()
+            return countMalformed(error)
         }
     }
 
-    /// The holder for a batch of messages read in place: the one kept
-    /// between batches, or a new one (the first batch, or a batch nested in
-    /// a handler of another).
-    func takeHolder() -> InPlaceHolder {
+    /// The message a batch reads in place: the one kept between batches,
+    /// or a new one (the first batch, or a batch nested in a handler of
+    /// another).
+    func takeInPlaceMessage() -> InPlaceMessage {
         lock.lock()
         defer { lock.unlock() }
-        var holder: InPlaceHolder?
-        swap(&holder, &spareHolder)
-        return holder ?? InPlaceHolder()
+        var message: InPlaceMessage?
+        swap(&message, &spareInPlaceMessage)
+        return message ?? InPlaceMessage()
     }
 
-    /// A batch's holder back, emptied (a large message's buffers released
-    /// now), kept for the next batch.
-    func returnHolder(_ holder: InPlaceHolder) {
+    /// A batch's in-place message back, emptied (a large message's buffers
+    /// released now), kept for the next batch.
+    func returnInPlaceMessage(_ message: InPlaceMessage) {
         lock.lock()
         defer { lock.unlock() }
-        holder.clear()
-        if spareHolder == nil && !isClosed { spareHolder = holder }
+        message.clear()
+        if spareInPlaceMessage == nil && !isClosed { spareInPlaceMessage = message }
     }
 
     /// A malformed message: counted, logged (thinned), reported as dropped.
@@ -249,7 +246,7 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     /// Receives the next message's raw frames into `frames` (the
-    /// receiver's own, or a batch's holder); false when the queue is empty.
+    /// receiver's own, or a batch's in-place message's); false when the queue is empty.
     /// Lock held.
     private func receiveFrames(into frames: IncomingFrames) -> Bool {
         do {

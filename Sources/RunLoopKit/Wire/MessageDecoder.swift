@@ -101,32 +101,37 @@ struct MessageDecoder {
         if !sameReplyPort && message.sendPort !== replyPort { message.sendPort = replyPort }
     }
 
-    /// Checks the message held in `holder` as `decode` does, and resolves
-    /// its ports into the holder's, without copying anything out: the
-    /// message is read where it lies (`PortMessageView`). `replyPort` is the
-    /// batch's: the reply port of the last message, replaced only when this
-    /// one names another.
-    mutating func decodeInPlace(_ holder: InPlaceHolder, replyPort: inout Port?) throws(WireFormat.DecodeError) -> InPlaceMessage {
-        let frames = holder.frames
+    /// Checks the message held in `message`'s frames as `decode` does, and
+    /// fills in its header, its ports (resolved) and component 0's bytes,
+    /// without copying anything out: the message is read where it lies
+    /// (`PortMessageView`). `replyPort` is the batch's: the reply port of
+    /// the last message, replaced only when this one names another.
+    mutating func decodeInPlace(_ message: InPlaceMessage, replyPort: inout Port?) throws(WireFormat.DecodeError) {
+        let frames = message.frames
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
         let header = try WireFormat.readHeader(frames.firstBytes)
         var reply: Port?
         var sameReplyPort = false
-        var firstData = UnsafeRawBufferPointer(start: nil, count: 0)
         if header.isPacked {
             let bytes = frames.firstBytes
             guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
             guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
             var records = WireFormat.PackedRecords(bytes, header: header)
-            for index in 0..<header.recordCount {
-                let record = try records.next()
-                if index == header.componentCount {
-                    sameReplyPort = cache.isLatest(record, naming: replyPort)
-                    if !sameReplyPort { reply = try cache.port(for: record) }
-                } else if header.kind(at: index, in: bytes) == WireFormat.kindPort {
-                    holder.ports.append(try cache.port(for: record))
-                } else if index == 0 {
-                    firstData = record
+            if header.componentCount == 1 && !header.hasReplyPort && !header.hasPortComponent {
+                // The usual message, one data component and nothing else:
+                // its record is all the frame holds after the header.
+                message.firstData = try records.next()
+            } else {
+                for index in 0..<header.recordCount {
+                    let record = try records.next()
+                    if index == header.componentCount {
+                        sameReplyPort = cache.isLatest(record, naming: replyPort)
+                        if !sameReplyPort { reply = try cache.port(for: record) }
+                    } else if header.kind(at: index, in: bytes) == WireFormat.kindPort {
+                        message.ports.append(try cache.port(for: record))
+                    } else if index == 0 {
+                        message.firstData = record
+                    }
                 }
             }
             try records.finish()
@@ -141,14 +146,14 @@ struct MessageDecoder {
                 if component == header.componentCount {
                     reply = try cache.port(for: bytes)
                 } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindPort {
-                    holder.ports.append(try cache.port(for: bytes))
+                    message.ports.append(try cache.port(for: bytes))
                 } else if component == 0 {
-                    firstData = bytes
+                    message.firstData = bytes
                 }
             }
         }
+        message.header = header
         if !sameReplyPort && replyPort !== reply { replyPort = reply }
-        return InPlaceMessage(header: header, holder: holder, firstData: firstData)
     }
 
     /// A data component's bytes in a new `Data`.

@@ -53,6 +53,10 @@ extension WireFormat {
         /// Present when the sender's tap was on.
         let traceID: UInt64?
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
+
+        /// No message: what a reused in-place message holds between messages.
+        static let none = Header(msgid: 0, hasReplyPort: false, componentCount: 0, isPacked: true, size: 0,
+                                 hasPortComponent: false, traceID: nil)
         /// Components, then the reply port's descriptor if there is one.
         var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
 

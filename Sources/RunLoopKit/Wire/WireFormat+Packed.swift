@@ -125,6 +125,7 @@ extension WireFormat {
         }
 
         /// After the last record: throws if bytes are left in the frame.
+        @inline(__always)
         func finish() throws(DecodeError) {
             guard offset == bytes.count else {
                 throw .badPackedRecords("\(bytes.count - offset) bytes after the last record")
