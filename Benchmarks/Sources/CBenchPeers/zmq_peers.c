@@ -17,6 +17,8 @@
 #include <zmq.h>
 
 enum { PAYLOAD = 64 };
+/// The largest frame a throughput peer sends (bench_zmq_throughput_threads_sized).
+enum { MAX_FRAME = 256 };
 
 void bench_zmq_version(int *major, int *minor, int *patch) { zmq_version(major, minor, patch); }
 
@@ -74,16 +76,21 @@ static int poll_set(void *socket) {
 /// non-blocking receive, and when it finds nothing (which also re-arms
 /// ZMQ_FD, libzmq's edge-triggered signal), a wait in epoll for ZMQ_FD.
 /// With `epoll` < 0: a plain blocking receive.
-static int receive(void *socket, int epoll, char *buffer, int timeout_ms) {
-    if (epoll < 0) return zmq_recv(socket, buffer, PAYLOAD, 0);
+static int receive_into(void *socket, int epoll, char *buffer, size_t capacity, int timeout_ms) {
+    if (epoll < 0) return zmq_recv(socket, buffer, capacity, 0);
     for (;;) {
-        int size = zmq_recv(socket, buffer, PAYLOAD, ZMQ_DONTWAIT);
+        int size = zmq_recv(socket, buffer, capacity, ZMQ_DONTWAIT);
         if (size >= 0 || zmq_errno() != EAGAIN) return size;
         struct epoll_event event;
         int ready = epoll_wait(epoll, &event, 1, timeout_ms);
         if (ready == 0) { errno = EAGAIN; return -1; }
         if (ready < 0 && errno != EINTR) return -1;
     }
+}
+
+/// receive_into a PAYLOAD-byte buffer.
+static int receive(void *socket, int epoll, char *buffer, int timeout_ms) {
+    return receive_into(socket, epoll, buffer, PAYLOAD, timeout_ms);
 }
 
 static void *echo_thread(void *argument) {
@@ -175,6 +182,7 @@ struct sink_job {
     int timeout_ms;
     int cpu;
     bool polled;  // receive as an event loop does (see `receive`)
+    int size;     // bytes per frame
     sem_t ready;
     uint64_t end_ns;
     int result;
@@ -192,14 +200,15 @@ static void *sink_thread(void *argument) {
     }
     int epoll = job->polled ? poll_set(socket) : -1;
     if (job->polled && epoll < 0) job->result = -EIO;
-    char buffer[PAYLOAD];
+    char buffer[MAX_FRAME];
+    size_t size = (size_t)job->size;
     // The warm-up drains first, so that the timed batch starts on empty pipes.
     for (int i = 0; i < THROUGHPUT_WARMUP && job->result == 0; i++) {
-        if (receive(socket, epoll, buffer, job->timeout_ms) < 0) job->result = fail();
+        if (receive_into(socket, epoll, buffer, size, job->timeout_ms) < 0) job->result = fail();
     }
     sem_post(&job->ready);
     for (int i = 0; i < job->count && job->result == 0; i++) {
-        if (receive(socket, epoll, buffer, job->timeout_ms) < 0) job->result = fail();
+        if (receive_into(socket, epoll, buffer, size, job->timeout_ms) < 0) job->result = fail();
     }
     job->end_ns = bench_now_ns();
     if (epoll >= 0) close(epoll);
@@ -207,8 +216,9 @@ static void *sink_thread(void *argument) {
     return NULL;
 }
 
-static int throughput_threads(bool polled, const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
+static int throughput_threads(bool polled, const char *endpoint, int size, int count, uint64_t *elapsed_ns, int timeout_ms,
                               int caller_cpu, int peer_cpu) {
+    if (size < 1 || size > MAX_FRAME) return -EINVAL;
     void *context = zmq_ctx_new();
     if (!context) return fail();
     void *socket = make_socket(context, ZMQ_PUSH, timeout_ms);
@@ -217,20 +227,20 @@ static int throughput_threads(bool polled, const char *endpoint, int count, uint
         result = fail();
     } else {
         struct sink_job job = { .context = context, .endpoint = endpoint, .count = count, .timeout_ms = timeout_ms,
-                                .cpu = peer_cpu, .polled = polled };
+                                .cpu = peer_cpu, .polled = polled, .size = size };
         sem_init(&job.ready, 0, 0);
         pthread_t thread;
         if ((result = -pthread_create(&thread, NULL, sink_thread, &job)) == 0) {
             bench_pin_thread(0, caller_cpu);
-            char buffer[PAYLOAD];
+            char buffer[MAX_FRAME];
             memset(buffer, 0x2A, sizeof buffer);
             for (int i = 0; i < THROUGHPUT_WARMUP && result == 0; i++) {
-                if (zmq_send(socket, buffer, PAYLOAD, 0) != PAYLOAD) result = fail();
+                if (zmq_send(socket, buffer, (size_t)size, 0) != size) result = fail();
             }
             if (result == 0) result = sem_wait_ms(&job.ready, timeout_ms);
             uint64_t start = bench_now_ns();
             for (int i = 0; i < count && result == 0 && job.result == 0; i++) {
-                if (zmq_send(socket, buffer, PAYLOAD, 0) != PAYLOAD) result = fail();
+                if (zmq_send(socket, buffer, (size_t)size, 0) != size) result = fail();
             }
             if (caller_cpu >= 0) bench_unpin_thread(0);
             pthread_join(thread, NULL);
@@ -246,12 +256,17 @@ static int throughput_threads(bool polled, const char *endpoint, int count, uint
 
 int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
                                  int caller_cpu, int peer_cpu) {
-    return throughput_threads(false, endpoint, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
+    return throughput_threads(false, endpoint, PAYLOAD, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
+}
+
+int bench_zmq_throughput_threads_sized(const char *endpoint, int frame_bytes, int count, uint64_t *elapsed_ns,
+                                       int timeout_ms, int caller_cpu, int peer_cpu) {
+    return throughput_threads(false, endpoint, frame_bytes, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
 }
 
 int bench_zmq_throughput_threads_polled(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
                                         int caller_cpu, int peer_cpu) {
-    return throughput_threads(true, endpoint, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
+    return throughput_threads(true, endpoint, PAYLOAD, count, elapsed_ns, timeout_ms, caller_cpu, peer_cpu);
 }
 
 // MARK: - Fan-in: several sending threads into one socket (PUSH × n → PULL)

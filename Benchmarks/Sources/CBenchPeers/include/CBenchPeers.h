@@ -78,6 +78,11 @@ int bench_zmq_throughput_threads(const char *endpoint, int count, uint64_t *elap
 /// bench_zmq_pingpong_threads_polled.
 int bench_zmq_throughput_threads_polled(const char *endpoint, int count, uint64_t *elapsed_ns, int timeout_ms,
                                         int caller_cpu, int peer_cpu);
+/// The same blocking throughput with frames of `frame_bytes` (1 to 256)
+/// instead of 64: raw libzmq carrying as many bytes per message as a
+/// RunLoopKit port puts on the wire for a 64-byte payload.
+int bench_zmq_throughput_threads_sized(const char *endpoint, int frame_bytes, int count, uint64_t *elapsed_ns,
+                                       int timeout_ms, int caller_cpu, int peer_cpu);
 
 /// Fan-in: `senders` threads (at most 64), each with its own PUSH socket
 /// connected to one PULL at `endpoint`, each send `count_per_sender` 64-byte

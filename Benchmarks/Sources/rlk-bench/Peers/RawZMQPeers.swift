@@ -52,18 +52,23 @@ final class RawZMQPingPong: Contender {
 /// thread, PULL in a C thread, 64-byte messages. One sample per batch, in
 /// messages per second.
 /// `polled`: the PULL thread served as an event loop serves it (epoll on
-/// ZMQ_FD, non-blocking receives until empty).
+/// ZMQ_FD, non-blocking receives until empty). `frameBytes`: frames of that
+/// size instead of 64 bytes (blocking receive only).
 final class RawZMQFlood: Contender {
     let label: String
     private let polled: Bool
+    private let frameBytes: Int?
     private let endpoint: String
     private let count: Int
     private let timeoutMilliseconds: Int32
     private let placement: Placement
 
-    init(label: String, polled: Bool = false, endpoint: String, count: Int, timeout: Double, placement: Placement) {
+    init(label: String, polled: Bool = false, frameBytes: Int? = nil, endpoint: String, count: Int, timeout: Double,
+         placement: Placement) {
+        precondition(!(polled && frameBytes != nil), "the polled peer sends 64-byte frames only")
         self.label = label
         self.polled = polled
+        self.frameBytes = frameBytes
         self.endpoint = endpoint
         self.count = count
         self.placement = placement
@@ -72,9 +77,14 @@ final class RawZMQFlood: Contender {
 
     func measure() throws -> [Double] {
         var elapsed: UInt64 = 0
-        let run = polled ? bench_zmq_throughput_threads_polled : bench_zmq_throughput_threads
-        try checkC(run(endpoint, Int32(count), &elapsed, timeoutMilliseconds, placement.first, placement.second),
-                   "\(label) throughput")
+        let result = if let frameBytes {
+            bench_zmq_throughput_threads_sized(endpoint, Int32(frameBytes), Int32(count), &elapsed, timeoutMilliseconds,
+                                               placement.first, placement.second)
+        } else {
+            (polled ? bench_zmq_throughput_threads_polled : bench_zmq_throughput_threads)(
+                endpoint, Int32(count), &elapsed, timeoutMilliseconds, placement.first, placement.second)
+        }
+        try checkC(result, "\(label) throughput")
         return [Double(count) / (Double(elapsed) / 1e9)]
     }
 }

@@ -14,7 +14,11 @@ struct ThroughputInproc: Scenario {
                                  timeout: config.timeoutSeconds, placement: placement)
         let inPlace = PortFlood(label: "RunLoopKit Port, sent from bytes, read in place", count: count,
                                 timeout: config.timeoutSeconds, placement: placement, inPlace: true)
-        let measured = interleave([ours, zmq, polled, inPlace], repetitions: config.throughputRepetitions, better: .higher)
+        let wireSized = RawZMQFlood(label: "raw libzmq PUSH/PULL inproc, \(Self.portFrameBytes)-byte frames (C)",
+                                    frameBytes: Self.portFrameBytes, endpoint: "inproc://rlk-bench-throughput-wire-sized",
+                                    count: count, timeout: config.timeoutSeconds, placement: placement)
+        let measured = interleave([ours, zmq, polled, inPlace, wireSized], repetitions: config.throughputRepetitions,
+                                  better: .higher)
         return [
             ScenarioResult(
                 name: "throughput-inproc", title: "one-way throughput, 64 B, inproc",
@@ -28,6 +32,16 @@ struct ThroughputInproc: Scenario {
                 name: "throughput-inproc-in-place", title: "the same stream sent from bytes and read in place (no Data on either side)",
                 unit: "msg/s", better: .higher, ours: measured[3], peer: measured[1], target: .ratioAtLeast(0.5),
                 notes: ["Port.send(msgid:bytes:…) and Port.setInPlaceMessageHandler; the handler reads each payload; same target as the row above"]),
+            ScenarioResult(
+                name: "throughput-inproc-wire-sized",
+                title: "the in-place stream against raw libzmq sending as many bytes per message as the port puts on the wire",
+                unit: "msg/s", better: .higher, ours: measured[3], peer: measured[4], target: nil,
+                notes: ["informational: \(Self.portFrameBytes)-byte frames cross glibc's fastbin limit where 64-byte ones do not (docs/performance.md)"]),
         ]
     }
+
+    /// The frame a port sends for one 64-byte data component, packed
+    /// (docs/wire-format.md): a 12-byte header, one kind byte, a 4-byte
+    /// record length, then the 64 bytes.
+    static let portFrameBytes = 12 + 1 + 4 + 64
 }
