@@ -239,9 +239,14 @@ public final class Socket: @unchecked Sendable {
     /// with no copy of a buffer built beforehand (what ``send(_:more:dontWait:)-(UnsafeRawBufferPointer,_,_)``
     /// does inside `zmq_send`).
     ///
-    /// Thread rules: owner thread.
+    /// With a `pool`, the buffer is one of the pool's (`zmq_msg_init_data`), given back
+    /// to it when libzmq lets the frame go, if the frame fits and the pool has one to
+    /// spare; otherwise libzmq allocates it as without a pool (see ``FramePool``).
+    ///
+    /// Thread rules: owner thread; the pool's owner too.
     /// - Parameters:
     ///   - byteCount: the frame's size.
+    ///   - pool: where the buffer comes from, if anywhere.
     ///   - more: more frames of the same message follow (`ZMQ_SNDMORE`).
     ///   - dontWait: fail fast instead of blocking (`ZMQ_DONTWAIT`).
     ///   - write: fills all `byteCount` bytes; called once per call, before anything is
@@ -251,22 +256,34 @@ public final class Socket: @unchecked Sendable {
     /// - Throws: ``ZMQError`` as the bytes variant.
     @discardableResult
     public func send(
-        byteCount: Int, more: Bool = false, dontWait: Bool = false, write: (UnsafeMutableRawBufferPointer) -> Void
+        byteCount: Int, from pool: FramePool? = nil, more: Bool = false, dontWait: Bool = false,
+        write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(ZMQError) -> Bool {
         let socket = try checkedHandle("zmq_msg_send")
         var flags: Int32 = 0
         if more { flags |= ZMQ_SNDMORE }
         if dontWait { flags |= ZMQ_DONTWAIT }
         var message = zmq_msg_t()
-        // zmq_msg_init_size fails only with ENOMEM; running out of memory stops the
-        // process, as any Swift allocation does.
-        guard zmq_msg_init_size(&message, byteCount) == 0 else { fatalError("ZeroMQ: \(ZMQError.last("zmq_msg_init_size(\(byteCount))"))") }
-        write(UnsafeMutableRawBufferPointer(start: zmq_msg_data(&message), count: byteCount))
+        // Both fail only with ENOMEM; running out of memory stops the process, as
+        // any Swift allocation does.
+        if let buffer = pool?.take(byteCount: byteCount) {
+            let bytes = buffer + FramePool.headerBytes
+            write(UnsafeMutableRawBufferPointer(start: bytes, count: byteCount))
+            guard zmq_msg_init_data(&message, bytes, byteCount, framePoolGiveBack, buffer) == 0 else {
+                fatalError("ZeroMQ: \(ZMQError.last("zmq_msg_init_data(\(byteCount))"))")
+            }
+        } else {
+            guard zmq_msg_init_size(&message, byteCount) == 0 else {
+                fatalError("ZeroMQ: \(ZMQError.last("zmq_msg_init_size(\(byteCount))"))")
+            }
+            write(UnsafeMutableRawBufferPointer(start: zmq_msg_data(&message), count: byteCount))
+        }
         while true {
             // On success libzmq owns the content and leaves `message` empty.
             if zmq_msg_send(&message, socket, flags) >= 0 { return true }
             let code = zmq_errno()
             if code == EINTR { continue }
+            // A pool's buffer goes back to it.
             zmq_msg_close(&message)
             if code == EAGAIN, dontWait { return false }
             throw ZMQError(code: code, operation: "zmq_msg_send")

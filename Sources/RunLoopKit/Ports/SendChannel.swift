@@ -31,10 +31,23 @@ final class SendChannel: @unchecked Sendable {
     // connection, which the connection bound limits (S-PORT-4).
     @exclusivity(unchecked) private var connectedAt: UInt64 = 0
     @exclusivity(unchecked) private var hasAccepted = false
+    // Taken from with `lock` held: the buffers packed messages are sent
+    // in, used again when libzmq lets them go. Between threads a buffer
+    // libzmq allocated per message is freed by the receiver, and past
+    // glibc's fastbin limit (80-byte frames, so a 64-byte payload with its
+    // framing) both threads then wait for the allocator's lock
+    // (docs/performance.md).
+    private let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
 
     /// Messages queued towards one port before senders wait (ZMQ_SNDHWM;
     /// inproc adds the receiver's ZMQ_RCVHWM).
     static let highWaterMark: Int32 = 1000
+    /// The largest packed message sent from the channel's pool (larger ones
+    /// are allocated per message, as the transport allocates them anyway).
+    static let pooledFrameBytes = 240
+    /// The most pool buffers a channel makes: enough for a full queue
+    /// (this side's and the receiver's high-water marks) and a batch.
+    static let pooledFrames = Int(2 * highWaterMark) + 64
     /// How long a closing channel lets libzmq deliver what it accepted.
     static let lingerMilliseconds: Int32 = 2000
     /// While waiting for room, how often a sender checks that the port is
@@ -72,7 +85,7 @@ final class SendChannel: @unchecked Sendable {
         try withSocket(deadline: deadline) { (socket) throws(PortError) in
             var waitUntil: UInt64?  // read the first time there is no room
             do {
-                while try !socket.send(byteCount: packedSize, dontWait: true, write: write) {
+                while try !socket.send(byteCount: packedSize, from: framePool, dontWait: true, write: write) {
                     try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
                 }
             } catch {
