@@ -13,7 +13,7 @@
 # difference: a chunk of 256 messages now and then; the defaults are what
 # is measured today, rounded up, so that the script fails when they grow):
 #   --send X        per send: Port.send of a 64 B message, nothing received (default 1:
-#                   libzmq's own copy of the message)
+#                   libzmq's header for the frame; the frame's buffer is the channel's)
 #   --delivery X    per delivered message, the send taken out (default 0: the
 #                   receiver refills the last message's Data in place once its
 #                   handler let it go; a handler that keeps messages costs 2)
@@ -26,7 +26,8 @@
 # Each count runs `rlk-bench --workload <name> <count>` twice, at n and 2n,
 # and takes (A(2n) - A(n)) / n, so that start-up and set-up cancel:
 #   send       send-only: n sends to a port no loop receives on (the queue holds
-#              2,000, so n = 800 and 1,600): the send path alone
+#              2,000, so n = 800 and 1,600): the send path alone, in a stream's
+#              steady state (the send channel's frame pool filled first)
 #   one-way    oneway: n sends from one thread to a LoopThread's port, all
 #              delivered (n = 10,000 and 20,000): send + delivery
 #   delivery   one-way minus send
