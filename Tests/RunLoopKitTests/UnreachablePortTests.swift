@@ -50,8 +50,7 @@ struct UnreachablePortTests {
             let size = WireFormat.packedSize(frameBytes: header + reply.count, records: 1)
             return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
                 count = WireFormat.writePacked(
-                    into: UnsafeMutableRawBufferPointer(buffer), msgid: msgid, components: [],
-                    portDescriptors: [], replyDescriptor: reply, traceID: nil)
+                    into: UnsafeMutableRawBufferPointer(buffer), msgid: msgid, components: [], replyDescriptor: reply, traceID: nil)
             }
         }
 

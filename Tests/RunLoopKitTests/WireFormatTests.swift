@@ -62,7 +62,7 @@ struct WireFormatTests {
         let size = WireFormat.packedSize(frameBytes: 13 + 2 + descriptor.count, records: 2)
         let packed = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = WireFormat.writePacked(into: UnsafeMutableRawBufferPointer(buffer), msgid: 7, components: components,
-                                           portDescriptors: [], replyDescriptor: descriptor, traceID: nil)
+                                           replyDescriptor: descriptor, traceID: nil)
         }
         #expect(packed == Self.examplePacked)
         #expect(packed.count == 89)
@@ -296,7 +296,6 @@ struct WireFormatTests {
         let components = (0..<componentCount).map { index in
             index % 3 == 1 ? PortMessage.Component.port(somePort) : .data(Data(repeating: UInt8(truncatingIfNeeded: index), count: index))
         }
-        let portDescriptors = components.compactMap { if case .port = $0 { somePort.descriptorBytes } else { nil } }
         let expected: [[UInt8]] = components.map { component in
             switch component {
             case let .data(data): Array(data)
@@ -307,7 +306,7 @@ struct WireFormatTests {
         let size = WireFormat.packedSize(frameBytes: frameBytes, records: expected.count)
         let packed = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = WireFormat.writePacked(into: UnsafeMutableRawBufferPointer(buffer), msgid: 42, components: components,
-                                           portDescriptors: portDescriptors, replyDescriptor: somePort.descriptorBytes, traceID: 77)
+                                           replyDescriptor: somePort.descriptorBytes, traceID: 77)
         }
         #expect(packed.count == size)
         let header = try Self.readHeader(packed)

@@ -133,12 +133,11 @@ final class SendChannel: @unchecked Sendable {
         _ frames: OutgoingFrames, on socket: Socket, until waitUntil: inout UInt64?, deadline: SendDeadline, destination: Port
     ) throws(PortError) {
         do {
-            var portsSent = 0
-            while try !frames.send(0, on: socket, portsSent: &portsSent) {
+            while try !frames.send(0, on: socket) {
                 try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
             }
             hasAccepted = true
-            for index in 1..<frames.count where try !frames.send(index, on: socket, portsSent: &portsSent) {
+            for index in 1..<frames.count where try !frames.send(index, on: socket) {
                 // libzmq refuses a later frame only when the peer's
                 // connection broke mid-message; it discards the part sent.
                 throw PortError.peerDied(pid: address.pid, port: address.description)

@@ -11,15 +11,14 @@
 /// The components are not stored but passed again to the writing calls:
 /// storing the array cost a retain and a release a send, and the send
 /// channel writes the packed frame straight into the buffer libzmq sends
-/// (`Socket.send(byteCount:write:)`), so the encoder is a few sizes and,
-/// when the message carries ports, their descriptors.
+/// (`Socket.send(byteCount:write:)`), so the encoder is a few sizes and the
+/// reply port's descriptor. A port component's descriptor is read from
+/// its port when its record is written (an array of them, even empty, cost
+/// a generic destroy of about a hundred instructions a send).
 struct MessageEncoder {
     let msgid: UInt32
     /// Present when the sender's tap is on.
     let traceID: UInt64?
-    /// The descriptors of the port components, in component order (none,
-    /// the usual case, costs no array).
-    let portDescriptors: [[UInt8]]
     let replyDescriptor: [UInt8]?
     /// The packed frame's size; nil for a message over `WireFormat.packLimit`,
     /// which goes as a frame per component instead of being copied into one.
@@ -34,7 +33,6 @@ struct MessageEncoder {
         guard components.count <= WireFormat.maxComponents else {
             throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
         }
-        var portDescriptors: [[UInt8]] = []
         // Every frame counts towards the limit, the header and descriptors
         // too, as the receiver counts them (docs/wire-format.md, "Limits").
         var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
@@ -45,7 +43,6 @@ struct MessageEncoder {
             if components[index].isPort {
                 guard case let .port(port) = components[index] else { continue }
                 try check(port, "a port component")
-                portDescriptors.append(port.descriptorBytes)
                 totalBytes += port.descriptorBytes.count
             } else {
                 let count = components[index].dataCount
@@ -56,7 +53,7 @@ struct MessageEncoder {
             }
         }
         try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
-                      replyPort: replyPort, traceID: traceID, portDescriptors: portDescriptors, checkingPorts: check)
+                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
     }
 
     /// A message of one data component, `dataCount` bytes given as they
@@ -70,14 +67,14 @@ struct MessageEncoder {
         }
         let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
         try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
-                      replyPort: replyPort, traceID: traceID, portDescriptors: [], checkingPorts: check)
+                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
     }
 
     /// What both ways in share: the reply port checked and counted, the
     /// limit on the whole, the packed size.
     private init(
         msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
-        portDescriptors: [[UInt8]], checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         var totalBytes = bytesBeforeReplyPort
         // Switched on, not bound with `if let`: the binding copied the Port
@@ -97,7 +94,6 @@ struct MessageEncoder {
         let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records + (replyDescriptor == nil ? 0 : 1))
         self.msgid = msgid
         self.traceID = traceID
-        self.portDescriptors = portDescriptors
         self.replyDescriptor = replyDescriptor
         self.packedSize = packedSize <= WireFormat.packLimit ? packedSize : nil
     }
@@ -106,8 +102,7 @@ struct MessageEncoder {
     /// `components` are the ones the encoder was made with.
     func writePacked(_ components: [PortMessage.Component], into buffer: UnsafeMutableRawBufferPointer) {
         _ = WireFormat.writePacked(
-            into: buffer, msgid: msgid, components: components, portDescriptors: portDescriptors,
-            replyDescriptor: replyDescriptor, traceID: traceID)
+            into: buffer, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID)
     }
 
     /// Writes the packed frame of a message of one data component, `bytes`
@@ -128,7 +123,7 @@ struct MessageEncoder {
                                                  components: components, traceID: traceID)
             return try send(OutgoingFrames(
                 header: UnsafeRawBufferPointer(rebasing: buffer[..<written]), components: components,
-                portDescriptors: portDescriptors, replyDescriptor: replyDescriptor))
+                replyDescriptor: replyDescriptor))
         }
     }
 }

@@ -13,10 +13,12 @@ extension PortMessage.Component {
         return false
     }
 
-    /// Writes a data component's record at `offset` and returns where the
-    /// next starts; nil for a port component (nothing written).
-    func writeDataRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int? {
-        guard case let .data(data) = self else { return nil }
-        return data.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+    /// Writes the component's record at `offset` (a data component's bytes,
+    /// or a port component's descriptor) and returns where the next starts.
+    func writeRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        switch self {
+        case let .data(data): data.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+        case let .port(port): port.descriptorBytes.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+        }
     }
 }

@@ -7,10 +7,10 @@ extension WireFormat {
     /// Writes a whole message in the packed form into `buffer` (at least
     /// `packedSize` bytes): the header with version 2, then each component
     /// and the reply port's descriptor as a length and its bytes. Returns
-    /// the size used. `portDescriptors` are the port components', in order.
+    /// the size used. A port component's record is its port's descriptor.
     static func writePacked(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, components: [PortMessage.Component],
-        portDescriptors: [[UInt8]], replyDescriptor: [UInt8]?, traceID: UInt64?
+        replyDescriptor: [UInt8]?, traceID: UInt64?
     ) -> Int {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
                                  components: components, traceID: traceID, packed: true)
@@ -19,18 +19,11 @@ extension WireFormat {
         // check per record.
         // (`at` is a constant copy: a closure that read `offset` itself
         // would capture the variable, and pay a dynamic exclusivity check.)
-        var portsWritten = 0
         // By index, each component read in place: a `for component in
         // components` copied each one out (a retain and a release of its
         // Data or Port per component).
         for index in components.indices {
-            let at = offset
-            if let end = components[index].writeDataRecord(into: buffer, at: at) {
-                offset = end
-            } else {
-                offset = portDescriptors[portsWritten].withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
-                portsWritten += 1
-            }
+            offset = components[index].writeRecord(into: buffer, at: offset)
         }
         if let replyDescriptor {
             let at = offset
