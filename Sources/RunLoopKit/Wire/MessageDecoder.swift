@@ -70,11 +70,26 @@ struct MessageDecoder {
             message.components = []
         }
         lastWasLarge = bytes.count > WireFormat.packLimit
+        var records = WireFormat.PackedRecords(bytes, header: header)
+        if header.componentCount == 1 && !header.hasReplyPort && !header.hasPortComponent {
+            // The usual message, one data component and nothing else: its
+            // record is all the frame holds after the header.
+            let record = try records.next()
+            try records.finish()
+            if message.components.count == 1 {
+                Self.refill(&message.components[0], with: record)
+            } else {
+                message.components.removeAll(keepingCapacity: true)
+                message.components.append(.data(Self.newData(record)))
+            }
+            message.msgid = header.msgid
+            if message.sendPort != nil { message.sendPort = nil }
+            return
+        }
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
         var replyPort: Port?
         var sameReplyPort = false
-        var records = WireFormat.PackedRecords(bytes, header: header)
         for index in 0..<header.recordCount {
             let record = try records.next()
             if index == header.componentCount {
