@@ -17,7 +17,9 @@ internal import Synchronization
 /// limit.
 ///
 /// Frames over ``bufferBytes``, and frames sent while all ``maxBuffers``
-/// buffers are in flight, are allocated by libzmq as usual. The pool keeps
+/// buffers are in flight, are allocated by libzmq as usual; frames of up to
+/// 33 bytes, which libzmq keeps inside the `zmq_msg_t` without allocating,
+/// are sent as without a pool too. The pool keeps
 /// what it has made, up to `maxBuffers × (bufferBytes + 16)` bytes, until it
 /// is closed; buffers still in flight then are freed as libzmq lets them go.
 ///
@@ -92,11 +94,16 @@ public final class FramePool: @unchecked Sendable {
         if returns.live.wrappingSubtract(freed, ordering: .acquiringAndReleasing).newValue == 0 { keptAlive.release() }
     }
 
-    /// A buffer for a frame of `byteCount` bytes, or nil (too large, all in
-    /// flight, or closed): its frame bytes start `headerBytes` in.
+    /// The largest frame libzmq keeps inside the `zmq_msg_t` itself (on
+    /// 64-bit), allocating nothing: such frames gain nothing from a buffer.
+    static let inlineFrameBytes = 33
+
+    /// A buffer for a frame of `byteCount` bytes, or nil (small enough for
+    /// libzmq to keep inline, too large, all in flight, or closed): its
+    /// frame bytes start `headerBytes` in.
     @inline(__always)
     func take(byteCount: Int) -> UnsafeMutableRawPointer? {
-        guard byteCount <= bufferBytes else { return nil }
+        guard byteCount > Self.inlineFrameBytes && byteCount <= bufferBytes else { return nil }
         if ready == nil, !isClosed, returns.top.load(ordering: .relaxed) != 0 {
             // All that was given back since the last look, at once.
             ready = UnsafeMutableRawPointer(bitPattern: returns.top.exchange(0, ordering: .acquiring))

@@ -33,6 +33,19 @@ import ZeroMQ
         #expect((1...9).contains(pool.bufferCount))
     }
 
+    @Test func framesLibzmqKeepsInlineTakeNoBuffer() throws {
+        let (pull, push) = try connectedSockets(.pull, .push, label: "pool-inline")
+        defer { pull.close(); push.close() }
+        let pool = FramePool(bufferBytes: 64, maxBuffers: 8)
+        for size in [0, 1, 33] { #expect(try send(size: size, fill: 5, from: pool, on: push)) }
+        #expect(pool.bufferCount == 0, "frames of up to 33 bytes live in the zmq_msg_t itself")
+        #expect(try send(size: 34, fill: 6, from: pool, on: push))
+        #expect(pool.bufferCount == 1)
+        let message = Message()
+        for size in [0, 1, 33] { try expectFrame(pull, into: message, size: size, fill: 5) }
+        try expectFrame(pull, into: message, size: 34, fill: 6)
+    }
+
     @Test func largerFramesAndFramesPastTheLimitAreAllocatedAsWithoutAPool() throws {
         let (pull, push) = try connectedSockets(.pull, .push, label: "pool-limits")
         defer { pull.close(); push.close() }
@@ -49,23 +62,23 @@ import ZeroMQ
     @Test func closingWithFramesInFlightFreesTheirBuffersAsLibzmqLetsThemGo() throws {
         let (pull, push) = try connectedSockets(.pull, .push, label: "pool-close")
         defer { pull.close(); push.close() }
-        let pool = FramePool(bufferBytes: 32, maxBuffers: 4)
-        for fill: UInt8 in 1...4 { #expect(try send(size: 32, fill: fill, from: pool, on: push)) }
+        let pool = FramePool(bufferBytes: 40, maxBuffers: 4)
+        for fill: UInt8 in 1...4 { #expect(try send(size: 40, fill: fill, from: pool, on: push)) }
         pool.close()
         pool.close()  // idempotent
         #expect(pool.bufferCount == 4, "all four are in flight: none is freed yet")
         let message = Message()
         for fill: UInt8 in 1...4 {
-            try expectFrame(pull, into: message, size: 32, fill: fill)
+            try expectFrame(pull, into: message, size: 40, fill: fill)
             // Receiving frame n let frame n - 1 go.
             #expect(pool.bufferCount == 5 - Int(fill))
         }
         message.reset()
         #expect(pool.bufferCount == 0)
         // Closed: a send allocates as without a pool.
-        #expect(try send(size: 32, fill: 9, from: pool, on: push))
+        #expect(try send(size: 40, fill: 9, from: pool, on: push))
         #expect(pool.bufferCount == 0)
-        try expectFrame(pull, into: message, size: 32, fill: 9)
+        try expectFrame(pull, into: message, size: 40, fill: 9)
     }
 
     @Test func aSendThatFindsNoRoomGivesItsBufferBack() throws {
@@ -78,17 +91,17 @@ import ZeroMQ
         try pull.setReceiveTimeout(milliseconds: hangGuardMilliseconds)
         try pull.bind(endpoint)
         try push.connect(endpoint)
-        let pool = FramePool(bufferBytes: 16, maxBuffers: 100)
+        let pool = FramePool(bufferBytes: 48, maxBuffers: 100)
         var sent = 0
-        while try send(size: 16, fill: UInt8(sent + 1), from: pool, on: push, dontWait: true) {
+        while try send(size: 48, fill: UInt8(sent + 1), from: pool, on: push, dontWait: true) {
             sent += 1
             try #require(sent < 100, "the queue never filled")
         }
         #expect(pool.bufferCount == sent + 1, "the refused frame's buffer went back to the pool, ready")
-        #expect(try !send(size: 16, fill: 0, from: pool, on: push, dontWait: true))
+        #expect(try !send(size: 48, fill: 0, from: pool, on: push, dontWait: true))
         #expect(pool.bufferCount == sent + 1, "the next attempt took the same buffer")
         let message = Message()
-        for fill in 1...sent { try expectFrame(pull, into: message, size: 16, fill: UInt8(fill)) }
+        for fill in 1...sent { try expectFrame(pull, into: message, size: 48, fill: UInt8(fill)) }
     }
 
     @Test func buffersComeBackFromTheReceivingThread() throws {

@@ -246,8 +246,8 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     /// Receives the next message's raw frames into `frames` (the
-    /// receiver's own, or a batch's in-place message's); false when the queue is empty.
-    /// Lock held.
+    /// receiver's own, or a batch's in-place message's); false when the
+    /// queue is empty. Lock held.
     private func receiveFrames(into frames: IncomingFrames) -> Bool {
         do {
             return try frames.receive(from: socket)
