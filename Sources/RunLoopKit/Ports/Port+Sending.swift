@@ -83,18 +83,13 @@ extension Port {
         _ encoder: MessageEncoder, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
         largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
-        do {
-            try channel._withUnsafeGuaranteedRef { (channel) throws in
-                guard let size = encoder.packedSize else {
-                    return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
-                        try channel.send(frames, deadline: deadline, destination: self)
-                    }
+        try channel.withGuaranteedReference { (channel) throws(PortError) in
+            guard let size = encoder.packedSize else {
+                return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
+                    try channel.send(frames, deadline: deadline, destination: self)
                 }
-                try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
             }
-        } catch {
-            // The body throws PortError alone; `_withUnsafeGuaranteedRef` only rethrows untyped.
-            throw error as! PortError
+            try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
         }
     }
 

@@ -44,7 +44,7 @@ public struct PortMessageView: ~Copyable {
 
     @inline(__always)
     private func read<Result>(_ body: (InPlaceMessage) -> Result) -> Result {
-        message._withUnsafeGuaranteedRef(body)
+        message.withGuaranteedReference(body)
     }
 
     /// The number of components, data and ports.

@@ -199,7 +199,7 @@ final class PortReceiver: @unchecked Sendable {
         defer { lock.unlock() }
         guard !isClosed else { return .empty }
         defer { socket.releaseOwnership() }
-        message.clear()
+        message.forgetDecoded()
         if frames.isHolding {
             frames.move(to: message.frames)
         } else {

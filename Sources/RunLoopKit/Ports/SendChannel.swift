@@ -119,12 +119,7 @@ final class SendChannel: @unchecked Sendable {
         // Uncounted: the socket stays while the lock is held (only
         // `closeForExit`, which takes the lock, lets it go), and a counted
         // reference cost a retain and a release a send.
-        do {
-            try connectedSocket()._withUnsafeGuaranteedRef { (socket) throws in try body(socket) }
-        } catch {
-            // `body` throws PortError alone; `_withUnsafeGuaranteedRef` only rethrows untyped.
-            throw error as! PortError
-        }
+        try connectedSocket().withGuaranteedReference(body)
     }
 
     /// A large message's frames. The first frame decides: accepted, or no

@@ -32,6 +32,12 @@ final class InPlaceMessage {
     /// the ports array keeps its storage.
     func clear() {
         frames.clear()
+        forgetDecoded()
+    }
+
+    /// Forgets what decoding found, before the next message is received
+    /// into the frames (which a receive or a move clears itself).
+    func forgetDecoded() {
         header = .none
         firstData = UnsafeRawBufferPointer(start: nil, count: 0)
         if !ports.isEmpty { ports.removeAll(keepingCapacity: true) }

@@ -71,9 +71,7 @@ struct MessageDecoder {
         }
         lastWasLarge = bytes.count > WireFormat.packLimit
         var records = WireFormat.PackedRecords(bytes, header: header)
-        if header.componentCount == 1 && !header.hasReplyPort && !header.hasPortComponent {
-            // The usual message, one data component and nothing else: its
-            // record is all the frame holds after the header.
+        if header.isOneDataComponent {
             let record = try records.next()
             try records.finish()
             if message.components.count == 1 {
@@ -132,9 +130,7 @@ struct MessageDecoder {
             guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
             guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
             var records = WireFormat.PackedRecords(bytes, header: header)
-            if header.componentCount == 1 && !header.hasReplyPort && !header.hasPortComponent {
-                // The usual message, one data component and nothing else:
-                // its record is all the frame holds after the header.
+            if header.isOneDataComponent {
                 message.firstData = try records.next()
             } else {
                 for index in 0..<header.recordCount {

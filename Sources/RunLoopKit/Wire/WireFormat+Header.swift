@@ -53,12 +53,16 @@ extension WireFormat {
         /// Present when the sender's tap was on.
         let traceID: UInt64?
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
+        /// Components, then the reply port's descriptor if there is one.
+        var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
+        /// The usual message: one data component and nothing else (no port,
+        /// no reply port), whose one record is all a packed frame holds
+        /// after the header.
+        var isOneDataComponent: Bool { componentCount == 1 && !hasReplyPort && !hasPortComponent }
 
         /// No message: what a reused in-place message holds between messages.
         static let none = Header(msgid: 0, hasReplyPort: false, componentCount: 0, isPacked: true, size: 0,
                                  hasPortComponent: false, traceID: nil)
-        /// Components, then the reply port's descriptor if there is one.
-        var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
 
         /// `kindData` or `kindPort`: the kind of component `index`, read
         /// from `frame`, the header's frame that `readHeader` read. (Kept

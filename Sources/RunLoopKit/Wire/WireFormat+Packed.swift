@@ -16,16 +16,15 @@ extension WireFormat {
                                  components: components, traceID: traceID, packed: true)
         // Each record writes at the offset the previous one returns: no
         // variable captured by a closure, which cost a dynamic exclusivity
-        // check per record.
-        // (`at` is a constant copy: a closure that read `offset` itself
-        // would capture the variable, and pay a dynamic exclusivity check.)
-        // By index, each component read in place: a `for component in
-        // components` copied each one out (a retain and a release of its
-        // Data or Port per component).
+        // check per record. By index, each component read in place: a `for
+        // component in components` copied each one out (a retain and a
+        // release of its Data or Port per component).
         for index in components.indices {
             offset = components[index].writeRecord(into: buffer, at: offset)
         }
         if let replyDescriptor {
+            // A constant copy: a closure that read `offset` itself would
+            // capture the variable, and pay a dynamic exclusivity check.
             let at = offset
             offset = replyDescriptor.withUnsafeBytes { writeRecord($0, into: buffer, at: at) }
         }
