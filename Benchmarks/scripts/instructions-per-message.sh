@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per delivered message, RunLoopKit against raw libzmq, counted
+# Instructions per delivered message (or performed block), RunLoopKit
+# against raw libzmq (SwiftNIO for the perform rows), counted
 # with valgrind's callgrind: repeatable on a noisy machine, where times are
 # not (DESIGN.md, "Numbers to beat").
 #
@@ -23,7 +24,13 @@
 #              (request-roundtrip-inproc)  vs  raw libzmq REQ/REP
 #   fanin      4 threads send to one LoopThread's port (fanin-inproc)
 #              vs  raw libzmq, 4 PUSH threads into one PULL
-# Round-trip rows count per round trip (two messages). The oneway and
+#   perform    one thread queues empty blocks on a LoopThread's loop with
+#              RunLoop.perform (perform-throughput)
+#              vs  SwiftNIO, EventLoop.execute on one event loop
+#   performrt  perform round trips between two LoopThreads (perform-roundtrip)
+#              vs  SwiftNIO, EventLoop.execute between two event loops
+# Round-trip rows count per round trip (two messages; for performrt, two
+# blocks). The oneway and
 # roundtrip rows also count their raw peer served as an event loop serves a
 # libzmq socket (epoll on ZMQ_FD, non-blocking receives until empty: the
 # workloads oneway-raw-polled and roundtrip-raw-polled), a line below; the
@@ -42,7 +49,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/valgrind-common.sh"
 
 N="${N:-20000}"
-ROWS="${ROWS:-oneway roundtrip request fanin}"
+ROWS="${ROWS:-oneway roundtrip request fanin perform performrt}"
 N2=$((2 * N))
 
 # Instructions of all threads in one run.
@@ -57,23 +64,30 @@ instructions() {
     echo "$total"
 }
 
-declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip")
+declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip"
+                 [perform]="instr/block" [performrt]="instr/round trip")
+# Each row's workloads, ours and the peer's (rlk-bench --workload --list).
+declare -A ours_workload=([oneway]="oneway" [fanin]="fanin" [roundtrip]="roundtrip" [request]="request"
+                          [perform]="perform" [performrt]="perform-roundtrip")
+declare -A peer_workload=([oneway]="oneway-raw" [fanin]="fanin-raw" [roundtrip]="roundtrip-raw" [request]="request-raw"
+                          [perform]="perform-nio" [performrt]="perform-roundtrip-nio")
 declare -A polled=([oneway]="oneway-raw-polled" [roundtrip]="roundtrip-raw-polled")
 declare -A inplace=([oneway]="oneway-in-place")
-declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP")
+declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP"
+                 [perform]="NIO execute" [performrt]="NIO execute")
 
 lines=()
 for row in $ROWS; do
-    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, fanin)" >&2; exit 2; }
-    echo "callgrind: $row at $N and $N2 messages, ours and raw libzmq…" >&2
-    ours1="$(instructions "$row" "$N")"
-    ours2="$(instructions "$row" "$N2")"
-    raw1="$(instructions "$row-raw" "$N")"
-    raw2="$(instructions "$row-raw" "$N2")"
+    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, fanin, perform, performrt)" >&2; exit 2; }
+    echo "callgrind: $row at $N and $N2 messages, ours and the peer (${peer[$row]})…" >&2
+    ours1="$(instructions "${ours_workload[$row]}" "$N")"
+    ours2="$(instructions "${ours_workload[$row]}" "$N2")"
+    raw1="$(instructions "${peer_workload[$row]}" "$N")"
+    raw2="$(instructions "${peer_workload[$row]}" "$N2")"
     ours="$(per_message "$ours1" "$ours2" "$N" "$N2" 0)"
     raw="$(per_message "$raw1" "$raw2" "$N" "$N2" 0)"
     lines+=("$(printf '%-10s %-17s %12s %12s  %-12s %7s×' "$row" "${unit[$row]}" "$ours" "$raw" "${peer[$row]}" "$(ratio "$ours" "$raw")")")
-    echo "  ours I($N)=$ours1 I($N2)=$ours2; raw I($N)=$raw1 I($N2)=$raw2" >&2
+    echo "  ours I($N)=$ours1 I($N2)=$ours2; peer I($N)=$raw1 I($N2)=$raw2" >&2
     # The same raw peer served as an event loop serves a libzmq socket
     # (epoll on ZMQ_FD, non-blocking receives until empty), where there is one.
     if [[ -n "${polled[$row]:-}" ]]; then
@@ -93,5 +107,5 @@ done
 
 echo
 echo "instructions per message (callgrind, all threads, user space; (I(2N) - I(N)) / N with N = $N; CPU $CPU)"
-printf '%-10s %-17s %12s %12s  %-12s %8s\n' "row" "unit" "RunLoopKit" "raw libzmq" "peer" "ratio"
+printf '%-10s %-17s %12s %12s  %-12s %8s\n' "row" "unit" "RunLoopKit" "peer" "peer is" "ratio"
 for line in "${lines[@]}"; do echo "$line"; done

@@ -60,6 +60,18 @@ enum Workload {
             RawZMQFanInThreads(label: "fanin-raw", endpoint: "inproc://rlk-workload", senders: 4, count: $0 - $0 % 4,
                                timeout: timeout, placement: placement)
         },
+        Entry(name: "perform", summary: "RunLoopKit: one thread queues N empty blocks on a LoopThread's loop with RunLoop.perform (perform-throughput)") {
+            PerformFlood(count: $0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "perform-nio", summary: "SwiftNIO: one thread queues N empty closures on an event loop with EventLoop.execute") {
+            NIOExecuteFlood(count: $0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "perform-roundtrip", summary: "RunLoopKit: N perform round trips between two LoopThreads (perform-roundtrip)") {
+            PerformPingPong(iterations: $0, warmup: 0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "perform-roundtrip-nio", summary: "SwiftNIO: N EventLoop.execute round trips between two event loops") {
+            NIOExecutePingPong(iterations: $0, warmup: 0, timeout: timeout, placement: placement)
+        },
         Entry(name: "send-only", summary: "RunLoopKit: N 64 B sends to a port that is not scheduled (nothing delivered; N < 2,000, the queue's room)") {
             SendOnly(count: $0, timeout: timeout)
         },
