@@ -11,7 +11,10 @@ let examples = [
 let package = Package(
     name: "RunLoopKit",
     products: [
+        // What users import: the umbrella (the core and the ports), the
+        // testing module for their test targets, and the ZeroMQ layer.
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        .library(name: "RunLoopKitTesting", targets: ["RunLoopKitTesting"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
     ],
     dependencies: [
@@ -30,15 +33,46 @@ let package = Package(
         ),
         .target(name: "CLinuxSupport", path: "Sources/CLinuxSupport"),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "CLinuxSupport"]),
+        // The modules (docs/design.md, "Modules"): the run-loop core, the
+        // ports on top of it, the testing module beside them, and the
+        // umbrella that re-exports the core and the ports. The core never
+        // imports the ports; what the ports need of it is `package`.
         .target(
-            name: "RunLoopKit",
+            name: "RunLoopKitCore",
             dependencies: [
                 "ZeroMQ", "CLinuxSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "RunLoopKitPorts",
+            dependencies: [
+                "RunLoopKitCore", "ZeroMQ", "CLinuxSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "RunLoopKit", dependencies: ["RunLoopKitCore", "RunLoopKitPorts"]),
+        .target(name: "RunLoopKitTesting", dependencies: ["RunLoopKitCore"]),
+        // A test target per module; the helpers they share (threads made
+        // for a test, probes of /proc) are a target of their own.
+        .target(
+            name: "RunLoopKitTestSupport",
+            dependencies: ["RunLoopKit", "RunLoopKitTesting", "CLinuxSupport"],
+            path: "Tests/RunLoopKitTestSupport"
+        ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
-        .testTarget(name: "RunLoopKitTests", dependencies: ["RunLoopKit", "ZeroMQ", "CLinuxSupport"]),
+        .testTarget(
+            name: "RunLoopKitCoreTests",
+            dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport"]
+        ),
+        .testTarget(
+            name: "RunLoopKitPortsTests",
+            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport"]
+        ),
+        .testTarget(
+            name: "RunLoopKitTestingTests",
+            dependencies: ["RunLoopKit", "RunLoopKitTesting", "RunLoopKitTestSupport"]
+        ),
         .executableTarget(
             name: "portsniff",
             dependencies: [

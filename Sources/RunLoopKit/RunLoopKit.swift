@@ -1,14 +1,10 @@
-// RunLoopKit: CFRunLoop / NSRunLoop semantics for threads on Linux.
+// RunLoopKit: CFRunLoop / NSRunLoop semantics and NSMachPort-like ports for
+// threads on Linux.
 //
-// `import RunLoopKit` alone gives `Data`, `Date` and `TimeInterval`, with no
-// ambiguity, because Foundation's essentials are re-exported here. A file
-// that also imports the full `Foundation` sees two each of `RunLoop`,
-// `Timer`, `Port`, `PortMessage` and, through this re-export,
-// `URLResourceKey`: see README.md, "Beside Foundation", and
-// scripts/foundation-clashes.sh, which measures the list.
-@_exported import FoundationEssentials
-// The causes that RunLoopError and PortError share are defined once, in the
-// ZeroMQ module beside ZMQError; `import RunLoopKit` alone gives them.
-@_exported import struct ZeroMQ.SystemCallError
-@_exported import struct ZeroMQ.TimeoutError
-@_exported import struct ZeroMQ.ZMQError
+// The umbrella has no symbols of its own: it re-exports the run-loop core
+// (RunLoopKitCore) and the ports (RunLoopKitPorts), so that `import
+// RunLoopKit` is all a user writes, and `RunLoopKit.RunLoop`,
+// `RunLoopKit::RunLoop` and `typealias Port = RunLoopKit.Port` resolve
+// through it. docs/design.md ("Modules") says why the modules are cut so.
+@_exported import RunLoopKitCore
+@_exported import RunLoopKitPorts

@@ -1,6 +1,0 @@
-/// A weak reference to a loop, for whatever must find a loop without
-/// keeping it alive (a custom source's loops, a test clock's, a binding).
-struct WeakLoop {
-    weak var loop: RunLoop?
-    init(_ loop: RunLoop?) { self.loop = loop }
-}

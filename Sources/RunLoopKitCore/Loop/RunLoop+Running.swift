@@ -1,0 +1,391 @@
+internal import CLinuxSupport
+import Glibc
+
+/// Running: the sequence of one run (S-RUN-2) and the entry points built on it (S-RUN-6).
+extension RunLoop {
+    // MARK: - Public entry points
+
+    /// Runs the loop once in `mode` (CFRunLoopRunInMode): the primitive every
+    /// other entry point repeats.
+    ///
+    /// Returns `.finished` at once, notifying no observer, if the mode has no
+    /// source, timer or pending block (S-RUN-1) or is `.common` (S-MODE-4).
+    /// A `seconds` of zero or less polls: one pass without sleeping (S-RUN-3).
+    /// Runs may nest (S-RUN-8). Only the loop's own thread may call it.
+    ///
+    /// - Parameters:
+    ///   - mode: the mode to run; only its items are serviced (S-MODE-2).
+    ///   - seconds: how long the run may last; `.infinity` for no deadline.
+    ///     NaN is a programming error.
+    ///   - returnAfterSourceHandled: return `.handledSource` after the first
+    ///     source or perform request handled (never after a timer, S-RUN-5).
+    @discardableResult
+    public func run(mode: Mode = .default, seconds: TimeInterval, returnAfterSourceHandled: Bool = false) -> RunResult {
+        precondition(!seconds.isNaN, "RunLoop.run(mode:seconds:): seconds is NaN. Pass a number of seconds, .infinity for no deadline, or 0 to poll.")
+        let deadline = seconds == .infinity ? MonotonicClock.never : clock.instant(secondsFromNow: seconds)
+        return runOnce(mode: mode, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled).result
+    }
+
+    /// One run in `mode` that returns after the first source handled or at
+    /// `date` (NSRunLoop `runMode:beforeDate:`). Returns false only if the
+    /// run could not start: the mode was empty or `.common` (S-RUN-6).
+    @discardableResult
+    public func run(mode: Mode, before date: Date) -> Bool {
+        runOnce(mode: mode, deadline: clock.instant(for: date), returnAfterSourceHandled: true).started
+    }
+
+    /// Runs the loop once in `mode`, until a source is handled or `date`
+    /// (NSRunLoop `acceptInput(forMode:before:)`): `run(mode:before:)`
+    /// without its result. Only the loop's own thread may call it.
+    public func acceptInput(forMode mode: Mode, before date: Date) {
+        run(mode: mode, before: date)
+    }
+
+    /// Runs the default mode until it has nothing left (NSRunLoop `run`):
+    /// `stop()` does not end it, only removing every source and timer does
+    /// (S-RUN-6). This is the keep-alive anti-pattern Apple's documentation
+    /// warns about: prefer `LoopThread`, which stops cleanly.
+    public func run() {
+        var snapshot = ModeSnapshot()
+        while runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false, reusing: &snapshot).result
+            != .finished {}
+    }
+
+    /// Runs the default mode until `date` or until it has nothing left
+    /// (NSRunLoop `runUntilDate:`); `stop()` does not end it early (S-RUN-6).
+    public func run(until date: Date) {
+        let clock = self.clock
+        let deadline = clock.instant(for: date)
+        var snapshot = ModeSnapshot()
+        while true {
+            let result = runOnce(mode: .default, deadline: deadline, returnAfterSourceHandled: false, reusing: &snapshot).result
+            if result == .finished || clock.now() >= deadline { return }
+        }
+    }
+
+    /// Runs the default mode until `stop()` or until it has nothing left
+    /// (CFRunLoopRun). This is the entry point that `stop()` ends (S-RUN-6).
+    public func runUntilStopped() {
+        var snapshot = ModeSnapshot()
+        while true {
+            let result = runOnce(mode: .default, deadline: MonotonicClock.never, returnAfterSourceHandled: false, reusing: &snapshot).result
+            if result == .stopped || result == .finished { return }
+        }
+    }
+
+    /// Makes one polling pass in `mode` and returns the fire date of the
+    /// mode's next timer (NSRunLoop `limitDate(forMode:)`, S-RUN-10):
+    /// `Date.distantFuture` when the mode has sources but no timer, nil when
+    /// the mode is empty (S-RUN-1) or `.common`. Only the loop's own thread
+    /// may call it, since it runs the loop.
+    public func limitDate(forMode mode: Mode) -> Date? {
+        guard runOnce(mode: mode, deadline: 0, returnAfterSourceHandled: true).started else { return nil }
+        var snapshot = ModeSnapshot()
+        refresh(&snapshot, mode: mode)
+        guard snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else { return nil }
+        var next: Timer?
+        for timer in snapshot.timers where timer.isValid {
+            if timer.nextFireInstant < (next?.nextFireInstant ?? MonotonicClock.never) { next = timer }
+        }
+        return next?.fireDate ?? .distantFuture
+    }
+
+    /// The clock this loop's timers and run deadlines are measured on.
+    var clock: LoopClock { state.withLock { $0.clock } }
+
+    // MARK: - One run
+
+    /// One run. `deadline` is an instant on the loop's clock, or on the
+    /// real clock with `deadlineOnRealClock` (a request's private wait,
+    /// which bounds a wait on another process even on a test-clock loop).
+    package func runOnce(
+        mode: Mode, deadline: UInt64, deadlineOnRealClock: Bool = false, returnAfterSourceHandled: Bool
+    ) -> (result: RunResult, started: Bool) {
+        var snapshot = ModeSnapshot()
+        return runOnce(mode: mode, deadline: deadline, deadlineOnRealClock: deadlineOnRealClock,
+                       returnAfterSourceHandled: returnAfterSourceHandled, reusing: &snapshot)
+    }
+
+    /// One run that starts from `snapshot`: the snapshot an earlier run of
+    /// this loop left, for a caller that runs a mode over and over (a run
+    /// that repeats until finished, a request's private mode), or a fresh
+    /// one. It is read again only if the loop's items changed since: a fresh
+    /// snapshot costs a copy of the mode's items and allocations. One of
+    /// another mode is replaced.
+    package func runOnce(
+        mode: Mode, deadline: UInt64, deadlineOnRealClock: Bool = false, returnAfterSourceHandled: Bool,
+        reusing snapshot: inout ModeSnapshot
+    ) -> (result: RunResult, started: Bool) {
+        preconditionOwnedByCurrentThread("run(mode: \(mode))")
+        if mode == .common {
+            #if DEBUG
+            logger.warning("run(mode: .common) is invalid: .common is a set of modes, not a mode (S-MODE-4). Run .default or a named mode.")
+            #endif
+            return (.finished, false)
+        }
+        if snapshot.mode != mode { snapshot = ModeSnapshot() }
+        refresh(&snapshot, mode: mode)
+        guard !hasThreadExited, snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else {
+            return (.finished, false)
+        }
+        state.withLock { $0.modeStack.append(mode) }
+        defer { state.withLock { _ = $0.modeStack.popLast() } }
+        notify(.entry, &snapshot, mode: mode)
+        let deadlineClock = deadlineOnRealClock ? LoopClock.real : snapshot.clock
+        let result = runPasses(
+            mode: mode, deadline: deadline, on: deadlineClock,
+            returnAfterSourceHandled: returnAfterSourceHandled, &snapshot)
+        notify(.exit, &snapshot, mode: mode)
+        return (result, true)
+    }
+
+    /// Steps 2 to 11 of S-RUN-2, repeated until a result is decided.
+    private func runPasses(
+        mode: Mode, deadline: UInt64, on deadlineClock: LoopClock, returnAfterSourceHandled: Bool,
+        _ snapshot: inout ModeSnapshot
+    ) -> RunResult {
+        // A stop requested while no run was in progress (S-RUN-4).
+        if stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
+        let pollOnly = deadline <= deadlineClock.now()  // S-RUN-3
+        // The timerfd wakes the loop for a deadline only on the real clock;
+        // a test clock's advance wakes it instead (S-TMR-7).
+        let wakeDeadline = deadlineClock.isReal ? deadline : MonotonicClock.never
+        // On a test clock, what is already due must not wait for an advance.
+        let testDeadlinePassed = { !deadlineClock.isReal && deadline <= deadlineClock.now() }
+        while true {
+            let monitored = snapshot.monitor != nil
+            let passStart = monitored ? MonotonicClock.now() : 0
+            var sleptNanoseconds: UInt64 = 0
+
+            // A stop ends the run right after the callout that asked for it
+            // (S-RUN-4): every later step of the pass is skipped, and the
+            // loop does not sleep.
+            notify(.beforeTimers, &snapshot, mode: mode)                      // 2
+            notify(.beforeSources, &snapshot, mode: mode)                     // 3
+            var handled = drainBlocks(&snapshot, mode: mode)                  // 4
+            if performCustomSources(&snapshot, mode: mode, stopAfterOne: returnAfterSourceHandled) {  // 5
+                handled = true
+                _ = drainBlocks(&snapshot, mode: mode)
+            }
+            if !isStopPending && !waiter.readyList.hasReadySource(snapshot, of: self) {  // 6
+                let willSleep = !pollOnly && !handled && !isStopPending
+                if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
+                let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
+                // A stop asked for by a beforeWaiting observer: look, don't sleep.
+                waitForEvents(&snapshot, mode: mode, deadline: wakeDeadline,
+                              block: willSleep && !isStopPending && !testDeadlinePassed())  // 8
+                if willSleep {
+                    if monitored { sleptNanoseconds = MonotonicClock.now() - sleepStart }
+                    notify(.afterWaiting, &snapshot, mode: mode)
+                }
+            }
+            let firedTimers = fireDueTimers(&snapshot, mode: mode)             // 9
+            if handleOneSocketSource(&snapshot, mode: mode, returnAfterSourceHandled: returnAfterSourceHandled) { handled = true }
+            if drainBlocks(&snapshot, mode: mode) { handled = true }          // 10
+
+            let passNumber = completedPasses.wrappingAdd(1, ordering: .relaxed).newValue
+            if let monitor = snapshot.monitor {
+                monitor.runLoop(self, didFinish: PassReport(
+                    mode: mode, threadName: threadName, passNumber: passNumber,
+                    durationNanoseconds: MonotonicClock.now() - passStart, sleptNanoseconds: sleptNanoseconds,
+                    handledSource: handled, firedTimers: firedTimers))
+            }
+
+            // 11: decide, in CFRunLoop's order.
+            if handled && returnAfterSourceHandled { return .handledSource }
+            if deadline != MonotonicClock.never && deadlineClock.now() >= deadline { return .timedOut }
+            // A load first: the exchange is a locked instruction, and most passes have no stop.
+            if isStopPending && stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
+            refresh(&snapshot, mode: mode)
+            if !snapshot.hasSourcesOrTimers && !hasBlocks(for: mode, isCommon: snapshot.isCommon) { return .finished }
+        }
+    }
+
+    // MARK: - Snapshot
+
+    /// Re-reads the mode's items if anything changed since the last look
+    /// (one atomic load when nothing did). Modes that were never used stay
+    /// unmade: running one is simply running an empty mode.
+    func refresh(_ snapshot: inout ModeSnapshot, mode: Mode) {
+        let version = itemsVersion.load(ordering: .acquiring)
+        guard version != snapshot.version else { return }
+        let newSockets: [SocketSource] = state.withLock { state in
+            snapshot.version = itemsVersion.load(ordering: .acquiring)
+            snapshot.copy(mode, from: state)
+            guard !state.socketsToCheck.isEmpty else { return [] }
+            defer { state.socketsToCheck.removeAll() }
+            return state.socketsToCheck
+        }
+        snapshot.derive()
+        for source in newSockets { waiter.readyList.append(source) }
+    }
+
+    // MARK: - Callouts
+
+    /// Runs one callout, timing it for the monitor if there is one. `origin`
+    /// (a queued block's or a delayed perform's) is an autoclosure so that
+    /// without a monitor it is not even read, and the public form, which
+    /// makes a String, is built only for a monitor.
+    @inline(__always)
+    private func callout(
+        _ kind: CalloutKind, _ snapshot: ModeSnapshot, mode: Mode,
+        origin: @autoclosure () -> BlockOrigin? = nil, _ body: () -> Void
+    ) {
+        guard let monitor = snapshot.monitor else { return body() }
+        let start = MonotonicClock.now()
+        body()
+        let duration = MonotonicClock.now() - start
+        monitor.runLoop(self, didFinish: CalloutReport(
+            kind: kind, mode: mode, threadName: threadName, startNanoseconds: start, durationNanoseconds: duration,
+            origin: origin()?.calloutOrigin))
+    }
+
+    /// Tells the mode's observers of `activity`, in order (S-OBS-2). Works
+    /// on a copy of the list, so observers may add and remove anything,
+    /// themselves included, without skipping others (S-OBS-3).
+    private func notify(_ activity: Activity, _ snapshot: inout ModeSnapshot, mode: Mode) {
+        refresh(&snapshot, mode: mode)
+        guard snapshot.observedActivities.contains(activity) else { return }
+        let observers = snapshot.observers
+        for observer in observers where observer.activities.contains(activity) && observer.isValid {
+            // Entry and exit are always told; between them, a stop ends the
+            // pass after the callout that asked for it (S-RUN-4). Except that
+            // beforeWaiting and afterWaiting come in pairs: once the loop has
+            // begun telling beforeWaiting, every waiting observer is told
+            // both, as CFRunLoop tells afterWaiting after every wake-up
+            // (S-RUN-2 step 8), a stop's included.
+            if isStopPending && !Self.activitiesToldDespiteStop.contains(activity) { return }
+            callout(.observer(activity), snapshot, mode: mode) { observer.call(activity) }
+        }
+    }
+
+    private static let activitiesToldDespiteStop: Activity = [.entry, .exit, .beforeWaiting, .afterWaiting]
+
+    /// A stop was asked for and not yet turned into a result.
+    var isStopPending: Bool { stopRequested.load(ordering: .relaxed) }
+
+    /// Step 4 and 10: runs the blocks queued for this mode, oldest first
+    /// (S-BLK-4). Blocks queued while draining wait for the next pass, and a
+    /// stop ends the drain after the block in progress. Returns whether any ran.
+    private func drainBlocks(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
+        // Most passes find no block: an atomic load instead of the lock.
+        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
+        var ran = false
+        var remaining = -1
+        let isCommon = snapshot.isCommon
+        while true {
+            // Checked before each block: a stop that came during an earlier
+            // callout of this pass must not start another (LoopThread.stop
+            // discards the rest).
+            if isStopPending { return ran }
+            let next: PendingBlock? = state.withLock { state in
+                if remaining < 0 { remaining = state.blocks.count }
+                guard remaining > 0, let block = state.blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining) else {
+                    return nil
+                }
+                remaining -= 1
+                pendingBlockCount.wrappingSubtract(1, ordering: .releasing)
+                return block
+            }
+            guard let block = next else { return ran }
+            callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
+            ran = true
+        }
+    }
+
+    /// Step 5: performs every signalled custom source of the mode, in order;
+    /// with `stopAfterOne`, only the first. Returns whether any was performed.
+    private func performCustomSources(_ snapshot: inout ModeSnapshot, mode: Mode, stopAfterOne: Bool) -> Bool {
+        refresh(&snapshot, mode: mode)
+        var performed = false
+        let sources = snapshot.customSources
+        for source in sources where source.isValid {
+            if isStopPending { break }
+            guard source.takeSignal() else { continue }
+            callout(.customSource, snapshot, mode: mode) { source.perform() }
+            performed = true
+            if stopAfterOne { break }
+        }
+        return performed
+    }
+
+    // MARK: - Socket sources
+
+    /// Step 9, second half: one socket source event per pass (S-SRC1-1),
+    /// from the front of the ready list. For a port, one event is a batch
+    /// of up to its `maxMessagesPerCallout` messages, exactly one in a run
+    /// with returnAfterSourceHandled.
+    private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode, returnAfterSourceHandled: Bool) -> Bool {
+        guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
+        let batch = CalloutBatch(limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode)
+        var drained = false
+        callout(.socketSource, snapshot, mode: mode) { drained = source.handle(batch) }
+        // A port whose queue ran dry was re-armed by that empty receive: no
+        // need to ask it again before sleeping (one empty receive a message).
+        if drained { waiter.readyList.forgetDrained(source) }
+        return true
+    }
+
+    // MARK: - Sleeping
+
+    /// Step 8: one wait on the mode's wait set, blocking or only looking,
+    /// woken by the earlier of the mode's next timer (within its
+    /// tolerance; on the real clock only) and `deadline` (real monotonic
+    /// nanoseconds, or never).
+    private func waitForEvents(_ snapshot: inout ModeSnapshot, mode: Mode, deadline: UInt64, block: Bool) {
+        // A beforeWaiting observer may just have added or moved a timer.
+        refresh(&snapshot, mode: mode)
+        var block = block
+        var timerWake = MonotonicClock.never
+        if snapshot.clock.isReal {
+            timerWake = snapshot.timerSchedule.wakeInstant()
+        } else if snapshot.timerSchedule.earliest <= snapshot.clock.now() {
+            // A test clock's timer that is due already (its date was set in
+            // the past, or a callout advanced the clock): the timerfd cannot
+            // stand for it, so look without sleeping, and fire it at step 9.
+            block = false
+        }
+        let sources = snapshot.socketSources
+        waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
+            // The snapshot knows a mode's few sources; one added while the
+            // loop slept, or one of many, is looked up in the loop's state.
+            // One removed meanwhile may still be reported: the ready list
+            // drops it when it finds it is no longer in the mode.
+            if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? state.withLock({ $0.registeredSockets[token] }) {
+                waiter.readyList.append(source)
+            }
+        }
+    }
+
+    // MARK: - Timers
+
+    /// Step 9, first half: fires the mode's due timers, earliest first. A
+    /// timer is never early (S-TMR-2). Returns how many fired.
+    private func fireDueTimers(_ snapshot: inout ModeSnapshot, mode: Mode) -> Int {
+        refresh(&snapshot, mode: mode)
+        // No clock read in the passes of a mode without timers.
+        guard snapshot.timerSchedule.earliest != MonotonicClock.never else { return 0 }
+        let now = snapshot.clock.now()
+        guard snapshot.timerSchedule.earliest <= now else { return 0 }
+        dueTimers.removeAll(keepingCapacity: true)
+        snapshot.timerSchedule.takeDue(now: now, into: &dueTimers)
+        var fired = 0
+        do {
+            // A copy, because a timer's block may run the loop again (S-RUN-8),
+            // which reuses the scratch list; released before the scratch is
+            // emptied, so that emptying it keeps its buffer.
+            let due = dueTimers
+            for (index, timer) in due.enumerated() {
+                if isStopPending {
+                    // Still due: they fire in the next run.
+                    for waiting in due[index...] { snapshot.timerSchedule.insert(waiting) }
+                    break
+                }
+                callout(.timer, snapshot, mode: mode, origin: timer.origin) { if timer.fireOnLoop(now: now) { fired += 1 } }
+                snapshot.timerSchedule.insert(timer)  // at its next fire instant, if it has one
+            }
+        }
+        dueTimers.removeAll(keepingCapacity: true)
+        return fired
+    }
+}

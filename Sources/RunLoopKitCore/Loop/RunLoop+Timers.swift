@@ -1,0 +1,43 @@
+/// Timers made through a loop, and the loop's clock (S-TMR-7).
+extension RunLoop {
+    /// Makes a timer that first fires `interval` seconds from now on this
+    /// loop's clock, and adds it to the default mode. Any thread.
+    ///
+    /// - Throws: `RunLoopError.invalidInterval` if the interval is negative,
+    ///   NaN or infinite, or zero for a repeating timer.
+    @discardableResult
+    public func scheduledTimer(
+        withTimeInterval interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+    ) throws(RunLoopError) -> Timer {
+        let timer = try Timer(timeInterval: interval, repeats: repeats, on: clock, block: block)
+        add(timer, forMode: .default)
+        return timer
+    }
+
+    /// Makes this loop measure its timers, `perform(afterDelay:)` and its
+    /// run deadlines on `clock`, which moves only when a test advances it
+    /// (S-TMR-7): RunLoopKitTesting's `RunLoop.use(_:)`. On the loop's own
+    /// thread, before anything is scheduled on the loop.
+    ///
+    /// Misuse traps, since a test that gets it wrong would otherwise
+    /// silently wait on the real clock: calling it after an item was added,
+    /// on another thread, or on `RunLoop.main` (which always uses the real clock).
+    package func use(manualClock clock: ManualClock) {
+        precondition(!isMain, "RunLoop.use(_:): RunLoop.main always uses the real clock. Make a LoopThread(name:clock:) or use the clock on another thread's loop.")
+        preconditionOwnedByCurrentThread("use(_:)")
+        let accepted: Bool = state.withLock { state in
+            guard !state.hasScheduled else { return false }
+            state.clock = .manual(clock)
+            bumpItemsVersion()
+            return true
+        }
+        precondition(accepted, "RunLoop.use(_:): something was already scheduled on the run loop of '\(threadName)', so its clock can no longer change. Give the loop its TestClock first, right after RunLoop.current on its thread.")
+        clock.attach(self)
+    }
+
+    /// The manual clock this loop runs on, or nil for the real clock.
+    package var manualClock: ManualClock? {
+        if case let .manual(clock) = clock { return clock }
+        return nil
+    }
+}

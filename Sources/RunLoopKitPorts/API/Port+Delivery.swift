@@ -1,0 +1,125 @@
+import Synchronization
+import RunLoopKitCore
+
+/// A local port's side of S-SRC1-1: the batch a socket event hands its
+/// handler, read as `PortMessage`s or in place (`PortMessageView`), on the
+/// loop thread.
+extension Port {
+    /// On the loop thread: one socket event, a batch of messages to the
+    /// handler. Each malformed message dropped on the way counts as one.
+    /// Returns true when the queue ran dry: that empty receive re-armed the
+    /// socket's readiness signal, so the loop need not look again.
+    func deliver(_ batch: CalloutBatch) -> Bool {
+        guard let receiver else { return false }
+        var batch = BatchCount(limit: min(batch.limit, batchLimit.load(ordering: .relaxed)), callout: batch)
+        while true {
+            // The handler's kind says how a message is read; a handler set
+            // since (perhaps by a handler) takes the very next message.
+            let (handler, version) = currentHandler()
+            // Each handler is passed as a plain (non-escaping) closure: an
+            // optional one was copied, a retain and a release a message.
+            let outcome = switch handler {
+            case let .inPlace(body)?: deliverInPlace(&batch, from: receiver, to: body, version: version)
+            case let .message(body)?: deliverMessages(&batch, from: receiver, to: body, version: version)
+            case nil: deliverMessages(&batch, from: receiver, to: { dropForNoHandler($0, receiver: receiver) }, version: version)
+            }
+            switch outcome {
+            case .ranDry: return true
+            case .stopped: return false
+            case .handlerChanged: continue
+            }
+        }
+    }
+
+    /// How a batch ended, or why it went back to read the handler again.
+    private enum BatchOutcome { case ranDry, stopped, handlerChanged }
+
+    /// The messages a batch has handled, against its limit (S-SRC1-1).
+    private struct BatchCount {
+        let limit: Int
+        let callout: CalloutBatch
+        var handled = 0
+
+        /// After a message or a drop: may the batch go on?
+        mutating func next() -> Bool {
+            handled += 1
+            return handled < limit && callout.mayContinue()
+        }
+    }
+
+    /// Delivers `PortMessage`s while the handler stays `version`. One
+    /// received message serves the whole run, decoded into message after
+    /// message: its receivePort is set once, and what the last handler let
+    /// go (the components array, the bytes of its data) is written over in
+    /// place. A handler that keeps a message keeps a copy that stays as it
+    /// was (copy on write). With no handler set, `handler` drops and logs.
+    private func deliverMessages(
+        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (PortMessage) -> Void, version: UInt64
+    ) -> BatchOutcome {
+        var inbox = PortMessage(arrivingOn: self)
+        while true {
+            guard handlerVersion.load(ordering: .acquiring) == version else {
+                receiver.endBatch(&inbox)
+                return .handlerChanged
+            }
+            switch receiver.receive(into: &inbox) {
+            case .empty:
+                return .ranDry
+            case .dropped:
+                break
+            case let .message(traceID):
+                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
+                handler(inbox)
+            }
+            guard batch.next() else {
+                receiver.endBatch(&inbox)
+                return .stopped
+            }
+        }
+    }
+
+    /// Delivers messages read in place (`PortMessageView`) while the handler
+    /// stays `version`. Each message is received into this batch's
+    /// in-place message, where it stays until the next one replaces it, so
+    /// that closing the port from another thread, or a nested batch, cannot
+    /// release it while a handler reads it.
+    private func deliverInPlace(
+        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,
+        version: UInt64
+    ) -> BatchOutcome {
+        let message = receiver.takeInPlaceMessage()
+        defer { receiver.returnInPlaceMessage(message) }
+        // The reply port of the last message: replaced only when a message
+        // names another, so a stream from one sender retains nothing.
+        var replyPort: Port?
+        while true {
+            guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
+            switch receiver.receiveInPlace(into: message, replyPort: &replyPort) {
+            case .empty:
+                return .ranDry
+            case .dropped:
+                break
+            case let .message(traceID):
+                let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
+                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
+                handler(view)
+            }
+            guard batch.next() else { return .stopped }
+        }
+    }
+
+    /// The message handler and its version, read under `handlerLock`
+    /// without a generic closure: returning a closure through `withLock`
+    /// re-abstracted it and allocated a thunk on every message.
+    private func currentHandler() -> (MessageHandler?, UInt64) {
+        handlerLock.lock()
+        defer { handlerLock.unlock() }
+        return (handler, handlerVersion.load(ordering: .relaxed))
+    }
+
+    /// A message that arrived with no handler set: counted and logged.
+    private func dropForNoHandler(_ message: PortMessage, receiver: PortReceiver) {
+        let count = receiver.countDrop()
+        Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
+    }
+}

@@ -1,0 +1,62 @@
+import Synchronization
+import RunLoopKitCore
+
+/// Invalidation (S-PORT-5): closing a port, telling its handlers
+/// (NSPortDidBecomeInvalid), and the error it then throws.
+extension Port {
+    /// Closes the port: a local port stops receiving, its socket and names
+    /// are released, and sends to it fail with `.invalidPort`. Its
+    /// invalidation handlers run once, on the calling thread. Idempotent.
+    public func invalidate() { invalidate(because: nil) }
+
+    func invalidate(because reason: PortError?) {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let (source, handlers, names): (SocketSource?, [@Sendable (Port) -> Void], [String]) = state.withLock { state in
+            state.lifecycle = .invalidated(reason ?? .invalidPort(description))
+            defer {
+                state.invalidationHandlers.removeAll()
+                state.registeredNames.removeAll()
+            }
+            return (state.source, state.invalidationHandlers.map(\.body), state.registeredNames)
+        }
+        source?.invalidate()
+        receiver?.close()
+        for name in names { PortNameServer.release(name) }
+        if isLocal { PortRegistry.shared.removeLocal(address) }
+        for handler in handlers { handler(self) }
+    }
+
+    /// Runs `body` once when the port becomes invalid (NSPortDidBecomeInvalid),
+    /// on the thread that invalidates it (for a dead peer, RunLoopKit's
+    /// process-watcher thread). If the port is already invalid, runs it now,
+    /// on the calling thread, and returns a token that removes nothing.
+    /// Any thread.
+    /// - Returns: a token for `removeInvalidationHandler(_:)`.
+    @discardableResult
+    public func addInvalidationHandler(_ body: @escaping @Sendable (Port) -> Void) -> InvalidationHandlerToken {
+        let token: InvalidationHandlerToken? = state.withLock { state in
+            guard case .open = state.lifecycle else { return nil }
+            state.nextHandlerID += 1
+            let token = InvalidationHandlerToken(id: state.nextHandlerID)
+            state.invalidationHandlers.append((token, body))
+            return token
+        }
+        guard let token else {
+            body(self)
+            return InvalidationHandlerToken(id: 0)
+        }
+        return token
+    }
+
+    /// Removes a handler added with `addInvalidationHandler(_:)`; a handler
+    /// that already ran, or a token of another port, removes nothing. Any thread.
+    public func removeInvalidationHandler(_ token: InvalidationHandlerToken) {
+        state.withLock { $0.invalidationHandlers.removeAll { $0.token == token } }
+    }
+
+    /// Names one invalidation handler of one port, for
+    /// `removeInvalidationHandler(_:)`.
+    public struct InvalidationHandlerToken: Hashable, Sendable {
+        fileprivate let id: UInt64
+    }
+}

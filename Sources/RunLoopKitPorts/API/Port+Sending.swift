@@ -1,0 +1,158 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+import RunLoopKitCore
+
+/// The path of every send: Port → encode → send channel → socket
+/// (S-PORT-4, S-PORT-8).
+extension Port {
+    /// Sends a message to this port (NSPort `sendBeforeDate:`), waiting for
+    /// room until `deadline` if the port's queue is full (S-PORT-4).
+    ///
+    /// - Throws: `.invalidPort` / `.peerDied` if the port is invalid;
+    ///   `.componentNotTransferable` if a port component or the reply port
+    ///   cannot reach this port's process (an inproc port to another
+    ///   process); `.messageTooLarge` past the wire format's limits;
+    ///   `.timedOut` if there was no room by the deadline. Nothing is sent
+    ///   when it throws.
+    public func send(
+        msgid: UInt32 = 0, components: [PortMessage.Component] = [], replyPort: Port? = nil, before deadline: Date
+    ) throws(PortError) {
+        try send(msgid: msgid, components: components, replyPort: replyPort, deadline: SendDeadline(deadline))
+    }
+
+    /// Sends `message`'s msgid, components and reply port to this port.
+    public func send(_ message: PortMessage, before deadline: Date) throws(PortError) {
+        try send(msgid: message.msgid, components: message.components, replyPort: message.replyPort,
+                 deadline: SendDeadline(deadline))
+    }
+
+    /// Sends a message of one data component, `bytes`, given as they are:
+    /// what `send(msgid:components:replyPort:before:)` sends for
+    /// `[.data(Data(bytes))]`, byte for byte, without a `Data` made or read
+    /// for it (for streams of many messages: docs/performance.md). The
+    /// receiver cannot tell the two apart.
+    ///
+    /// - Throws: as `send(msgid:components:replyPort:before:)`.
+    public func send(
+        msgid: UInt32 = 0, bytes: UnsafeRawBufferPointer, replyPort: Port? = nil, before deadline: Date
+    ) throws(PortError) {
+        let deadline = SendDeadline(deadline)
+        let (channel, traceID, sendTime) = try beginSend()
+        do {
+            let encoder = try MessageEncoder(
+                msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
+                checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
+            try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
+                encoder.writePacked(bytes: bytes, into: $0)
+            }
+        } catch {
+            throw failedSend(error)
+        }
+        if let traceID {
+            PortTap.recordSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, traceID: traceID, time: sendTime)
+        }
+    }
+
+    /// The path of every send: Port → encode → send channel → socket.
+    func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
+        let (channel, traceID, sendTime) = try beginSend()
+        do {
+            // unowned(unsafe): the closure lives for the call, while `self`
+            // is alive; a counted capture of a Port took Swift's slow
+            // retain and release (its counts live in a side table) on every send.
+            let encoder = try MessageEncoder(
+                msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
+                checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
+            try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
+                encoder.writePacked(components, into: $0)
+            }
+        } catch {
+            throw failedSend(error)
+        }
+        if let traceID {
+            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
+        }
+    }
+
+    /// Sends what `encoder` sized: packed, written by `write` straight into
+    /// the frame libzmq sends; or, over the pack limit, as the frames of
+    /// `largeComponents()` (the multipart form).
+    /// The channel is used uncounted (`beginSend`), as a guaranteed reference.
+    @inline(__always)
+    private func send(
+        _ encoder: MessageEncoder, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
+        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        try channel.withGuaranteedReference { (channel) throws(PortError) in
+            guard let size = encoder.packedSize else {
+                return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
+                    try channel.send(frames, deadline: deadline, destination: self)
+                }
+            }
+            try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
+        }
+    }
+
+    /// What every send does before encoding: the validity check, the send
+    /// channel, and, when the tap is on, the trace id that pairs the send
+    /// with its delivery and the time taken before sending (a delivery may
+    /// be reported before the send returns). Plain calls rather than a
+    /// helper taking the send as a closure: the closure's context cost a
+    /// retain and a release a send. The channel comes uncounted: it lives
+    /// as long as this port (released in `deinit`), which the send keeps
+    /// alive, and a counted reference cost a retain and a release a send.
+    @inline(__always)
+    private func beginSend() throws(PortError) -> (Unmanaged<SendChannel>, traceID: UInt64?, sendTime: Int64) {
+        if !isValid { throw invalidError() }
+        let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
+        return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.now())
+    }
+
+    /// A send failed with `error`: when nothing can ever receive through
+    /// this send right (S-PORT-8), it is invalid from now on and its
+    /// handlers are told. Returns the error to throw.
+    private func failedSend(_ error: PortError) -> PortError {
+        switch error {
+        case .unreachable, .peerDied: invalidate(because: error)
+        default: break
+        }
+        return error
+    }
+
+    /// An inproc-only port cannot reach another process (S-PORT-2): say so
+    /// at send time, not with a silent nil at the other end.
+    private func checkCanCarry(_ port: Port, as role: String) throws(PortError) {
+        guard port.isValid else { throw .componentNotTransferable("\(role) \(port) is invalid") }
+        if !address.isInThisProcess && port.address.ipcPath == nil {
+            throw .componentNotTransferable(
+                "\(role) \(port) is inproc-only and this message goes to process \(address.pid); make it with Port(transport: .ipc)")
+        }
+    }
+
+    /// The send channel, made on the first send; the port holds it (one
+    /// count) until `deinit`.
+    private func sendChannel() -> Unmanaged<SendChannel> {
+        let bits = channelBits.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!) }
+        // First send (perhaps on two threads at once): the first channel stored wins.
+        let made = Unmanaged.passRetained(SendChannel(address: address))
+        let madeBits = UInt(bitPattern: made.toOpaque())
+        let (stored, current) = channelBits.compareExchange(expected: 0, desired: madeBits, ordering: .acquiringAndReleasing)
+        if stored { return made }
+        made.release()
+        return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: current)!)
+    }
+
+    /// Whether a send waiting for room should give up: the port became
+    /// invalid, or (for another process's port) its socket is gone.
+    func destinationError() -> PortError? {
+        if !isValid { return invalidError() }
+        if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
+            let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)
+            invalidate(because: process.isAlive ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
+            return invalidError()
+        }
+        return nil
+    }
+}

@@ -1,0 +1,78 @@
+import RunLoopKitCore
+
+/// The async face of a port: a request awaited without blocking a thread,
+/// and a local port's messages as an AsyncSequence. Both receive on the
+/// process's `rlk-async-ports` loop thread (AsyncPorts).
+extension Port {
+    // MARK: - Asynchronous request
+
+    /// Sends a request with a fresh reply port and awaits the reply, without
+    /// blocking any thread: the reply port receives on RunLoopKit's
+    /// `rlk-async-ports` loop thread.
+    /// - Throws: what `send` throws; `.timedOut` after `timeout`; `.peerDied`
+    ///   / `.invalidPort` if this port becomes invalid first.
+    public func request(
+        msgid: UInt32, components: [PortMessage.Component] = [], timeout: Duration
+    ) async throws(PortError) -> PortMessage {
+        let deadline: UInt64
+        do { deadline = try MonotonicClock.instant(after: timeout, "request timeout") } catch { throw .runLoop(error) }
+        let loop = try AsyncPorts.loop()
+        let replyPort = try Port(transport: address.isInThisProcess ? .inproc : .ipc)
+        defer { replyPort.invalidate() }
+        let outcome = AsyncOutcome()
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PortMessage, any Error>) in
+                outcome.arm(continuation)
+                replyPort.setMessageHandler { reply in outcome.finish(.success(reply)) }
+                // On the port's death, a reply the peer sent just before may
+                // still be on its way: fail only after a short grace.
+                let token = addInvalidationHandler { [self] _ in
+                    let grace = try? loop.perform(afterDelay: MonotonicClock.seconds(Port.replyGraceNanoseconds)) { [self] in
+                        outcome.finish(.failure(invalidError()))
+                    }
+                    if grace == nil { outcome.finish(.failure(invalidError())) }
+                    outcome.onFinish { grace?.invalidate() }
+                }
+                outcome.onFinish { [self] in removeInvalidationHandler(token) }
+                do throws(PortError) {
+                    try replyPort.schedule(in: loop, forMode: .default)
+                    let timer = try? loop.perform(afterDelay: MonotonicClock.seconds(deadline &- MonotonicClock.now())) {
+                        outcome.finish(.failure(PortError.timedOut(TimeoutError(operation: "request \(msgid) to \(self): waiting for its reply", limit: timeout))))
+                    }
+                    outcome.onFinish { timer?.invalidate() }
+                    try send(msgid: msgid, components: components, replyPort: replyPort, deadline: SendDeadline(instant: deadline))
+                } catch {
+                    outcome.finish(.failure(error))
+                }
+            }
+        } catch let error as PortError {
+            throw error
+        } catch {
+            throw .invalidPort("\(self): \(error)")
+        }
+    }
+
+    // MARK: - Messages as an AsyncSequence
+
+    /// The messages that reach this local port, as an AsyncSequence. The port
+    /// receives on RunLoopKit's `rlk-async-ports` loop thread; the sequence
+    /// ends when the port is invalidated. Messages are buffered without
+    /// bound until iterated (nothing is dropped). Replaces any message handler.
+    /// - Throws: `.notLocal`, `.invalidPort`, `.scheduledOnAnotherLoop`.
+    public func messages() throws(PortError) -> AsyncStream<PortMessage> {
+        guard isLocal else { throw .notLocal(description) }
+        let (stream, continuation) = AsyncStream.makeStream(of: PortMessage.self, bufferingPolicy: .unbounded)
+        setMessageHandler { continuation.yield($0) }
+        let token = addInvalidationHandler { _ in continuation.finish() }
+        do {
+            try schedule(in: try AsyncPorts.loop(), forMode: .default)
+        } catch {
+            // Leave the port as it was: no handler feeding a stream nobody holds.
+            removeInvalidationHandler(token)
+            setMessageHandler(nil)
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+}

@@ -1,0 +1,35 @@
+import Glibc
+import RunLoopKitCore
+
+/// The identity of a process: its pid and its start time in clock ticks
+/// since boot (field 22 of /proc/<pid>/stat).
+struct ProcessIdentity: Hashable, Sendable {
+    let pid: Int32
+    let startTime: UInt64
+
+    static let current = ProcessIdentity(pid: getpid(), startTime: startTime(of: getpid()) ?? 0)
+
+    /// Whether the process is still the one that was identified (a reused
+    /// pid has another start time).
+    var isAlive: Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        return Self.startTime(of: pid) == startTime
+    }
+
+    static func startTime(of pid: Int32) -> UInt64? {
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+        // so fields are counted after the last ')'.
+        let text = buffer[..<count]
+        guard let close = text.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = text[(close + 1)...].split(separator: UInt8(ascii: " "))
+        // fields[0] is field 3 (state); starttime is field 22.
+        guard fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+}

@@ -1,0 +1,68 @@
+import Glibc
+import RunLoopKitCore
+
+/// The per-user directory where ipc ports live and port names are
+/// registered (DESIGN.md): `$RUNLOOPKIT_RUNTIME_DIR` if set (tests use it),
+/// else `$XDG_RUNTIME_DIR/runloopkit`, else `/tmp/runloopkit-<uid>`. It is
+/// made with mode 0700 and refused if it is a symlink, belongs to another
+/// user, or is open to others.
+enum RuntimeDirectory {
+    static func path() throws(PortError) -> String {
+        let path: String
+        if let explicit = environment("RUNLOOPKIT_RUNTIME_DIR") {
+            path = explicit
+        } else if let xdg = environment("XDG_RUNTIME_DIR") {
+            path = xdg + "/runloopkit"
+        } else {
+            path = "/tmp/runloopkit-\(getuid())"
+        }
+        try ensure(path)
+        sweepOnce(path)
+        return path
+    }
+
+    /// The directories this process has swept.
+    private static let swept = Locked<Set<String>>([])
+
+    /// Once per process and directory: removes the anonymous socket files
+    /// (`p<pid>-<n>.sock`) of processes that no longer exist, which exited
+    /// without closing their ports. Named ports clean up on registration.
+    private static func sweepOnce(_ path: String) {
+        guard swept.withLock({ $0.insert(path).inserted }) else { return }
+        guard let directory = opendir(path) else { return }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("p"), name.hasSuffix(".sock"),
+                  let dash = name.firstIndex(of: "-"),
+                  let pid = Int32(name[name.index(after: name.startIndex)..<dash]) else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(path + "/" + name) }
+        }
+    }
+
+    private static func environment(_ name: String) -> String? {
+        guard let value = getenv(name), value.pointee != 0 else { return nil }
+        return String(cString: value)
+    }
+
+    private static func ensure(_ path: String) throws(PortError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw .runtimeDirectoryUnsafe(path: path, reason: "mkdir failed: \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw .runtimeDirectoryUnsafe(path: path, reason: "lstat failed: \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw .runtimeDirectoryUnsafe(path: path, reason: "not a directory (a symlink or file is in the way)")
+        }
+        guard info.st_uid == getuid() else {
+            throw .runtimeDirectoryUnsafe(path: path, reason: "owned by uid \(info.st_uid), not by this user (\(getuid()))")
+        }
+        if info.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 {
+            throw .runtimeDirectoryUnsafe(path: path, reason: "mode \(String(info.st_mode & 0o777, radix: 8)) is open to others and chmod failed")
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import RunLoopKitCore
+
+/// One event of the port traffic tap: a message sent or delivered, as the
+/// tap reports it and `portsniff` shows it. Encoded as one JSON object per
+/// line on the tap socket (and in `portsniff --json` / `--write`).
+public struct PortTapEvent: Codable, Sendable, Hashable {
+    /// Which side reported the event; encoded as "send" or "deliver".
+    public enum Kind: String, Codable, Sendable {
+        /// A thread sent the message (reported by the sender's process).
+        case send
+        /// A port's handler received it (reported by the receiver's process).
+        case deliver
+    }
+
+    /// One component of the message: its kind, its size, and its first bytes
+    /// (data components only, as many as the tap was told to keep).
+    public struct Component: Codable, Sendable, Hashable {
+        /// What a component is; encoded as "data" or "port".
+        public enum Kind: String, Codable, Sendable {
+            /// A data component.
+            case data
+            /// A port component.
+            case port
+        }
+
+        /// Whether the component is data or a port.
+        public var kind: Kind
+        /// Bytes of a data component; 0 for a port.
+        public var size: Int
+        /// The first bytes of a data component, in hexadecimal; for a port,
+        /// its name as the tap shows ports.
+        public var head: String?
+
+        /// A component as the tap reports it.
+        public init(kind: Kind, size: Int, head: String? = nil) {
+            self.kind = kind
+            self.size = size
+            self.head = head
+        }
+    }
+
+    /// A send or a delivery.
+    public var kind: Kind
+    /// Wall-clock time of the event, in nanoseconds since 1970.
+    public var time: Int64
+    /// The process that reported the event.
+    public var pid: Int32
+    /// The name of the thread that sent, or on whose loop it was delivered.
+    public var thread: String
+    /// The port the message came from: its reply port, if it had one.
+    public var source: String?
+    /// The port the message was sent to.
+    public var destination: String
+    /// The message's msgid.
+    public var msgid: UInt32
+    /// The message's components, in order.
+    public var components: [Component]
+    /// Pairs a send with its delivery; the same in both events (hexadecimal).
+    public var trace: String?
+    /// Events this process's tap could not pass on so far (its queue was
+    /// full or no sniffer was listening), counted from the tap's start.
+    public var dropped: UInt64
+
+    /// An event with every field given; the tap makes these, and portsniff decodes them.
+    public init(
+        kind: Kind, time: Int64, pid: Int32, thread: String, source: String?, destination: String,
+        msgid: UInt32, components: [Component], trace: String?, dropped: UInt64
+    ) {
+        self.kind = kind
+        self.time = time
+        self.pid = pid
+        self.thread = thread
+        self.source = source
+        self.destination = destination
+        self.msgid = msgid
+        self.components = components
+        self.trace = trace
+        self.dropped = dropped
+    }
+}

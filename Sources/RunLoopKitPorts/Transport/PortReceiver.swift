@@ -1,0 +1,260 @@
+internal import CLinuxSupport
+import Glibc
+import Logging
+import Synchronization
+import ZeroMQ
+import RunLoopKitCore
+
+/// The receiving half of a local port: a ZeroMQ PULL socket bound at the
+/// port's inproc endpoint and at its ipc paths, read by the port's socket
+/// source on its loop's thread (S-SRC1-1). The path in: socket → receiver
+/// (raw frames, `IncomingFrames`) → `MessageDecoder` → the port's handler.
+///
+/// Input from any peer is checked by the decoder before it becomes a
+/// PortMessage: a malformed, truncated, oversized or wrong-version message
+/// is read to its end, dropped, counted and logged, and the next one is
+/// served (S-PORT-7). ZMQ_MAXMSGSIZE makes libzmq itself disconnect an ipc
+/// peer that announces a frame over the limit.
+final class PortReceiver: @unchecked Sendable {
+    // @unchecked Sendable: the socket and scratch messages are used under
+    // `lock` only: by the loop thread receiving, or by invalidate closing.
+    let socket: Socket
+    /// The port's address, for diagnostics.
+    let address: PortAddress
+    private let lock = Lock()
+    // Guarded by lock.
+    @exclusivity(unchecked) private var isClosed = false
+    // Guarded by lock: the ipc paths bound, unlinked at close: libzmq closes
+    // listeners later, on its own thread, and not at all if the process
+    // exits first.
+    private var ipcPaths: [String] = []
+    // Guarded by lock: the frames of the next message, received and not yet
+    // decoded (by `hasInput`, or by `receive`); reused for every message.
+    // (A constant: a `var` cost a retain and a release at every use.)
+    private let frames = IncomingFrames()
+    // Guarded by lock: the message a batch reads in place
+    // (`takeInPlaceMessage`), kept here between batches; a nested batch,
+    // finding it taken, makes its own.
+    @exclusivity(unchecked) private var spareInPlaceMessage: InPlaceMessage?
+    // Guarded by lock.
+    // @exclusivity(unchecked): used under `lock` alone, on the message path
+    // (no overlapping access is possible; the dynamic check cost hundreds
+    // of instructions a message).
+    @exclusivity(unchecked) private var decoder = MessageDecoder()
+    private let dropped = Atomic<UInt64>(0)
+    /// ZMQ_FD, read once at creation.
+    let pollDescriptor: Int32
+
+    /// Messages a port's receive queue holds before senders wait (ZMQ_RCVHWM).
+    static let highWaterMark: Int32 = 1000
+    private static let logger = Logger(label: "RunLoopKit.Port")
+    /// umask is per process: binds that set it are serialised.
+    private static let umaskLock = Lock()
+
+    init(address: PortAddress) throws(PortError) {
+        self.address = address
+        do {
+            socket = try ZMQContext.shared.makeSocket(.pull)
+            try socket.setReceiveHighWaterMark(Self.highWaterMark)
+            try socket.setMaxMessageSize(Int64(WireFormat.maxFrameBytes))
+            try socket.setLinger(milliseconds: 0)
+            try socket.bind(address.inprocEndpoint)
+            pollDescriptor = try socket.fileDescriptor
+        } catch {
+            throw .zeroMQ(error)
+        }
+        if let path = address.ipcPath {
+            PortRegistry.shared.cleanUpAtExit()
+            do {
+                try bindIPC(path)
+            } catch {
+                socket.close()
+                throw error
+            }
+        }
+        socket.releaseOwnership()
+    }
+
+    var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
+
+    /// Counts a message dropped after decoding; returns the new count.
+    func countDrop() -> UInt64 { dropped.wrappingAdd(1, ordering: .relaxed).newValue }
+
+    /// Binds an ipc path, readable and writable by this user only: the umask
+    /// is 0177 during the bind, so the socket file is never open to others,
+    /// not even for a moment (S-PORT-6).
+    func bindIPC(_ path: String) throws(PortError) {
+        guard path.utf8.count <= WireFormat.maxIPCPathBytes else {
+            throw .pathTooLong(path, limit: WireFormat.maxIPCPathBytes)
+        }
+        try lock.withLock { () throws(PortError) -> Void in
+            guard !isClosed else { throw .invalidPort(path) }
+            defer { socket.releaseOwnership() }
+            try Self.umaskLock.withLock { () throws(PortError) -> Void in
+                let previous = rlk_umask(0o177)
+                defer { _ = rlk_umask(previous) }
+                do throws(ZMQError) { try socket.bind("ipc://" + path) } catch { throw .zeroMQ(error) }
+            }
+            ipcPaths.append(path)
+        }
+    }
+
+    func unbindIPC(_ path: String) {
+        lock.withLock {
+            guard !isClosed else { return }
+            try? socket.unbind("ipc://" + path)
+            socket.releaseOwnership()
+            if ipcPaths.contains(path) { unlink(path) }
+            ipcPaths.removeAll { $0 == path }
+        }
+    }
+
+    /// On the loop thread: whether a message is waiting. It decodes nothing:
+    /// the answer is a non-blocking receive of the next message's raw frames,
+    /// kept for `receive()` (DESIGN.md, Readiness). No ZMQ_EVENTS read is
+    /// needed when it finds nothing: a receive that finds the queue empty
+    /// has libzmq process its pending commands, which empties ZMQ_FD and
+    /// leaves libzmq's pipes marked "reader asleep", so the next message
+    /// signals ZMQ_FD again and the loop wakes for it. (Reading ZMQ_EVENTS
+    /// as well cost two more system calls a message.)
+    func hasInput() -> Bool {
+        lock.withLock {
+            guard !isClosed else { return false }
+            defer { socket.releaseOwnership() }
+            return frames.isHolding || receiveFrames(into: frames)
+        }
+    }
+
+    /// At process exit: removes the socket files without touching libzmq
+    /// (which may be mid-shutdown), so that no file outlives the process.
+    func unlinkFilesAtExit() {
+        lock.withLock { for path in ipcPaths { unlink(path) } }
+    }
+
+    /// Closes the socket (unbinding and unlinking its ipc files). Any thread.
+    func close() {
+        lock.withLock {
+            guard !isClosed else { return }
+            isClosed = true
+            frames.clear()
+            spareInPlaceMessage = nil
+            decoder = MessageDecoder()
+            socket.close()
+            for path in ipcPaths { unlink(path) }
+            ipcPaths.removeAll()
+        }
+    }
+
+    /// What one look at the queue found.
+    enum Received {
+        /// A good message, decoded into the inbox, with its trace id if the
+        /// sender's tap was on.
+        case message(traceID: UInt64?)
+        /// A malformed message, dropped, counted and logged (S-PORT-7); it
+        /// still counts as a handled Source1 event (S-SRC1-1).
+        case dropped
+        /// Nothing is queued.
+        case empty
+    }
+
+    /// On the loop thread: decodes the next message into `inbox`, a batch's
+    /// received message (see `Port.deliver`), whose storage it reuses.
+    /// Finding the queue empty ends the batch: the inbox's components array
+    /// is kept for the next one. Any thread may call it, but only the
+    /// port's loop thread does.
+    func receive(into inbox: inout PortMessage) -> Received {
+        lock.withLock {
+            guard !isClosed else { return .empty }
+            defer { socket.releaseOwnership() }
+            decoder.lend(to: &inbox)
+            guard frames.isHolding || receiveFrames(into: frames) else {
+                decoder.takeBack(from: &inbox)
+                return .empty
+            }
+            defer { frames.clear() }
+            do throws(WireFormat.DecodeError) {
+                return .message(traceID: try decoder.decode(frames, into: &inbox))
+            } catch {
+                return countMalformed(error)
+            }
+        }
+    }
+
+    /// Ends a batch that stopped before the queue ran dry (its limit, a
+    /// stop): the inbox's components array is kept for the next batch.
+    func endBatch(_ inbox: inout PortMessage) {
+        lock.withLock {
+            guard !isClosed else { return }
+            decoder.takeBack(from: &inbox)
+        }
+    }
+
+    /// On the loop thread: receives the next message into `message`, the
+    /// batch's (`takeInPlaceMessage`), where the handler reads it: a port
+    /// closed meanwhile from another thread never touches it. (A message
+    /// the readiness check read ahead is moved there.) Checks it and
+    /// resolves its ports without copying it out (`PortMessageView`);
+    /// `replyPort` is the batch's (see `MessageDecoder.decodeInPlace`).
+    func receiveInPlace(into message: InPlaceMessage, replyPort: inout Port?) -> Received {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { return .empty }
+        defer { socket.releaseOwnership() }
+        message.forgetDecoded()
+        if frames.isHolding {
+            frames.move(to: message.frames)
+        } else {
+            guard receiveFrames(into: message.frames) else { return .empty }
+        }
+        do throws(WireFormat.DecodeError) {
+            try decoder.decodeInPlace(message, replyPort: &replyPort)
+            return .message(traceID: message.header.traceID)
+        } catch {
+            message.clear()
+            return countMalformed(error)
+        }
+    }
+
+    /// The message a batch reads in place: the one kept between batches,
+    /// or a new one (the first batch, or a batch nested in a handler of
+    /// another).
+    func takeInPlaceMessage() -> InPlaceMessage {
+        lock.lock()
+        defer { lock.unlock() }
+        var message: InPlaceMessage?
+        swap(&message, &spareInPlaceMessage)
+        return message ?? InPlaceMessage()
+    }
+
+    /// A batch's in-place message back, emptied (a large message's buffers
+    /// released now), kept for the next batch.
+    func returnInPlaceMessage(_ message: InPlaceMessage) {
+        lock.lock()
+        defer { lock.unlock() }
+        message.clear()
+        if spareInPlaceMessage == nil && !isClosed { spareInPlaceMessage = message }
+    }
+
+    /// A malformed message: counted, logged (thinned), reported as dropped.
+    private func countMalformed(_ error: WireFormat.DecodeError) -> Received {
+        let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
+        // Every one is counted; the log is thinned so that a flood of
+        // bad input cannot flood the log too.
+        if count <= 10 || count % 1000 == 0 {
+            Self.logger.warning("port \(address): dropped malformed message #\(count): \(error)")
+        }
+        return .dropped
+    }
+
+    /// Receives the next message's raw frames into `frames` (the
+    /// receiver's own, or a batch's in-place message's); false when the
+    /// queue is empty. Lock held.
+    private func receiveFrames(into frames: IncomingFrames) -> Bool {
+        do {
+            return try frames.receive(from: socket)
+        } catch {
+            Self.logger.error("port \(address): receive failed: \(error)")
+            return false
+        }
+    }
+}

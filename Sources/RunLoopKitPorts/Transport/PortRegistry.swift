@@ -1,0 +1,95 @@
+/// The ports this process knows, so that a descriptor always resolves to
+/// the same object: a local port comes back as itself (S-PORT-3), and every
+/// send right to one remote port shares one Port, one channel and one watch
+/// on its process.
+import Glibc
+import RunLoopKitCore
+
+final class PortRegistry: Sendable {
+    static let shared = PortRegistry()
+
+    private struct WeakPort {
+        weak var port: Port?
+    }
+
+    private struct Tables {
+        /// Local ports by port id.
+        var local: [UInt64: WeakPort] = [:]
+        /// Send rights to other processes' ports.
+        var remote: [PortAddress: WeakPort] = [:]
+        /// The most recently resolved send rights, kept alive so that a reply
+        /// port dropped after each reply does not close and reopen its ipc
+        /// connection every time.
+        var recent: [Port?] = Array(repeating: nil, count: 64)
+        var recentNext = 0
+        var atExitInstalled = false
+    }
+
+    private let tables = Locked(Tables())
+
+    /// Makes sure that at process exit every local port still open has its
+    /// ipc socket files removed.
+    func cleanUpAtExit() {
+        let install: Bool = tables.withLock { tables in
+            defer { tables.atExitInstalled = true }
+            return !tables.atExitInstalled
+        }
+        if install {
+            atexit { PortRegistry.shared.unlinkAllFiles() }
+        }
+    }
+
+    private func unlinkAllFiles() {
+        let ports = tables.withLock { $0.local.values.compactMap(\.port) }
+        for port in ports { port.receiver?.unlinkFilesAtExit() }
+    }
+
+    func addLocal(_ port: Port) {
+        tables.withLock { $0.local[port.address.portID] = WeakPort(port: port) }
+    }
+
+    func removeLocal(_ address: PortAddress) {
+        tables.withLock { tables in
+            if let entry = tables.local[address.portID], entry.port == nil || entry.port?.address == address {
+                tables.local[address.portID] = nil
+            }
+        }
+    }
+
+    func resolve(_ address: PortAddress) -> Port {
+        if address.isInThisProcess {
+            if let port = tables.withLock({ $0.local[address.portID]?.port }) { return port }
+            // Its port is gone: a send right that can only fail, clearly.
+            return Port(sendRightTo: address, invalidBecause: .invalidPort("Port(\(address))"))
+        }
+        var evicted: Port?
+        let (port, isNew): (Port, Bool) = tables.withLock { tables in
+            // An invalid one is not handed out again: a descriptor that arrives
+            // later (a peer that lied before, a process's port looked up
+            // anew) gets a fresh send right and a fresh decision (S-PORT-8).
+            if let existing = tables.remote[address]?.port, existing.isValid { return (existing, false) }
+            let made = Port(sendRightTo: address)
+            tables.remote[address] = WeakPort(port: made)
+            if tables.remote.count % 256 == 0 { tables.remote = tables.remote.filter { $0.value.port != nil } }
+            evicted = tables.recent[tables.recentNext]
+            tables.recent[tables.recentNext] = made
+            tables.recentNext = (tables.recentNext + 1) % tables.recent.count
+            return (made, true)
+        }
+        _ = evicted  // released here, outside the lock
+        if isNew { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
+        return port
+    }
+
+    /// The process has exited: every send right to its ports becomes invalid (S-PORT-5).
+    func processExited(_ process: ProcessIdentity) {
+        let ports: [Port] = tables.withLock { tables in
+            let matching = tables.remote.filter { $0.key.pid == process.pid && $0.key.startTime == process.startTime }
+            for key in matching.keys { tables.remote[key] = nil }
+            return matching.values.compactMap(\.port)
+        }
+        for port in ports {
+            port.invalidate(because: .peerDied(pid: process.pid, port: port.description))
+        }
+    }
+}

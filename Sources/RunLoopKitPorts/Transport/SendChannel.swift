@@ -1,0 +1,220 @@
+internal import CLinuxSupport
+import Glibc
+import ZeroMQ
+import RunLoopKitCore
+
+/// The sending half of every send right to one port in this process: a
+/// ZeroMQ PUSH socket connected to the port's endpoint (inproc within the
+/// process, ipc to another), shared by all threads under a lock.
+///
+/// libzmq sockets are not thread-safe (DESIGN.md); the lock gives the socket
+/// one owner at a time, and serialising the senders keeps each sender's
+/// messages in order (S-PORT-4). A send never drops: when the queue to the
+/// port is full, the sender waits for room up to its deadline, then fails
+/// with `PortError.timedOut` having sent nothing. Only the first frame can
+/// meet a full queue: once libzmq accepts it, it takes the whole message.
+final class SendChannel: @unchecked Sendable {
+    let address: PortAddress
+    let endpoint: String
+    private let lock = Lock()
+    // @exclusivity(unchecked) on the properties below: each is touched with
+    // `lock` held only, so no two accesses overlap, and the dynamic check
+    // cost hundreds of instructions a send.
+    // Guarded by lock: made on first send, so a send right that never sends costs no socket.
+    @exclusivity(unchecked) private var socket: Socket?
+    // Guarded by lock: closed for the process's exit (see `OutboundFlush`).
+    @exclusivity(unchecked) private var isClosedForExit = false
+    // Guarded by lock: why nothing can be sent from here, once the first
+    // send found out (S-PORT-8); then every send fails at once.
+    @exclusivity(unchecked) private var unreachable: PortError?
+    // Guarded by lock: when the socket was connected, and whether it has
+    // taken a frame since: until it has, waiting for room is waiting for a
+    // connection, which the connection bound limits (S-PORT-4).
+    @exclusivity(unchecked) private var connectedAt: UInt64 = 0
+    @exclusivity(unchecked) private var hasAccepted = false
+    // Taken from with `lock` held: the buffers packed messages are sent
+    // in, used again when libzmq lets them go. Between threads a buffer
+    // libzmq allocated per message is freed by the receiver, and past
+    // glibc's fastbin limit (80-byte frames, so a 64-byte payload with its
+    // framing) both threads then wait for the allocator's lock
+    // (docs/performance.md).
+    private let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
+
+    /// Messages queued towards one port before senders wait (ZMQ_SNDHWM;
+    /// inproc adds the receiver's ZMQ_RCVHWM).
+    static let highWaterMark: Int32 = 1000
+    /// The largest packed message sent from the channel's pool (larger ones
+    /// are allocated per message, as the transport allocates them anyway).
+    static let pooledFrameBytes = 240
+    /// The most pool buffers a channel makes: enough for a full queue
+    /// (this side's and the receiver's high-water marks) and a batch.
+    static let pooledFrames = Int(2 * highWaterMark) + 64
+    /// How long a closing channel lets libzmq deliver what it accepted.
+    static let lingerMilliseconds: Int32 = 2000
+    /// While waiting for room, how often a sender checks that the port is
+    /// still valid, so that a dead peer fails a waiting send promptly.
+    static let validityCheckMilliseconds: Int32 = 50
+
+    init(address: PortAddress) {
+        self.address = address
+        endpoint = address.isInThisProcess ? address.inprocEndpoint : (address.ipcEndpoint ?? address.inprocEndpoint)
+        if !address.isInThisProcess { OutboundFlush.shared.track(self) }
+    }
+
+    /// At process exit: closes the socket so that libzmq flushes what it
+    /// accepted (see `OutboundFlush`); later sends fail. Waits a moment at
+    /// most for a send in progress.
+    func closeForExit() {
+        guard lock.lock(until: MonotonicClock.instant(secondsFromNow: 0.1)) else { return }
+        isClosedForExit = true
+        socket?.close()
+        socket = nil
+        lock.unlock()
+    }
+
+    deinit {
+        socket?.close()
+    }
+
+    /// Sends one message packed into a frame of `packedSize` bytes, which
+    /// `write` fills where libzmq sends it from (called again after a wait
+    /// for room); while it waits, `destination` says whether the port has
+    /// become unusable (`Port.destinationError`).
+    func send(
+        packedSize: Int, deadline: SendDeadline, destination: Port, write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        try withSocket(deadline: deadline) { (socket) throws(PortError) in
+            var waitUntil: UInt64?  // read the first time there is no room
+            do {
+                while try !socket.send(byteCount: packedSize, from: framePool, dontWait: true, write: write) {
+                    try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
+                }
+            } catch {
+                throw portError(error)
+            }
+            hasAccepted = true
+        }
+    }
+
+    /// Sends a large message as its frames (`MessageEncoder.withMultipartFrames`).
+    func send(_ frames: OutgoingFrames, deadline: SendDeadline, destination: Port) throws(PortError) {
+        try withSocket(deadline: deadline) { (socket) throws(PortError) in
+            var waitUntil: UInt64?
+            try sendMultipart(frames, on: socket, until: &waitUntil, deadline: deadline, destination: destination)
+        }
+    }
+
+    /// Runs `body` with the connected socket, the lock held: what every
+    /// send does first. Fails at once once the port is known unreachable.
+    @inline(__always)
+    private func withSocket(deadline: SendDeadline, _ body: (Socket) throws(PortError) -> Void) throws(PortError) {
+        // The deadline is read from the clock only if the send must wait.
+        guard lock.tryLock() || lock.lock(until: deadline.instant()) else {
+            throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
+        }
+        defer {
+            socket?.releaseOwnership()
+            lock.unlock()
+        }
+        if let unreachable { throw unreachable }
+        // Uncounted: the socket stays while the lock is held (only
+        // `closeForExit`, which takes the lock, lets it go), and a counted
+        // reference cost a retain and a release a send.
+        try connectedSocket().withGuaranteedReference(body)
+    }
+
+    /// A large message's frames. The first frame decides: accepted, or no
+    /// room yet; once libzmq accepts it, it takes the whole message.
+    private func sendMultipart(
+        _ frames: OutgoingFrames, on socket: Socket, until waitUntil: inout UInt64?, deadline: SendDeadline, destination: Port
+    ) throws(PortError) {
+        do {
+            while try !frames.send(0, on: socket) {
+                try waitForRoom(socket, until: &waitUntil, deadline: deadline, destination: destination)
+            }
+            hasAccepted = true
+            for index in 1..<frames.count where try !frames.send(index, on: socket) {
+                // libzmq refuses a later frame only when the peer's
+                // connection broke mid-message; it discards the part sent.
+                throw PortError.peerDied(pid: address.pid, port: address.description)
+            }
+        } catch {
+            throw portError(error)
+        }
+    }
+
+    /// What a send throws for `error`, met on the way.
+    private func portError(_ error: any Error) -> PortError {
+        switch error {
+        case let error as PortError: error
+        case let error as ZMQError: .zeroMQ(error)
+        default: .invalidPort("\(address): \(error)")
+        }
+    }
+
+    /// No room for the next message yet: fails if the destination became
+    /// unusable, else waits (see below) until the deadline, read from the
+    /// clock the first time only.
+    private func waitForRoom(
+        _ socket: Socket, until waitUntil: inout UInt64?, deadline: SendDeadline, destination: Port
+    ) throws(PortError) {
+        if let error = destination.destinationError() { throw error }
+        let until = waitUntil ?? deadline.instant()
+        waitUntil = until
+        try waitForRoom(socket, deadline: until)
+    }
+
+    /// Blocks until the socket can take a message or the deadline passes,
+    /// never longer than `validityCheckMilliseconds` at a time.
+    private func waitForRoom(_ socket: Socket, deadline: UInt64) throws(PortError) {
+        let now = MonotonicClock.now()
+        if !hasAccepted && now - connectedAt >= Port.connectionBoundNanoseconds {
+            // Never connected: no handshake within the bound, whatever the
+            // deadline (S-PORT-4): unreachable, not slow.
+            let bound = Duration.nanoseconds(Int64(clamping: Port.connectionBoundNanoseconds))
+            unreachable = .unreachable(address.description, reason: "no connection within the connection bound (\(bound))")
+            throw unreachable!
+        }
+        guard now < deadline else { throw .timedOut(TimeoutError(operation: "send to port \(address): its queue stayed full")) }
+        do {
+            // ZMQ_FD signals that ZMQ_EVENTS may have changed; read the
+            // events first, since reading them is what re-arms the signal.
+            if try socket.events.contains(.pollOut) { return }
+            var descriptor = pollfd(fd: try socket.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let remaining = Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Self.validityCheckMilliseconds)))
+            _ = poll(&descriptor, 1, remaining)
+        } catch {
+            throw .zeroMQ(error)
+        }
+    }
+
+    /// The socket, connected on first use; `socket` holds it. Lock held.
+    private func connectedSocket() throws(PortError) -> Unmanaged<Socket> {
+        if socket != nil { return Unmanaged.passUnretained(socket.unsafelyUnwrapped) }
+        if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
+        if let unreachable { throw unreachable }
+        // Decided on first use (S-PORT-8): before libzmq, which would
+        // connect in the background and wait quietly for a peer that never comes.
+        if let problem = Reachability.problem(with: address) {
+            unreachable = problem
+            throw problem
+        }
+        do {
+            // inproc needs the receiver's context; ipc channels use their own,
+            // so that it can be flushed and terminated at exit.
+            let context = address.isInThisProcess ? ZMQContext.shared : OutboundFlush.shared.context
+            let made = try context.makeSocket(.push)
+            try made.setSendHighWaterMark(Self.highWaterMark)
+            try made.setLinger(milliseconds: Self.lingerMilliseconds)
+            // Queue only towards a connected peer: a message never waits in
+            // a pipe to a port that is not there (it waits for room instead).
+            try made.setImmediate(true)
+            try made.connect(endpoint)
+            socket = made
+            connectedAt = MonotonicClock.now()
+            return Unmanaged.passUnretained(made)
+        } catch {
+            throw .zeroMQ(error)
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import RunLoopKitCore
+
+/// PortMessage → frames (docs/wire-format.md): checks a message against the
+/// wire format's limits and sizes it, once; then writes it, packed into one
+/// frame (version 2) when it fits in `WireFormat.packLimit`, else as a header
+/// frame followed by a frame per component and the reply port's descriptor
+/// (version 1).
+///
+/// Whether each port can travel to the destination is a port rule, not a
+/// wire rule: the caller's `check` says, called for each port on the one
+/// pass over the components that sizes them.
+///
+/// The components are not stored but passed again to the writing calls:
+/// storing the array cost a retain and a release a send, and the send
+/// channel writes the packed frame straight into the buffer libzmq sends
+/// (`Socket.send(byteCount:write:)`), so the encoder is a few sizes and the
+/// reply port's descriptor. A port component's descriptor is read from
+/// its port when its record is written (an array of them, even empty, cost
+/// a generic destroy of about a hundred instructions a send).
+struct MessageEncoder {
+    let msgid: UInt32
+    /// Present when the sender's tap is on.
+    let traceID: UInt64?
+    let replyDescriptor: [UInt8]?
+    /// The packed frame's size; nil for a message over `WireFormat.packLimit`,
+    /// which goes as a frame per component instead of being copied into one.
+    let packedSize: Int?
+
+    /// Checks and sizes the message. Throws `.messageTooLarge` for a message
+    /// over a limit, and what `check` throws for a port.
+    init(
+        msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) {
+        guard components.count <= WireFormat.maxComponents else {
+            throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
+        }
+        // Every frame counts towards the limit, the header and descriptors
+        // too, as the receiver counts them (docs/wire-format.md, "Limits").
+        var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        // By index, each component read in place: a `for component in
+        // components` copied each one out (a retain and a release of its
+        // Data or Port per component).
+        for index in components.indices {
+            if components[index].isPort {
+                guard case let .port(port) = components[index] else { continue }
+                try check(port, "a port component")
+                totalBytes += port.descriptorBytes.count
+            } else {
+                let count = components[index].dataCount
+                guard count <= WireFormat.maxFrameBytes else {
+                    throw .messageTooLarge("a data component of \(count) bytes, over the limit of \(WireFormat.maxFrameBytes)")
+                }
+                totalBytes += count
+            }
+        }
+        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
+                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
+    }
+
+    /// A message of one data component, `dataCount` bytes given as they
+    /// are (`Port.send(msgid:bytes:replyPort:before:)`).
+    init(
+        msgid: UInt32, dataCount: Int, replyPort: Port?, traceID: UInt64?,
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) {
+        guard dataCount <= WireFormat.maxFrameBytes else {
+            throw .messageTooLarge("a data component of \(dataCount) bytes, over the limit of \(WireFormat.maxFrameBytes)")
+        }
+        let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
+        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
+                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
+    }
+
+    /// What both ways in share: the reply port checked and counted, the
+    /// limit on the whole, the packed size.
+    private init(
+        msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) {
+        var totalBytes = bytesBeforeReplyPort
+        // Switched on, not bound with `if let`: the binding copied the Port
+        // (a retain and a release, on Swift's slow path for a Port).
+        let replyDescriptor: [UInt8]?
+        switch replyPort {
+        case .some(let port):
+            try check(port, "the reply port")
+            replyDescriptor = port.descriptorBytes
+            totalBytes += port.descriptorBytes.count
+        case .none:
+            replyDescriptor = nil
+        }
+        guard totalBytes <= WireFormat.maxMessageBytes else {
+            throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
+        }
+        let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records + (replyDescriptor == nil ? 0 : 1))
+        self.msgid = msgid
+        self.traceID = traceID
+        self.replyDescriptor = replyDescriptor
+        self.packedSize = packedSize <= WireFormat.packLimit ? packedSize : nil
+    }
+
+    /// Writes the packed frame into `buffer`, `packedSize` bytes;
+    /// `components` are the ones the encoder was made with.
+    func writePacked(_ components: [PortMessage.Component], into buffer: UnsafeMutableRawBufferPointer) {
+        _ = WireFormat.writePacked(
+            into: buffer, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID)
+    }
+
+    /// Writes the packed frame of a message of one data component, `bytes`
+    /// (the encoder made with `dataCount: bytes.count`).
+    func writePacked(bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) {
+        _ = WireFormat.writePacked(into: buffer, msgid: msgid, bytes: bytes, replyDescriptor: replyDescriptor, traceID: traceID)
+    }
+
+    /// Calls `send` with the frames of a message over the pack limit: its
+    /// header in a buffer that lives for the call, then `components` (the
+    /// ones the encoder was made with) as they are.
+    func withMultipartFrames<R>(
+        _ components: [PortMessage.Component], _ send: (OutgoingFrames) throws(PortError) -> R
+    ) throws(PortError) -> R {
+        let size = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        return try withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { (buffer) throws(PortError) -> R in
+            let written = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
+                                                 components: components, traceID: traceID)
+            return try send(OutgoingFrames(
+                header: UnsafeRawBufferPointer(rebasing: buffer[..<written]), components: components,
+                replyDescriptor: replyDescriptor))
+        }
+    }
+}

@@ -1,0 +1,26 @@
+import RunLoopKitCore
+
+/// What the encoder reads of a component where it lies in its array: a
+/// loop that copied each component out of the array paid a retain and a
+/// release of its Data or Port (docs/performance.md).
+extension PortMessage.Component {
+    /// A data component's byte count (0 for a port).
+    var dataCount: Int {
+        if case let .data(data) = self { return data.count }
+        return 0
+    }
+
+    var isPort: Bool {
+        if case .port = self { return true }
+        return false
+    }
+
+    /// Writes the component's record at `offset` (a data component's bytes,
+    /// or a port component's descriptor) and returns where the next starts.
+    func writeRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        switch self {
+        case let .data(data): data.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+        case let .port(port): port.descriptorBytes.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+        }
+    }
+}

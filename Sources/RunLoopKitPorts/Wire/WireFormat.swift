@@ -1,0 +1,84 @@
+import Glibc
+import RunLoopKitCore
+
+/// The one home of the wire format (docs/wire-format.md): nothing outside
+/// Wire/ knows a byte offset. This file holds the constants and limits;
+/// the header, the packed form, port descriptors and name files are in the
+/// `WireFormat+…` files beside it, and `MessageEncoder` / `MessageDecoder`
+/// turn a PortMessage into frames and back.
+///
+/// The bytes a PortMessage travels as, in one of two forms: version 1, one
+/// ZeroMQ multipart message made of a header frame, one frame per component
+/// and, if there is one, the reply port's descriptor; or version 2, the same
+/// header followed by every component and the reply port's descriptor in
+/// one frame, each with its length (what RunLoopKit sends when the whole
+/// message fits in `packLimit`: one frame costs libzmq one send and one
+/// receive instead of 2 + C). docs/wire-format.md is the specification; this
+/// file must agree with it. All integers are little-endian.
+enum WireFormat {
+    /// The multipart form, and the version of every port descriptor.
+    static let version: UInt8 = 1
+    /// The packed form: the whole message in one frame.
+    static let packedVersion: UInt8 = 2
+    /// The largest message RunLoopKit sends packed, all bytes counted.
+    static let packLimit = 64 << 10
+    /// Each record of a packed message starts with its length.
+    static let recordLengthSize = 4
+    /// "RLKP": a PortMessage header.
+    static let headerMagic: (UInt8, UInt8, UInt8, UInt8) = (0x52, 0x4C, 0x4B, 0x50)
+    /// "RLKD": a port descriptor.
+    static let descriptorMagic: (UInt8, UInt8, UInt8, UInt8) = (0x52, 0x4C, 0x4B, 0x44)
+    static let headerFixedSize = 12
+    static let descriptorFixedSize = 28
+    /// A version-2 descriptor: version 1's fixed part and a 16-byte host id.
+    static let descriptorV2FixedSize = 44
+    /// Port descriptors carry their own version: 1 (no host), or 2 (an ipc
+    /// port with its host's id, S-PORT-8).
+    static let descriptorVersionWithHost: UInt8 = 2
+
+    static let flagHasReplyPort: UInt8 = 1 << 0
+    /// Set while the traffic tap is on: 8 bytes of trace id follow the
+    /// kinds, so that the sniffer can pair each send with its delivery.
+    static let flagHasTraceID: UInt8 = 1 << 1
+    static let knownFlags: UInt8 = flagHasReplyPort | flagHasTraceID
+    static let traceIDSize = 8
+
+    static let kindData: UInt8 = 0
+    static let kindPort: UInt8 = 1
+
+    /// Limits, checked on both sides.
+    static let maxComponents = 256
+    static let maxFrameBytes = 64 << 20
+    static let maxMessageBytes = 256 << 20
+    static let maxIPCPathBytes = 107
+
+    enum DecodeError: Error, Equatable, CustomStringConvertible {
+        case shortFrame(String)
+        case badMagic
+        case unsupportedVersion(UInt8)
+        case unknownFlags(UInt8)
+        case unknownComponentKind(UInt8)
+        case tooManyComponents(Int)
+        case frameCountMismatch(expected: Int, got: Int)
+        case frameTooLarge(Int)
+        case badPackedRecords(String)
+        case messageTooLarge(Int)
+        case badDescriptor(String)
+
+        var description: String {
+            switch self {
+            case let .shortFrame(what): "truncated \(what)"
+            case .badMagic: "not a RunLoopKit message (bad magic)"
+            case let .unsupportedVersion(version): "unsupported wire version \(version) (this side speaks \(WireFormat.version) and \(WireFormat.packedVersion))"
+            case let .unknownFlags(flags): "unknown header flags 0x\(String(flags, radix: 16))"
+            case let .unknownComponentKind(kind): "unknown component kind \(kind)"
+            case let .tooManyComponents(count): "\(count) components, over the limit of \(WireFormat.maxComponents)"
+            case let .frameCountMismatch(expected, got): "header announces \(expected) frames, message has \(got)"
+            case let .frameTooLarge(size): "a frame of \(size) bytes, over the limit of \(WireFormat.maxFrameBytes)"
+            case let .badPackedRecords(reason): "packed message: \(reason)"
+            case let .messageTooLarge(size): "\(size) bytes in all, over the limit of \(WireFormat.maxMessageBytes)"
+            case let .badDescriptor(reason): "bad port descriptor: \(reason)"
+            }
+        }
+    }
+}

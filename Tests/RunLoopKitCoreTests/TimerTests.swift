@@ -1,0 +1,474 @@
+// Timers: S-TMR-1 to S-TMR-6. Every loop here runs on a thread made for the
+// test.
+//
+// Where timing itself is not the subject, the loop runs on a TestClock
+// (S-TMR-7): time moves only when the test advances it, directly or with
+// `advanceWhenIdle` (an observer that moves the clock a step each time the
+// loop is about to sleep), and the assertions are the same, in test-clock
+// instants. On the test clock: a timer in two modes (S-TMR-1), skipping
+// missed fires after a busy loop and firing only in its modes (S-TMR-2),
+// invalidation from another thread while asleep or during a fire, one-shot
+// self-invalidation, and a repeating timer invalidated on its second fire
+// ending the run with .finished (S-TMR-4); and every S-TMR-6 test below.
+// Fire-date order on the test clock is proven in TestClockTests
+// (fireDateOrderAndNoBurst).
+//
+// These stay on the real clock, because real time is what they test:
+// - neverEarly (S-TMR-1, S-TMR-2): never early against CLOCK_MONOTONIC, the
+//   clock the timerfd and the wake-up run on;
+// - toleranceCoalesces (S-TMR-3): tolerance decides when the loop arms its
+//   timerfd to wake; a test-clock loop never sleeps for a timer (it fires
+//   what is due when an advance wakes it), so coalescing cannot be seen
+//   there. Its logic alone is scheduleMatchesLookingAtEveryTimer's;
+// - zeroToleranceWakesAtDate (S-TMR-3): wake-up latency;
+// - fireDateMovedEarlier / fireDateMovedLater (S-TMR-5): the loop re-arms
+//   its timerfd when fireDate moves while it sleeps.
+// toleranceClamps and scheduleMatchesLookingAtEveryTimer run no loop and
+// wait for nothing (the latter only builds instants from the monotonic
+// clock). In other files: ModeTests' addCommonModeLaterBringsCommonItems
+// keeps the real clock: its timer is due at once, so no time needs to pass,
+// and its only deadline bounds the wait for a ZeroMQ message, input from
+// outside the loop, which a test-clock deadline would no longer bound.
+import Dispatch
+@testable import RunLoopKitCore
+import RunLoopKitTestSupport
+import RunLoopKitTesting
+import Testing
+
+@Suite("Timers (S-TMR)")
+struct TimerTests {
+    private static let ms = nanosecondsPerMillisecond
+
+    @Test("S-TMR-1, S-TMR-2: one-shot and repeating timers are never early")
+    func neverEarly() throws {
+        // (scheduled instant, fire instant) of every fire.
+        let fires = Locked<[(scheduled: UInt64, fired: UInt64)]>([])
+        let repeatingFires = Locked<[UInt64]>([])
+        let interval = 15 * Self.ms
+        let (result, repeatingStart) = try SpawnedThread<(RunLoop.RunResult, UInt64)>(named: "tmr-early") {
+            let loop = RunLoop.current
+            for step in 1...10 {
+                let scheduled = Locked<UInt64>(0)
+                let timer = try Timer(timeInterval: Double(step) * 0.005, repeats: false) { _ in
+                    let now = monotonicNow()
+                    fires.withLock { $0.append((scheduled.value, now)) }
+                }
+                #expect(timer.timeInterval == 0 && !timer.repeats)
+                scheduled.value = timer.nextFireInstant
+                loop.add(timer, forMode: .default)
+            }
+            let repeating = try Timer(timeInterval: 0.015, repeats: true) { timer in
+                let count = repeatingFires.withLock { $0.append(monotonicNow()); return $0.count }
+                if count == 5 { timer.invalidate() }
+            }
+            #expect(repeating.repeats && repeating.timeInterval == 0.015)
+            let start = repeating.nextFireInstant
+            loop.add(repeating, forMode: .default)
+            return (loop.run(mode: .default, seconds: 10), start)
+        }.join()
+
+        #expect(result == .finished)
+        let oneShots = fires.value
+        #expect(oneShots.count == 10)
+        for fire in oneShots {
+            #expect(fire.fired >= fire.scheduled, "one-shot timer fired \(Int64(fire.scheduled) - Int64(fire.fired)) ns early")
+        }
+        // Fire n of a repeating timer can never come before its n-th scheduled date.
+        let repeated = repeatingFires.value
+        #expect(repeated.count == 5)
+        for (index, fired) in repeated.enumerated() {
+            let scheduled = repeatingStart + UInt64(index) * interval
+            #expect(fired >= scheduled, "repeating fire \(index) was \(Int64(scheduled) - Int64(fired)) ns early")
+        }
+    }
+
+    @Test("S-TMR-1, S-TMR-7: a timer in two modes of one loop fires in either, once")
+    func timerInTwoModes() throws {
+        let fired = Locked(0)
+        let (before, after, result) = try TestClockThread<([Bool], [Bool], RunLoop.RunResult)>.run(named: "tmr-modes") { clock, loop in
+            let other = RunLoop.Mode("S-TMR-1.other")
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in fired.withLock { $0 += 1 } }
+            loop.add(timer, forMode: other)
+            clock.advanceWhenIdle(loop, by: .milliseconds(1), mode: other)
+            let before = [loop.contains(timer, inMode: .default), loop.contains(timer, inMode: other)]
+            let result = loop.run(mode: other, seconds: 10)
+            let after = [loop.contains(timer, inMode: .default), loop.contains(timer, inMode: other)]
+            return (before, after, result)
+        }
+        #expect(before == [true, true])
+        #expect(result == .finished)
+        #expect(fired.value == 1)
+        // A one-shot timer leaves every mode after firing (S-TMR-4).
+        #expect(after == [false, false])
+    }
+
+    @Test("S-TMR-2, S-TMR-7: a repeating timer made late by a busy loop fires once, then at the next multiple of its interval")
+    func lateTimerSkipsMissedFires() throws {
+        // Instants and fire times are on the loop's test clock.
+        let interval = 100 * Self.ms
+        let fires = Locked<[UInt64]>([])
+        let nextDates = Locked<[UInt64]>([])
+        let (result, firstDate) = try TestClockThread<(RunLoop.RunResult, UInt64)>.run(named: "tmr-late") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.1, repeats: true) { timer in
+                let now = clock.manual.nowInstant
+                // The next date is set once the callout returns (S-TMR-6):
+                // read it from a block, which runs after the timers of the pass.
+                loop.perform { nextDates.append(timer.nextFireInstant) }
+                if fires.withLock({ $0.append(now); return $0.count }) == 3 { timer.invalidate() }
+            }
+            let firstDate = timer.nextFireInstant
+            // The input: the loop is busy for 350 ms (blocks run before
+            // timers), over three fire dates: a block during which the
+            // clock moves on by 350 ms.
+            loop.perform { clock.advance(by: .milliseconds(350)) }
+            // Then time passes while the loop sleeps, 30 ms at a time
+            // (not a divisor of the interval, so fires come late by varying amounts).
+            clock.advanceWhenIdle(loop, by: .milliseconds(30))
+            return (loop.run(mode: .default, seconds: 10), firstDate)
+        }
+
+        #expect(result == .finished)
+        let fired = fires.value, next = nextDates.value
+        try #require(fired.count == 3 && next.count == 3)
+        #expect(fired[0] > firstDate + 2 * interval, "the first fire should be late, after the busy block")
+        for index in 0..<3 {
+            // The next date is on the original schedule, and the next multiple after the fire.
+            #expect((next[index] - firstDate) % interval == 0, "fire date moved off the original schedule")
+            #expect(next[index] > fired[index] && next[index] - interval <= fired[index])
+        }
+        // No burst: after the late fire, the next one waits for the next date.
+        #expect(fired[1] >= next[0], "missed fires were delivered in a burst")
+        #expect(fired[2] >= next[1])
+    }
+
+    @Test("S-TMR-2, S-TMR-7: a timer fires only while its loop runs one of its modes; late, it fires once")
+    func timerWaitsForItsMode() throws {
+        // Instants and fire times are on the loop's test clock.
+        let interval = 50 * Self.ms
+        let fires = Locked<[UInt64]>([])
+        let nextDates = Locked<[UInt64]>([])
+        let (otherResult, firesInOtherMode, result, firstDate, otherEnded) =
+            try TestClockThread<(RunLoop.RunResult, Int, RunLoop.RunResult, UInt64, UInt64)>.run(named: "tmr-mode") { clock, loop in
+                let other = RunLoop.Mode("S-TMR-2.other")
+                loop.add(keepAliveSource(), forMode: other)
+                let timer = try loop.scheduledTimer(withTimeInterval: 0.05, repeats: true) { timer in
+                    let now = clock.manual.nowInstant
+                    // After the callout, when the next date is set (S-TMR-6).
+                    loop.perform { nextDates.append(timer.nextFireInstant) }
+                    if fires.withLock({ $0.append(now); return $0.count }) == 2 { timer.invalidate() }
+                }
+                let firstDate = timer.nextFireInstant
+                // Time passes while the loop sleeps: 50 ms at a time in
+                // `other`, 20 ms at a time in the default mode.
+                clock.advanceWhenIdle(loop, by: .milliseconds(50), mode: other)
+                clock.advanceWhenIdle(loop, by: .milliseconds(20), mode: .default)
+                // Six fire dates pass while the loop runs a mode the timer is not in.
+                let otherResult = loop.run(mode: other, seconds: 0.3)
+                let otherEnded = clock.manual.nowInstant
+                let firesInOther = fires.value.count
+                return (otherResult, firesInOther, loop.run(mode: .default, seconds: 10), firstDate, otherEnded)
+            }
+
+        #expect(otherResult == .timedOut)
+        #expect(firesInOtherMode == 0, "the timer fired while the loop ran a mode it is not in")
+        #expect(result == .finished)
+        let fired = fires.value, next = nextDates.value
+        try #require(fired.count == 2 && next.count == 2)
+        #expect(fired[0] >= otherEnded)
+        #expect((next[0] - firstDate) % interval == 0 && next[0] > fired[0] && next[0] - interval <= fired[0])
+        #expect(next[0] > firstDate + 5 * interval)
+        #expect(fired[1] >= next[0], "the missed fires were delivered in a burst")
+    }
+
+    @Test("S-TMR-3: tolerance lets the loop fire two timers in one wake-up; never before their dates")
+    func toleranceCoalesces() throws {
+        final class PassRecorder: RunLoopMonitor, @unchecked Sendable {
+            let firedPerPass = Locked<[Int]>([])
+            func runLoop(_ loop: RunLoop, didFinish pass: RunLoop.PassReport) {
+                if pass.firedTimers > 0 { firedPerPass.withLock { $0.append(pass.firedTimers) } }
+            }
+        }
+        let recorder = PassRecorder()
+        let fires = Locked<[String: UInt64]>([:])
+        let (result, earlyDate, lateDate) = try SpawnedThread<(RunLoop.RunResult, UInt64, UInt64)>(named: "tmr-tol") {
+            let loop = RunLoop.current
+            loop.monitor = recorder
+            let early = try Timer(timeInterval: 0.1, repeats: false) { _ in
+                let now = monotonicNow()
+                fires.withLock { $0["early"] = now }
+            }
+            early.tolerance = 0.4
+            let late = try Timer(timeInterval: 0.25, repeats: false) { _ in
+                let now = monotonicNow()
+                fires.withLock { $0["late"] = now }
+            }
+            let dates = (early.nextFireInstant, late.nextFireInstant)
+            loop.add(early, forMode: .default)
+            loop.add(late, forMode: .default)
+            return (loop.run(mode: .default, seconds: 10), dates.0, dates.1)
+        }.join()
+
+        #expect(result == .finished)
+        let earlyFired = try #require(fires.value["early"]), lateFired = try #require(fires.value["late"])
+        #expect(earlyFired >= earlyDate && lateFired >= lateDate)
+        // The early timer may wait, within its 400 ms tolerance, for the late one's wake-up.
+        #expect(recorder.firedPerPass.value == [2], "tolerance should let both timers fire in one pass")
+        #expect(earlyFired <= earlyDate + 400 * Self.ms + 200 * Self.ms)
+    }
+
+    @Test("S-TMR-3: a zero-tolerance timer wakes the loop at its date, not at the run's deadline")
+    func zeroToleranceWakesAtDate() throws {
+        let (fired, date, result) = try SpawnedThread<(UInt64, UInt64, RunLoop.RunResult)>(named: "tmr-zero") {
+            let loop = RunLoop.current
+            let fired = Locked<UInt64>(0)
+            let timer = try Timer(timeInterval: 0.03, repeats: false) { _ in fired.value = monotonicNow() }
+            #expect(timer.tolerance == 0)
+            let date = timer.nextFireInstant
+            loop.add(timer, forMode: .default)
+            let result = loop.run(mode: .default, seconds: 30)
+            return (fired.value, date, result)
+        }.join()
+        #expect(result == .finished)
+        try #require(fired >= date, "the timer fired early, or not at all")
+        // Wake-up latency only; the bound is loose because tests run in parallel (and under TSan).
+        #expect(fired - date < 500 * Self.ms, "zero-tolerance timer was \((fired - date) / Self.ms) ms late")
+    }
+
+    @Test("S-TMR-3: tolerance is clamped to zero for negative or NaN values, as Foundation does")
+    func toleranceClamps() throws {
+        let timer = try Timer(timeInterval: 1, repeats: false) { _ in }
+        timer.tolerance = 0.25
+        #expect(timer.tolerance == 0.25)
+        timer.tolerance = -1
+        #expect(timer.tolerance == 0)
+        timer.tolerance = .nan
+        #expect(timer.tolerance == 0)
+    }
+
+    @Test("S-TMR-4, S-TMR-7: invalidate() from another thread while the loop sleeps ends the run with .finished")
+    func invalidateFromAnotherThreadWhileSleeping() throws {
+        let asleep = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fires = Locked(0)
+        let loopThread = TestClockThread<(RunLoop.RunResult, UInt64)>(named: "tmr-inv1") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 20, repeats: true) { _ in fires.withLock { $0 += 1 } }
+            timerBox.value = timer
+            signalBeforeWaiting(asleep, on: loop)
+            let start = clock.manual.nowInstant
+            let result = loop.run(mode: .default, seconds: 30)
+            return (result, clock.manual.nowInstant - start)
+        }
+        #expect(waitFor(asleep))
+        try #require(timerBox.value).invalidate()
+        let (result, elapsed) = try loopThread.join()
+        #expect(result == .finished)
+        // Neither the timer's date (20 s) nor the run's deadline (30 s) came on
+        // the test clock, which nobody advanced: only invalidate() woke the loop.
+        #expect(elapsed == 0, "the loop was not woken by invalidate()")
+        #expect(fires.value == 0)
+        #expect(timerBox.value?.isValid == false)
+    }
+
+    @Test("S-TMR-4, S-TMR-7: invalidate() from another thread during a fire: no fire after it")
+    func invalidateFromAnotherThreadDuringFire() throws {
+        let third = DispatchSemaphore(value: 0)
+        let invalidated = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fires = Locked(0)
+        let loopThread = TestClockThread<RunLoop.RunResult>(named: "tmr-inv2") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: true) { _ in
+                if fires.withLock({ $0 += 1; return $0 }) == 3 {
+                    third.signal()
+                    _ = waitFor(invalidated)
+                }
+            }
+            timerBox.value = timer
+            // Still valid after the third fire, it would fire again at the
+            // next step; the run's 30 s pass in 3,000 steps, not forever.
+            clock.advanceWhenIdle(loop, by: .milliseconds(10))
+            return loop.run(mode: .default, seconds: 30)
+        }
+        #expect(waitFor(third))
+        let timer = try #require(timerBox.value)
+        timer.invalidate()
+        timer.invalidate()  // idempotent
+        invalidated.signal()
+        #expect(try loopThread.join() == .finished)
+        #expect(fires.value == 3)
+        #expect(!timer.isValid)
+    }
+
+    @Test("S-TMR-4, S-TMR-7: a one-shot timer invalidates itself after firing")
+    func oneShotInvalidatesItself() throws {
+        let validDuringFire = Locked<Bool?>(nil)
+        let (result, valid, contained) = try TestClockThread<(RunLoop.RunResult, Bool, Bool)>.run(named: "tmr-once") { clock, loop in
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: false) { timer in validDuringFire.value = timer.isValid }
+            clock.advanceWhenIdle(loop, by: .milliseconds(10))
+            let result = loop.run(mode: .default, seconds: 10)
+            return (result, timer.isValid, loop.contains(timer, inMode: .default))
+        }
+        #expect(result == .finished)
+        #expect(validDuringFire.value == true)
+        #expect(!valid)
+        #expect(!contained)
+    }
+
+    @Test("S-TMR-4, S-TMR-7: the classic example: a repeating timer invalidated on its second fire ends the run with .finished")
+    func seedsTimerExample() throws {
+        let count = Locked(0)
+        let result = try TestClockThread<RunLoop.RunResult>.run(named: "tmr-seeds") { clock, loop in
+            try loop.scheduledTimer(withTimeInterval: 0.02, repeats: true) { timer in
+                if count.withLock({ $0 += 1; return $0 }) == 2 { timer.invalidate() }
+            }
+            clock.advanceWhenIdle(loop, by: .milliseconds(20))
+            return loop.run(mode: .default, seconds: 10)
+        }
+        #expect(result == .finished)
+        #expect(count.value == 2)
+    }
+
+    @Test("S-TMR-5: fireDate moved earlier from another thread while the loop sleeps re-arms it")
+    func fireDateMovedEarlier() throws {
+        let (result, moved, firedAt) = try Self.moveFireDateWhileAsleep("tmr-earlier", dueIn: 60, movedTo: 0.05)
+        #expect(result == .finished, "the timer did not fire before the run's deadline")
+        // Never early (1 ms for the Date conversion), and far before the old date.
+        #expect(firedAt >= moved + 49 * Self.ms)
+        #expect(firedAt < moved + 10_000 * Self.ms)
+    }
+
+    @Test("S-TMR-5: fireDate moved later from another thread while the loop sleeps: it fires at the new date")
+    func fireDateMovedLater() throws {
+        let (result, moved, firedAt) = try Self.moveFireDateWhileAsleep("tmr-later", dueIn: 0.5, movedTo: 0.8)
+        #expect(result == .finished)
+        #expect(firedAt >= moved + 799 * Self.ms, "the timer fired at its old date")
+    }
+
+    /// Runs a loop (up to 30 s) with one timer due in `dueIn` seconds; once
+    /// the loop sleeps, this thread sets the timer's fireDate to `movedTo`
+    /// seconds from now. Returns the run's result, when the date was moved
+    /// and when the timer fired (monotonic ns).
+    static func moveFireDateWhileAsleep(
+        _ name: String, dueIn: TimeInterval, movedTo: TimeInterval
+    ) throws -> (result: RunLoop.RunResult, moved: UInt64, fired: UInt64) {
+        let asleep = DispatchSemaphore(value: 0)
+        let timerBox = Locked<Timer?>(nil)
+        let fired = Locked<UInt64>(0)
+        let loopThread = SpawnedThread<RunLoop.RunResult>(named: name) {
+            let loop = RunLoop.current
+            let timer = try Timer(timeInterval: dueIn, repeats: false) { _ in fired.value = monotonicNow() }
+            timerBox.value = timer
+            loop.add(timer, forMode: .default)
+            signalBeforeWaiting(asleep, on: loop)
+            return loop.run(mode: .default, seconds: 30)
+        }
+        #expect(waitFor(asleep))
+        let timer = try #require(timerBox.value)
+        let moved = monotonicNow()
+        timer.fireDate = Date(timeIntervalSinceNow: movedTo)
+        let result = try loopThread.join()
+        return (result, moved, fired.value)
+    }
+
+    @Test("S-TMR-2, S-TMR-3: the loop's sorted timer schedule finds the due timers earliest first and the same wake-up as looking at every timer")
+    func scheduleMatchesLookingAtEveryTimer() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let base = MonotonicClock.now() + 1_000_000_000
+            let timers = try (0..<200).map { _ in
+                let timer = try RunLoopKitCore.Timer(
+                    fire: MonotonicClock.date(for: base + UInt64.random(in: 0..<100_000_000, using: &generator)),
+                    interval: 1, repeats: true) { _ in }
+                if Bool.random(using: &generator) { timer.tolerance = Double.random(in: 0..<0.05, using: &generator) }
+                return timer
+            }
+            var schedule = TimerSchedule()
+            schedule.rebuild(timers)
+            // Every timer's window, the slow way: the latest fire date within the earliest window's end.
+            let deadline = timers.map(\.latestWakeInstant).min()!
+            let expectedWake = timers.map(\.nextFireInstant).filter { $0 <= deadline }.max()!
+            #expect(schedule.earliest == timers.map(\.nextFireInstant).min()!)
+            #expect(schedule.wakeInstant() == expectedWake)
+            // Half of them due: all of those, in fire order, and none of the others.
+            let now = base + 50_000_000
+            var due: [RunLoopKitCore.Timer] = []
+            schedule.takeDue(now: now, into: &due)
+            let expectedDue = timers.filter { $0.nextFireInstant <= now }
+            #expect(Set(due.map(ObjectIdentifier.init)) == Set(expectedDue.map(ObjectIdentifier.init)))
+            #expect(due.map(\.nextFireInstant) == due.map(\.nextFireInstant).sorted())
+            #expect(schedule.earliest > now)
+            for timer in timers { timer.invalidate() }
+        }
+    }
+}
+
+@Suite("Timer fire dates (S-TMR-6)")
+struct TimerFireDateTests {
+    @Test("S-TMR-6: a timer made with a fire date reports exactly that date")
+    func exactFireDate() throws {
+        let now = Date()
+        for date in [now + 0.123_456_789, now - 3_600.000_001, now + 86_400 * 365, Date(timeIntervalSinceReferenceDate: 0)] {
+            let timer = try Timer(fire: date, interval: 0, repeats: false) { _ in }
+            #expect(timer.fireDate == date)
+            let moved = date + 1.000_000_1
+            timer.fireDate = moved
+            #expect(timer.fireDate == moved)
+        }
+    }
+
+    @Test("S-TMR-6: inside its callout a timer's fireDate is the date being fired; the next date is set after the callout")
+    func fireDateDuringCallout() throws {
+        let seenOneShot = Locked<Date?>(nil), seenRepeating = Locked<[Date]>([])
+        let (oneShotDate, repeatStart, afterFirst, afterSecond, oneShotValid) =
+            try SpawnedThread<(Date, Date, Date, Date, Bool)>(named: "tmr-date") {
+                let clock = TestClock()
+                let loop = RunLoop.current
+                loop.use(clock)
+                let oneShotDate = clock.now + 1
+                let oneShot = try Timer(fire: oneShotDate, interval: 0, repeats: false) { timer in
+                    seenOneShot.value = timer.fireDate
+                }
+                let repeatStart = clock.now + 2
+                let repeating = try Timer(fire: repeatStart, interval: 0.25, repeats: true) { timer in
+                    seenRepeating.withLock { $0.append(timer.fireDate) }
+                }
+                loop.add(oneShot, forMode: .default)
+                loop.add(repeating, forMode: .default)
+                clock.advance(by: .seconds(2))
+                loop.run(mode: .default, seconds: 0)
+                let afterFirst = repeating.fireDate
+                clock.advance(by: .milliseconds(250))
+                loop.run(mode: .default, seconds: 0)
+                return (oneShotDate, repeatStart, afterFirst, repeating.fireDate, oneShot.isValid)
+            }.join()
+        // CFRunLoop keeps the date being fired until the callout returns:
+        // not distantFuture for a one-shot timer, not already the next date.
+        #expect(seenOneShot.value == oneShotDate)
+        #expect(!oneShotValid, "a one-shot timer invalidates itself after firing (S-TMR-4)")
+        #expect(seenRepeating.value == [repeatStart, repeatStart + 0.25])
+        #expect(afterFirst == repeatStart + 0.25)
+        #expect(afterSecond == repeatStart + 0.5)
+    }
+
+    @Test("S-TMR-6, S-RUN-8: a nested run inside a timer's callout does not fire that timer again")
+    func nestedRunDoesNotRefire() throws {
+        let calls = Counter()
+        let nested = try SpawnedThread<RunLoop.RunResult>(named: "tmr-nest") {
+            let clock = TestClock()
+            let loop = RunLoop.current
+            loop.use(clock)
+            let inner = Locked<RunLoop.RunResult?>(nil)
+            let timer = try Timer(fire: clock.now + 1, interval: 1, repeats: true) { timer in
+                guard calls.increment() == 1 else { return }
+                // Still due by its date: the nested run must not fire it.
+                inner.value = RunLoop.current.run(mode: .default, seconds: 0)
+            }
+            loop.add(timer, forMode: .default)
+            clock.advance(by: .seconds(1))
+            loop.run(mode: .default, seconds: 0)
+            timer.invalidate()
+            return inner.value ?? .finished
+        }.join()
+        #expect(calls.value == 1)
+        #expect(nested == .timedOut)
+    }
+}

@@ -1,0 +1,344 @@
+// The death of a remote port's process (S-PORT-5): its send rights become
+// invalid within the documented bound (ProcessWatcher: one second; pidfd
+// makes it milliseconds), their invalidation handlers run once, sends fail
+// with .peerDied, and a request waiting for a reply from it fails with
+// .peerDied instead of waiting for its timeout.
+//
+// The peer is an exit-test child that registers a port under a name unique
+// to the test and dies as told: `exit(0)` or SIGKILL. While it lives, the
+// parent works on a thread of its own (`ParentSide`): Swift Testing holds
+// the cooperative threads while it awaits the child.
+import Dispatch
+import Glibc
+import RunLoopKit
+@testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+import RunLoopKitTestSupport
+import Testing
+
+@Suite("Peer death (S-PORT-5)")
+struct PeerDeathTests {
+    /// How the peer dies.
+    enum Death: String, Codable, Sendable, CaseIterable {
+        /// `exit(0)`: atexit handlers run (socket files removed, sends flushed).
+        case exit
+        /// SIGKILL: nothing runs; its socket files stay behind.
+        case kill
+
+        var condition: ExitTest.Condition { self == .exit ? .success : .signal(SIGKILL) }
+    }
+
+    /// What the peer does with a message, by msgid.
+    enum Order {
+        /// Die now (after reporting the time).
+        static let die: UInt32 = 1
+        /// A request: die without replying.
+        static let dieWithoutReplying: UInt32 = 2
+        /// A request: reply, then die at once.
+        static let replyThenDie: UInt32 = 3
+        /// An ordinary message: nothing.
+        static let nothing: UInt32 = 5
+    }
+
+    /// The documented bound (ProcessWatcher): a remote port whose process died
+    /// is invalid within one second.
+    static let documentedBoundNanoseconds: UInt64 = 1_000_000_000
+
+    /// The peer, in the child: registers `name` and dies as the parent's
+    /// message says. Reports its pid, and the CLOCK_MONOTONIC time at which
+    /// it starts to die.
+    static func peer(name: String, death: Death) async throws {
+        PortChild.report("pid", getpid())
+        let inbox = try IPCInbox("peer") { message in
+            if message.msgid == Order.replyThenDie {
+                do {
+                    try message.replyPort?.send(msgid: message.msgid, components: [PortProcess.data("last words")], before: Date() + 10)
+                } catch {
+                    PortChild.fail("reply failed: \(error)")
+                }
+            }
+            guard message.msgid != Order.nothing else { return }
+            PortChild.report("diesAt", PortProcess.now())
+            switch death {
+            case .exit: Glibc.exit(0)
+            case .kill: Glibc.kill(getpid(), SIGKILL)
+            }
+        }
+        try PortNameServer.register(inbox.port, name: name)
+        // Safety net: the parent orders the death long before this.
+        _ = await inbox.arrival(ofCount: 1_000, timeout: 60)
+        PortChild.fail("the parent never told the peer to die")
+    }
+
+    // MARK: - Invalidation
+
+    struct DeathObservation: Sendable {
+        var pid: Int32 = 0
+        var validBefore = false
+        var sentBefore: String?
+        var orderedAt: UInt64 = 0
+        var deadAt: UInt64?
+        var invalidAt: UInt64?
+        var handlerCalls = 0
+        var validAfter = true
+        var sendError: PortError?
+        var requestError: PortError?
+        var requestSeconds: Double = 0
+        var lateHandlerRanAtOnce = false
+        var lookupError: PortError?
+    }
+
+    @Test("S-PORT-5: a remote port whose process dies becomes invalid within the documented second; its invalidation handler runs once; sends and requests to it then fail with .peerDied at once", arguments: Death.allCases)
+    func remotePortBecomesInvalidWhenItsProcessDies(death: Death) async throws {
+        let name = PortProcess.uniqueName("death")
+        defer { PortProcess.removeNameFiles(name) }
+        let parent = ParentSide("death-parent") { () throws -> DeathObservation in
+            var seen = DeathObservation()
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
+            seen.pid = remote.ownerProcessID
+            let invalidated = DispatchSemaphore(value: 0)
+            let calls = Locked<[UInt64]>([])
+            remote.addInvalidationHandler { _ in
+                calls.withLock { $0.append(PortProcess.now()) }
+                invalidated.signal()
+            }
+            seen.validBefore = remote.isValid
+            do {
+                try remote.send(msgid: Order.nothing, before: Date() + 10)
+            } catch {
+                seen.sentBefore = "\(error)"
+            }
+            seen.orderedAt = PortProcess.now()
+            switch death {
+            case .kill: Glibc.kill(seen.pid, SIGKILL)
+            case .exit: try remote.send(msgid: Order.die, before: Date() + 10)
+            }
+            // When the process is really gone (exit(0) runs atexit handlers first).
+            seen.deadAt = PortProcess.whenDead(seen.pid)
+            // Safety net far above the bound: the measurement is what counts.
+            _ = invalidated.wait(timeout: .now() + 30)
+            seen.invalidAt = calls.value.first
+            seen.validAfter = remote.isValid
+            do {
+                try remote.send(msgid: Order.nothing, before: Date() + 10)
+            } catch let error as PortError {
+                seen.sendError = error
+            }
+            let started = PortProcess.now()
+            do {
+                _ = try remote.sendRequest(msgid: Order.nothing, sendTimeout: 10, receiveTimeout: 30)
+            } catch let error as PortError {
+                seen.requestError = error
+            }
+            seen.requestSeconds = Double(PortProcess.now() - started) / 1e9
+            let late = Locked(false)
+            remote.addInvalidationHandler { _ in late.value = true }
+            seen.lateHandlerRanAtOnce = late.value
+            seen.handlerCalls = calls.value.count
+            // The name died with its holder.
+            do {
+                _ = try PortNameServer.lookup(name)
+            } catch let error as PortError {
+                seen.lookupError = error
+            }
+            return seen
+        }
+        let result = try await #require(processExitsWith: death.condition, observing: [\.standardErrorContent]) {
+            [name = name as String, death = death as Death] in
+            await PortChild.run { try await PeerDeathTests.peer(name: name, death: death) }
+        }
+        let child = ChildOutput(result)
+        child.expectSuccess(finished: false)
+        let seen = try await parent.value()
+
+        #expect(seen.pid == child.integer("pid").map(Int32.init), child.comment)
+        #expect(seen.validBefore)
+        #expect(seen.sentBefore == nil)
+        let invalidAt = try #require(seen.invalidAt, "the send right never became invalid. \(child)")
+        // From the moment the peer was seen dead (a zombie, or gone; looked
+        // at every 0.5 ms) to its send right's invalidation handler.
+        let deadAt = try #require(seen.deadAt, "the peer never died. \(child)")
+        let latency = invalidAt > deadAt ? invalidAt - deadAt : 0
+        let exiting = deadAt - min(child.unsigned("diesAt") ?? seen.orderedAt, deadAt)
+        #expect(latency <= Self.documentedBoundNanoseconds, "invalid \(PortProcess.milliseconds(latency)) ms after the peer died")
+        #expect(seen.handlerCalls == 1, "the invalidation handler ran \(seen.handlerCalls) times")
+        #expect(!seen.validAfter)
+        #expect(Self.isPeerDied(seen.sendError, pid: seen.pid), "send: \(String(describing: seen.sendError))")
+        #expect(Self.isPeerDied(seen.requestError, pid: seen.pid), "sendRequest: \(String(describing: seen.requestError))")
+        #expect(seen.requestSeconds < 1, "sendRequest to a dead peer took \(seen.requestSeconds) s")
+        #expect(seen.lateHandlerRanAtOnce, "a handler added after the death runs at once")
+        #expect(PortProcess.caseName(seen.lookupError) == "nameNotFound")
+        print("S-PORT-5 (\(death)): remote port invalid \(Double(Int(PortProcess.milliseconds(latency) * 100)) / 100) ms after its process died (dying took \(Int(PortProcess.milliseconds(exiting))) ms)")
+    }
+
+    static func isPeerDied(_ error: PortError?, pid: Int32) -> Bool {
+        if case let .peerDied(dead, _)? = error { return dead == pid }
+        return false
+    }
+
+    // MARK: - Requests waiting for a reply
+
+    struct RequestObservation: Sendable {
+        var pid: Int32 = 0
+        var error: PortError?
+        var reply: String?
+        var seconds: Double = 0
+    }
+
+    /// The two ways to wait for a reply: `sendRequest` (blocking) and `request` (async).
+    enum RequestAPI: String, Codable, Sendable, CaseIterable {
+        case sendRequest, asyncRequest
+
+        /// Sends `msgid` to `remote` as a request with a 30 s timeout; the
+        /// reply's text. Throws what the request throws.
+        func request(_ msgid: UInt32, to remote: Port, executorName: String) throws -> String? {
+            switch self {
+            case .sendRequest:
+                return PortProcess.text(of: try remote.sendRequest(msgid: msgid, sendTimeout: 10, receiveTimeout: 30))
+            case .asyncRequest:
+                let executor = try LoopThreadExecutor(name: executorName)
+                defer { executor.stop() }
+                guard let outcome = executor.start({ try await remote.request(msgid: msgid, timeout: .seconds(30)) }).wait(timeout: 60) else {
+                    throw TestFailure("the async request did not finish within 60 s")
+                }
+                return PortProcess.text(of: try outcome.get())
+            }
+        }
+    }
+
+    @Test("S-PORT-5: a request (sendRequest or async request) waiting for a reply from a peer that dies fails with .peerDied, well before its 30 s timeout",
+          arguments: RequestAPI.allCases, Death.allCases)
+    func requestFailsWhenThePeerDies(api: RequestAPI, death: Death) async throws {
+        let name = PortProcess.uniqueName("reqdeath")
+        defer { PortProcess.removeNameFiles(name) }
+        let parent = ParentSide("reqdeath-parent") { () throws -> RequestObservation in
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
+            var seen = RequestObservation(pid: remote.ownerProcessID)
+            let started = PortProcess.now()
+            do {
+                seen.reply = try api.request(Order.dieWithoutReplying, to: remote, executorName: "reqdeath-exec")
+            } catch let error as PortError {
+                seen.error = error
+            }
+            seen.seconds = Double(PortProcess.now() - started) / 1e9
+            return seen
+        }
+        let result = try await #require(processExitsWith: death.condition, observing: [\.standardErrorContent]) {
+            [name = name as String, death = death as Death] in
+            await PortChild.run { try await PeerDeathTests.peer(name: name, death: death) }
+        }
+        let child = ChildOutput(result)
+        child.expectSuccess(finished: false)
+        let seen = try await parent.value()
+        #expect(seen.reply == nil)
+        #expect(Self.isPeerDied(seen.error, pid: seen.pid), "\(api): \(String(describing: seen.error))")
+        #expect(seen.seconds < 5, "\(api) failed after \(seen.seconds) s (timeout 30 s)")
+        print("S-PORT-5 (\(death)): \(api) to a dying peer failed after \(Int(seen.seconds * 1000)) ms")
+    }
+
+    @Test("S-PORT-5: a reply the peer sent just before exiting still answers the request (no false .peerDied)", arguments: RequestAPI.allCases)
+    func replySentJustBeforeExitStillArrives(api: RequestAPI) async throws {
+        let name = PortProcess.uniqueName("lastwords")
+        defer { PortProcess.removeNameFiles(name) }
+        let parent = ParentSide("lastwords-parent") { () throws -> RequestObservation in
+            let remote = try PortNameServer.lookup(name, timeout: .seconds(60))
+            var seen = RequestObservation(pid: remote.ownerProcessID)
+            do {
+                seen.reply = try api.request(Order.replyThenDie, to: remote, executorName: "lastwords-exec")
+            } catch let error as PortError {
+                seen.error = error
+            }
+            return seen
+        }
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [name = name as String] in
+            await PortChild.run { try await PeerDeathTests.peer(name: name, death: .exit) }
+        }
+        let child = ChildOutput(result)
+        child.expectSuccess(finished: false)
+        let seen = try await parent.value()
+        #expect(seen.error == nil)
+        #expect(seen.reply == "last words")
+    }
+
+    // MARK: - A send waiting for room
+
+    @Test("S-PORT-5, S-PORT-4: a send waiting for room in a full queue of a peer that dies fails with .peerDied, well before its 30 s deadline")
+    func sendWaitingForRoomFailsWhenThePeerDies() async throws {
+        let sinkName = PortProcess.uniqueName("sink")
+        let controlName = PortProcess.uniqueName("sinkctl")
+        defer {
+            PortProcess.removeNameFiles(sinkName)
+            PortProcess.removeNameFiles(controlName)
+        }
+        struct Observation: Sendable {
+            var pid: Int32 = 0
+            var filled = 0
+            var fillError: String?
+            var error: PortError?
+            var seconds: Double = 0
+        }
+        let parent = ParentSide("sink-parent") { () throws -> Observation in
+            let sink = try PortNameServer.lookup(sinkName, timeout: .seconds(60))
+            let control = try PortNameServer.lookup(controlName, timeout: .seconds(60))
+            var seen = Observation(pid: sink.ownerProcessID)
+            // Fill the queue: nobody reads the sink.
+            while true {
+                do {
+                    try sink.send(msgid: 0, components: [.data(PortProcess.sequenceData(UInt64(seen.filled)))], before: Date() + 0.2)
+                    seen.filled += 1
+                } catch let error as PortError {
+                    if PortProcess.caseName(error) != "timedOut" { seen.fillError = "\(error)" }
+                    break
+                }
+                if seen.filled > 5_000_000 {
+                    seen.fillError = "no send timed out"
+                    return seen
+                }
+            }
+            // A send that waits for room, on a thread of its own...
+            let waiting = ParentSide("sink-waiter") { () -> (PortError?, UInt64) in
+                let started = PortProcess.now()
+                do {
+                    try sink.send(msgid: 1, before: Date() + 30)
+                    return (nil, PortProcess.now() - started)
+                } catch let error as PortError {
+                    return (error, PortProcess.now() - started)
+                }
+            }
+            // ...while the peer dies.
+            try control.send(msgid: Order.die, before: Date() + 10)
+            guard waiting.wait(timeout: 60) else { throw TestFailure("the waiting send never returned") }
+            let (error, waited) = try ParentSideResult.take(waiting)
+            seen.error = error
+            seen.seconds = Double(waited) / 1e9
+            return seen
+        }
+        let result = try await #require(processExitsWith: .signal(SIGKILL), observing: [\.standardErrorContent]) {
+            [sinkName = sinkName as String, controlName = controlName as String] in
+            await PortChild.run {
+                // A port nobody reads, and a port on which the order to die comes.
+                let sink = try Port(transport: .ipc)
+                try PortNameServer.register(sink, name: sinkName)
+                try await PeerDeathTests.peer(name: controlName, death: .kill)
+                sink.invalidate()
+            }
+        }
+        let child = ChildOutput(result)
+        child.expectSuccess(finished: false)
+        let seen = try await parent.value()
+        #expect(seen.fillError == nil)
+        #expect(seen.filled > Int(SendChannel.highWaterMark))
+        #expect(Self.isPeerDied(seen.error, pid: seen.pid), "the waiting send: \(String(describing: seen.error))")
+        #expect(seen.seconds < 5, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
+        print("S-PORT-5: a send waiting for room at a dying peer failed after \(Int(seen.seconds * 1000)) ms")
+    }
+}
+
+/// Reads the result of a finished `ParentSide` from a plain thread.
+enum ParentSideResult {
+    static func take<T: Sendable>(_ side: ParentSide<T>) throws -> T {
+        guard let result = side.finishedResult else { throw TestFailure("the thread has not finished") }
+        return try result.get()
+    }
+}

@@ -1,0 +1,335 @@
+// The port traffic tap and portsniff (issue: see port traffic live): every
+// send and delivery reported, exactly; drops counted, never a blocked sender;
+// a sniffer may start before or after the processes it watches.
+import Dispatch
+import Glibc
+import RunLoopKit
+@testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+import RunLoopKitTestSupport
+import Synchronization
+import Testing
+import ZeroMQ
+
+@Suite("Port traffic tap and portsniff")
+struct PortTapTests {
+    // MARK: - The tap in the library (each in a child process: the tap is per process)
+
+    @Test("tap: one send and one delivery event per message, paired by trace id, with msgid, ports and component sizes")
+    func everyMessageReported() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer()
+            try PortTap.enable(endpoint: sniffer.endpoint, dataBytes: 4)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-exact")
+            try PortTapTests.warmUp(port, sniffer, delivered)
+            let count = 500
+            for index in 0..<count {
+                try port.send(msgid: UInt32(1000 + index), components: [.data(Data([0xAB, 0xCD, 0xEF, 0x01, 0x02])), .port(port)],
+                              before: Date() + 5)
+            }
+            try PortTapTests.require(delivered.waitFor(count))
+            let events = sniffer.receive(2 * count)
+            let (_, deliveries) = try PortTapTests.requirePaired(events, count: count, firstMsgid: 1000)
+            let first = deliveries[0]
+            try PortTapTests.require(first.thread == "tap-exact" && first.pid == getpid() && first.destination == port.tapLabel)
+            try PortTapTests.require(first.components == [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01"),
+                                                          PortTapEvent.Component(kind: .port, size: 0, head: port.tapLabel)])
+            try PortTapTests.require(PortTap.droppedEventCount == 0 && events.allSatisfy { $0.dropped == 0 })
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
+    @Test("tap: messages sent from bytes and read in place are reported as any others: paired, with msgid and components")
+    func inPlaceReported() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer()
+            try PortTap.enable(endpoint: sniffer.endpoint, dataBytes: 4)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-in-place", inPlace: true)
+            try PortTapTests.warmUp(port, sniffer, delivered)
+            let count = 100
+            let payload: [UInt8] = [0xAB, 0xCD, 0xEF, 0x01, 0x02]
+            for index in 0..<count {
+                try payload.withUnsafeBytes { bytes in try port.send(msgid: UInt32(2000 + index), bytes: bytes, before: Date() + 5) }
+            }
+            try PortTapTests.require(delivered.waitFor(count))
+            let (sends, deliveries) = try PortTapTests.requirePaired(sniffer.receive(2 * count), count: count, firstMsgid: 2000)
+            let expected = [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01")]
+            try PortTapTests.require(sends[0].components == expected && deliveries[0].components == expected)
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
+    @Test("tap: a sniffer that cannot keep up costs drops, counted and reported, never a blocked sender; nothing is lost silently")
+    func overloadShowsAsDrops() async {
+        await #expect(processExitsWith: .success) {
+            // A sniffer that stops reading: its queue fills at once.
+            let sniffer = try RawSniffer(receiveHighWaterMark: 10)
+            try PortTap.enable(endpoint: sniffer.endpoint)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-overload")
+            let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
+            let count = 20_000
+            for index in 0..<count {
+                // A short deadline: a send the tap slowed down would throw.
+                try port.send(msgid: UInt32(index), components: [.data(Data(count: 32))], before: Date() + 2)
+            }
+            try PortTapTests.require(delivered.waitFor(count + warmUps))
+            // Every event is either with the sniffer or counted as dropped.
+            let total = 2 * (count + warmUps)
+            var received = warmUps * 2
+            let balanced = waitUntil(timeout: 60) {
+                received += sniffer.receive(total, timeout: 0.05).count
+                return received + Int(PortTap.droppedEventCount) == total
+            }
+            try PortTapTests.require(PortTap.droppedEventCount > 0, "the overload dropped nothing")
+            try PortTapTests.require(balanced, "received \(received) + dropped \(PortTap.droppedEventCount) != \(total)")
+            // The count reaches the sniffer: a later event carries it.
+            try port.send(msgid: 7, before: Date() + 2)
+            let last = sniffer.receive(2, timeout: 5).last
+            try PortTapTests.require((last?.dropped ?? 0) == PortTap.droppedEventCount, "the drop count did not reach the sniffer")
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
+    @Test("tap: a sniffer started after the traffic began gets the events from then on, with the drops before it counted")
+    func snifferStartedLate() async {
+        await #expect(processExitsWith: .success) {
+            let directory = makeTemporaryDirectory()
+            defer { PortProcess.removeTree(directory) }
+            let endpoint = "ipc://\(directory)/tap.sock"
+            try PortTap.enable(endpoint: endpoint)  // nobody listens yet
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-late")
+            for index in 0..<10 { try port.send(msgid: UInt32(index), before: Date() + 2) }
+            try PortTapTests.require(delivered.waitFor(10))
+            try PortTapTests.require(waitUntil(timeout: 10) { PortTap.droppedEventCount == 20 }, "events with no sniffer must be counted")
+            let sniffer = try RawSniffer(endpoint: endpoint)
+            try PortTapTests.warmUp(port, sniffer, delivered, already: 10)
+            try port.send(msgid: 4242, before: Date() + 2)
+            let events = sniffer.receive(2, timeout: 5)
+            try PortTapTests.require(events.map(\.msgid) == [4242, 4242] && events.allSatisfy { $0.dropped >= 20 })
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
+    @Test("tap: off by default; RUNLOOPKIT_TAP unset means no events and no trace ids")
+    func offByDefault() {
+        #expect(getenv("RUNLOOPKIT_TAP") != nil || !PortTap.isEnabled)
+    }
+
+    // MARK: - portsniff with the demos (needs `swift build` first; scripts/test.sh does it)
+
+    static let programsBuilt = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("pingpong") && SpawnedProgram.isBuilt("ipc-demo")
+
+    @Test("portsniff --help shows `--count <N>`: value names say what an option takes, not the property behind it",
+          .enabled(if: SpawnedProgram.isBuilt("portsniff"), "build the programs first: swift build (scripts/test.sh does)"))
+    func helpValueNames() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let help = try SpawnedProgram("portsniff", ["--help"], in: directory)
+        #expect(help.waitForExit() == 0)
+        // ArgumentParser puts the value name in angle brackets; without
+        // `valueName:` it would print the property's name (`--count <count>`).
+        #expect(help.output.contains("--count <N>"), "\(help.output)")
+    }
+
+    @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func sniffPingpong() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let endpoint = "ipc://\(directory)/tap.sock"
+        let roundTrips = 200
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--count", "\(4 * roundTrips)"], in: directory)
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: ["RUNLOOPKIT_TAP": endpoint], in: directory)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        #expect(sniff.waitForExit(timeout: 30) == 0, "portsniff did not see all \(4 * roundTrips) events: \(sniff.errorOutput)")
+
+        let events = decodeEvents(sniff.output)
+        #expect(events.count == 4 * roundTrips)
+        // Pings are msgid 1, pongs msgid 2; the data's first 8 bytes are the
+        // round trip's sequence number (the tap shows the first 16 bytes).
+        func sequence(_ event: PortTapEvent) -> Int? {
+            guard let head = event.components.first?.head, head.count >= 16 else { return nil }
+            var value = 0
+            for index in stride(from: 14, through: 0, by: -2) {
+                let start = head.index(head.startIndex, offsetBy: index)
+                value = value << 8 | Int(head[start..<head.index(start, offsetBy: 2)], radix: 16)!
+            }
+            return value
+        }
+        for kind in [PortTapEvent.Kind.send, .deliver] {
+            for msgid: UInt32 in [1, 2] {
+                let sequences = events.filter { $0.kind == kind && $0.msgid == msgid }.compactMap(sequence)
+                #expect(sequences == Array(1...roundTrips), "\(kind) of msgid \(msgid): every round trip once, in order")
+            }
+        }
+        // Both directions, on the right threads.
+        #expect(events.filter { $0.kind == .deliver && $0.msgid == 1 }.allSatisfy { $0.thread == "pong" })
+        #expect(events.filter { $0.kind == .deliver && $0.msgid == 2 }.allSatisfy { $0.thread == "ping" })
+        #expect(events.filter { $0.kind == .send && $0.msgid == 1 }.allSatisfy { $0.thread == "ping" })
+        #expect(events.filter { $0.kind == .send && $0.msgid == 2 }.allSatisfy { $0.thread == "pong" })
+        let traces = Dictionary(grouping: events, by: { $0.trace ?? "" })
+        #expect(traces.count == 2 * roundTrips && traces.values.allSatisfy { Set($0.map(\.kind)) == [.send, .deliver] })
+        #expect(events.allSatisfy { $0.pid == pingpong.pid && $0.dropped == 0 })
+        // Each pair gets its latency once, on whichever of its two events reached the sniffer second.
+        #expect(sniff.output.split(separator: "\n").filter { $0.contains("\"latency\":") }.count == 2 * roundTrips,
+                "every message seen at both ends shows its send-to-delivery latency once")
+    }
+
+    @Test("portsniff records the whole ipc-demo conversation between its two processes",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func sniffIPCDemo() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let endpoint = "ipc://\(directory)/tap.sock"
+        // 4 requests and their 4 replies, and 3 notices: 11 messages, 22 events.
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--count", "22"], in: directory)
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") })
+        let demo = try SpawnedProgram("ipc-demo", [], environment: ["RUNLOOPKIT_TAP": endpoint], in: directory)
+        #expect(demo.waitForExit() == 0, "ipc-demo failed: \(demo.output)")
+        #expect(sniff.waitForExit(timeout: 30) == 0, "portsniff did not see all 22 events: \(sniff.errorOutput)")
+
+        let events = decodeEvents(sniff.output)
+        #expect(events.count == 22)
+        let expected: [UInt32] = [1, 1, 2, 2, 3, 3, 99, 99, 101, 102, 103]
+        #expect(events.filter { $0.kind == .send }.map(\.msgid).sorted() == expected)
+        #expect(events.filter { $0.kind == .deliver }.map(\.msgid).sorted() == expected)
+        // Both directions: requests are sent by the client and delivered in the server, replies the other way.
+        let senders = Set(events.filter { $0.kind == .send }.map(\.pid)), receivers = Set(events.filter { $0.kind == .deliver }.map(\.pid))
+        #expect(senders.count == 2 && senders == receivers)
+        for event in events where event.kind == .send && [1, 2, 3, 99].contains(event.msgid) && event.destination.hasPrefix("ipc-demo-") {
+            #expect(events.contains { $0.kind == .deliver && $0.trace == event.trace && $0.pid != event.pid })
+        }
+        #expect(Dictionary(grouping: events, by: { $0.trace ?? "" }).values.allSatisfy { $0.count == 2 })
+    }
+
+    @Test("portsniff --read replays a --write recording through the same filters (--msgid, --pid) and views",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func recordAndReplay() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let endpoint = "ipc://\(directory)/tap.sock"
+        let recording = directory + "/traffic.jsonl"
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--count", "22", "--write", recording], in: directory)
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") })
+        let demo = try SpawnedProgram("ipc-demo", [], environment: ["RUNLOOPKIT_TAP": endpoint], in: directory)
+        #expect(demo.waitForExit() == 0)
+        #expect(sniff.waitForExit(timeout: 30) == 0)
+        #expect(sniff.output.split(separator: "\n").count == 22, "the live view prints one line per event")
+
+        let replay = try SpawnedProgram("portsniff", ["--read", recording, "--json", "--msgid", "99"], in: directory)
+        #expect(replay.waitForExit() == 0)
+        let shutdown = decodeEvents(replay.output)
+        #expect(shutdown.count == 4 && shutdown.allSatisfy { $0.msgid == 99 })
+        let serverPid = try #require(shutdown.first { $0.kind == .deliver }?.pid)
+        let onlyServer = try SpawnedProgram("portsniff", ["--read", recording, "--json", "--pid", "\(serverPid)", "--msgid", "99"], in: directory)
+        #expect(onlyServer.waitForExit() == 0)
+        #expect(decodeEvents(onlyServer.output).map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.deliver, .send])
+        let stats = try SpawnedProgram("portsniff", ["--read", recording, "--stats"], in: directory)
+        #expect(stats.waitForExit() == 0)
+        #expect(stats.output.contains("MSG/S") && stats.output.contains("P99") && stats.output.contains("ipc-demo-"))
+    }
+
+    // MARK: - Helpers (run in the child processes)
+
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    static func require(_ condition: Bool, _ message: @autoclosure () -> String = "requirement failed",
+                        file: String = #file, line: Int = #line) throws {
+        guard condition else {
+            writeToStandardError("\(file):\(line): \(message())\n")
+            throw Failure(description: message())
+        }
+    }
+
+    /// Requires `events` to be `count` sends and `count` deliveries of msgids
+    /// `firstMsgid`, `firstMsgid + 1`, … in order, each send paired with
+    /// exactly one delivery by trace id. Returns the sends and the deliveries.
+    static func requirePaired(
+        _ events: [PortTapEvent], count: Int, firstMsgid: UInt32
+    ) throws -> (sends: [PortTapEvent], deliveries: [PortTapEvent]) {
+        try require(events.count == 2 * count, "got \(events.count) events of \(2 * count)")
+        let sends = events.filter { $0.kind == .send }, deliveries = events.filter { $0.kind == .deliver }
+        let msgids = (0..<count).map { firstMsgid + UInt32($0) }
+        try require(sends.map(\.msgid) == msgids, "sends out of order or missing")
+        try require(deliveries.map(\.msgid) == msgids, "deliveries out of order or missing")
+        let traces = Set(sends.compactMap(\.trace))
+        try require(traces == Set(deliveries.compactMap(\.trace)) && traces.count == count, "every send must pair with exactly one delivery")
+        return (sends, deliveries)
+    }
+
+    /// A LoopThread receiving on a port, counting deliveries (read in place
+    /// with `inPlace`).
+    static func servedPort(_ name: String, inPlace: Bool = false) throws -> (LoopThread, Port, DeliveryCounter) {
+        let worker = LoopThread(name: name)
+        try worker.start()
+        let port = try Port()
+        let counter = DeliveryCounter()
+        if inPlace {
+            port.setInPlaceMessageHandler { _ in counter.increment() }
+        } else {
+            port.setMessageHandler { _ in counter.increment() }
+        }
+        try port.schedule(in: worker.runLoop!, forMode: .default)
+        return (worker, port, counter)
+    }
+
+    /// Sends probe messages until the sniffer gets their events (the tap's
+    /// connection is up), then discards what arrived. Returns the probes sent.
+    @discardableResult
+    static func warmUp(_ port: Port, _ sniffer: RawSniffer, _ delivered: DeliveryCounter, already: Int = 0) throws -> Int {
+        var sent = 0
+        while true {
+            try port.send(msgid: 0xFFFF_FFFF, before: Date() + 2)
+            sent += 1
+            try require(delivered.waitFor(already + sent))
+            if !sniffer.receive(1, timeout: 0.1).isEmpty { break }
+            try require(sent < 200, "the tap never connected")
+        }
+        _ = sniffer.receive(Int.max, timeout: 0.2)
+        return sent
+    }
+}
+
+final class DeliveryCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { count.wrappingAdd(1, ordering: .relaxed) }
+    func waitFor(_ target: Int) -> Bool { waitUntil(timeout: 60) { count.load(ordering: .relaxed) >= target } }
+}
+
+/// A sniffer made of a bare PULL socket: reads the tap's JSON lines.
+final class RawSniffer {
+    let endpoint: String
+    private let socket: Socket
+    private let decoder = JSONDecoder()
+
+    /// The private directory made for the endpoint, removed with the sniffer.
+    private let directory: String?
+
+    init(endpoint: String? = nil, receiveHighWaterMark: Int32 = 1000) throws {
+        directory = endpoint == nil ? makeTemporaryDirectory() : nil
+        self.endpoint = endpoint ?? "ipc://\(directory!)/tap.sock"
+        socket = try ZMQContext.shared.makeSocket(.pull)
+        try socket.setReceiveHighWaterMark(receiveHighWaterMark)
+        try socket.bind(self.endpoint)
+    }
+
+    /// Up to `count` events, waiting at most `timeout` seconds for each.
+    func receive(_ count: Int, timeout: Double = 10) -> [PortTapEvent] {
+        try? socket.setReceiveTimeout(milliseconds: Int32(timeout * 1000))
+        var events: [PortTapEvent] = []
+        while events.count < count, let frames = try? socket.receiveMultipart(), let line = frames.first {
+            if let event = try? decoder.decode(PortTapEvent.self, from: line) { events.append(event) }
+        }
+        return events.filter { $0.msgid != 0xFFFF_FFFF || count == 1 }
+    }
+
+    deinit {
+        socket.close()
+        if let directory { PortProcess.removeTree(directory) }
+    }
+}

@@ -1,0 +1,104 @@
+// Helpers for the traffic-tap tests: running the built programs (portsniff,
+// pingpong, ipc-demo) as child processes, and a raw sniffer socket.
+import Dispatch
+import Glibc
+import RunLoopKit
+@testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+import RunLoopKitTestSupport
+import ZeroMQ
+
+/// A program of this package run as a child process, its output going to files.
+final class SpawnedProgram {
+    let pid: pid_t
+    let outputPath: String
+    let errorPath: String
+    private var status: Int32?
+
+    /// The directory `swift build` put this package's programs in: the test
+    /// runner's own.
+    static var productsDirectory: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let path = count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        return String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+    }
+
+    static func isBuilt(_ name: String) -> Bool { access(productsDirectory + "/" + name, X_OK) == 0 }
+
+    /// Starts `name` from the products directory with `arguments` and extra
+    /// environment variables.
+    init(_ name: String, _ arguments: [String], environment extra: [String: String] = [:], in directory: String) throws {
+        outputPath = directory + "/\(name)-\(UInt32.random(in: 0...UInt32.max)).out"
+        errorPath = outputPath + ".err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var environment: [String] = []
+        var index = 0
+        while let entry = environ[index] {
+            let text = String(cString: entry)
+            if !extra.keys.contains(where: { text.hasPrefix($0 + "=") }) { environment.append(text) }
+            index += 1
+        }
+        environment += extra.map { "\($0.key)=\($0.value)" }
+        let path = Self.productsDirectory + "/" + name
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, nil, argv, envp)
+        guard rc == 0 else { throw PortError.systemCall(SystemCallError(call: "posix_spawn(\(path))", errno: rc)) }
+        pid = child
+    }
+
+    /// The exit status, waiting at most `timeout` seconds; nil if it had not
+    /// exited by then (it is killed).
+    func waitForExit(timeout: Double = 60) -> Int32? {
+        if let status { return status }
+        let deadline = DispatchTime.now() + timeout
+        var raw: Int32 = 0
+        while true {
+            let result = waitpid(pid, &raw, WNOHANG)
+            if result == pid { break }
+            if DispatchTime.now() >= deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &raw, 0)
+                return nil
+            }
+            usleep(2_000)
+        }
+        status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        return status
+    }
+
+    var output: String { Self.read(outputPath) }
+    var errorOutput: String { Self.read(errorPath) }
+
+    static func read(_ path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// A fresh private directory for one test's files and tap endpoint.
+func makeTemporaryDirectory() -> String {
+    var template = Array("/tmp/rlk-tap-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+}
+
+/// Decodes portsniff --json output, one event per line.
+func decodeEvents(_ text: String) -> [PortTapEvent] {
+    let decoder = JSONDecoder()
+    return text.split(separator: "\n").compactMap { try? decoder.decode(PortTapEvent.self, from: Data($0.utf8)) }
+}
