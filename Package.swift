@@ -71,7 +71,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTestingTests",
-            dependencies: ["RunLoopKit", "RunLoopKitTesting", "RunLoopKitTestSupport"]
+            dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]
         ),
         .executableTarget(
             name: "portsniff",

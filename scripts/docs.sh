@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Builds the manual, the DocC documentation of RunLoopKit and ZeroMQ, with
-# every DocC warning treated as an error, then counts the public symbols
-# that have no doc comment (scripts/doc-coverage.py):
+# Builds the manual, the DocC documentation of every module (RunLoopKit's
+# umbrella, RunLoopKitCore, RunLoopKitPorts, RunLoopKitTesting and ZeroMQ),
+# with every DocC warning treated as an error, then counts the public
+# symbols that have no doc comment (scripts/doc-coverage.py):
 #   ./scripts/docs.sh
 # Exits non-zero if DocC reports any warning or error, or if a public symbol
-# has no doc comment. The archives land in
-# .build-docs/plugins/Swift-DocC/outputs/<Target>.doccarchive.
+# has no doc comment. Each module's archive lands in
+# .build-docs/plugins/Swift-DocC/outputs/intermediates/<Target>.doccarchive,
+# and all of them merged in .build-docs/plugins/Swift-DocC/outputs/RunLoopKit.doccarchive.
+#
+# One catalog per module, built as combined documentation (the plugin's
+# --enable-experimental-combined-documentation): each module's archive is
+# built with its dependencies' archives, so a catalog links to its
+# dependencies' symbols and articles with absolute links
+# (``/RunLoopKitCore/RunLoop``, <doc:/documentation/RunLoopKitCore/Modes>),
+# never to a module that does not depend on it. The umbrella has no symbols
+# of its own; its landing page links the modules.
 #
 # Package.swift declares swift-docc-plugin only when RLK_DOCS is set, so that
 # ordinary builds, tests and clients never fetch it. This script sets it and
@@ -25,7 +35,8 @@ fi
 
 export RLK_DOCS=1
 SCRATCH=.build-docs
-TARGETS=(RunLoopKit ZeroMQ)
+# Dependencies before the modules that link to them.
+TARGETS=(ZeroMQ RunLoopKitCore RunLoopKitPorts RunLoopKit RunLoopKitTesting)
 PREVIEW="RLK_DOCS=1 swift package --scratch-path $SCRATCH --disable-sandbox preview-documentation --target RunLoopKit"
 
 resolved_backup=""
@@ -43,29 +54,25 @@ restore_resolved() {
 }
 trap restore_resolved EXIT
 
-# One invocation per target: the plugin stops at the first target that
-# fails, and each target's diagnostics are wanted. --ide-console-output
-# prints each diagnostic as `path:line:column: error: message`.
+# One invocation for all targets: combined documentation needs every
+# module it links to in the same invocation. --ide-console-output prints
+# each diagnostic as `path:line:column: error: message`.
 mkdir -p "$SCRATCH"
-failed=()
-for target in "${TARGETS[@]}"; do
-    echo "== DocC: $target (--warnings-as-errors)"
-    log="$SCRATCH/docc-$target.log"
-    if swift package --scratch-path "$SCRATCH" generate-documentation \
-        --target "$target" --warnings-as-errors --ide-console-output 2>&1 | tee "$log"; then
-        echo "   $SCRATCH/plugins/Swift-DocC/outputs/$target.doccarchive"
-    else
-        failed+=("$target")
-    fi
-done
-if [ ${#failed[@]} -gt 0 ]; then
-    # The diagnostics, without the plugin's closing "The file doesn't exist"
-    # error about the .doccarchive, which only says that none was written.
+target_flags=()
+for target in "${TARGETS[@]}"; do target_flags+=(--target "$target"); done
+echo "== DocC: ${TARGETS[*]} (combined, --warnings-as-errors)"
+log="$SCRATCH/docc.log"
+docc_ok=1
+if swift package --scratch-path "$SCRATCH" generate-documentation --enable-experimental-combined-documentation \
+    "${target_flags[@]}" --warnings-as-errors --ide-console-output 2>&1 | tee "$log"; then
+    echo "   $SCRATCH/plugins/Swift-DocC/outputs/RunLoopKit.doccarchive"
+else
+    docc_ok=0
+    # The diagnostics, without the plugin's closing errors about archives
+    # that were not written.
     echo "== DocC diagnostics (warnings count as errors)"
-    for target in "${failed[@]}"; do
-        grep -E '^[^ ].*:[0-9]+:[0-9]+: (error|warning): ' "$SCRATCH/docc-$target.log" \
-            | sed "s|^$PWD/||" || echo "$target: no diagnostic with a location; see $SCRATCH/docc-$target.log"
-    done
+    grep -E '^[^ ].*:[0-9]+:[0-9]+: (error|warning): ' "$log" | sed "s|^$PWD/||" \
+        || echo "no diagnostic with a location; see $log"
 fi
 
 echo "== documentation coverage (scripts/doc-coverage.py)"
@@ -75,11 +82,11 @@ python3 scripts/doc-coverage.py --scratch-path "$SCRATCH" || coverage=$?
 echo
 echo "To preview the manual in a browser (http://localhost:8080/documentation/runloopkit):"
 echo "  $PREVIEW"
-echo "(or --target ZeroMQ)."
+echo "(or --target RunLoopKitCore, RunLoopKitPorts, RunLoopKitTesting, ZeroMQ)."
 
 status=0
-if [ ${#failed[@]} -gt 0 ]; then
-    echo "docs: DocC reported warnings or errors for: ${failed[*]}" >&2
+if [ "$docc_ok" -eq 0 ]; then
+    echo "docs: DocC reported warnings or errors (listed above)" >&2
     status=1
 fi
 if [ "$coverage" -ne 0 ]; then

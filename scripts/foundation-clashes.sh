@@ -8,8 +8,9 @@
 # toolchain: Foundation's names differ between versions, so a list written by
 # hand goes stale.
 #
-# How: every public top-level name of RunLoopKit, ZeroMQ and
-# FoundationEssentials (which RunLoopKit re-exports) is read from the built
+# How: every public top-level name of the modules `import RunLoopKit` brings
+# (RunLoopKitCore and RunLoopKitPorts, which the umbrella re-exports, and
+# FoundationEssentials, which the core re-exports) and of ZeroMQ is read from the built
 # modules' symbol graphs, not from the sources, so nothing declared in an
 # unusual way is missed. Each name is then used in a type position
 # (`typealias Probe_X = X`) in one probe file that imports the three modules,
@@ -35,12 +36,12 @@ flags=(-I "$bin/Modules"
        -Xcc -fmodule-map-file=Sources/CZeroMQ/module.modulemap)
 target="$(uname -m)-unknown-linux-gnu"
 
-for module in RunLoopKit ZeroMQ FoundationEssentials; do
+for module in RunLoopKitCore RunLoopKitPorts ZeroMQ FoundationEssentials; do
     swift-symbolgraph-extract -module-name "$module" -target "$target" "${flags[@]}" \
         -minimum-access-level public -output-dir "$work" >/dev/null
 done
 # A symbol whose path has one component is declared at the top level.
-names=$(cat "$work"/RunLoopKit.symbols.json "$work"/ZeroMQ.symbols.json "$work"/FoundationEssentials.symbols.json |
+names=$(cat "$work"/RunLoopKitCore.symbols.json "$work"/RunLoopKitPorts.symbols.json "$work"/ZeroMQ.symbols.json "$work"/FoundationEssentials.symbols.json |
     grep -o '"pathComponents":\["[A-Za-z_][A-Za-z0-9_]*"\]' | cut -d'"' -f4 | sort -u)
 
 {
@@ -51,7 +52,7 @@ clashes=$(swiftc -typecheck -diagnostic-style llvm "${flags[@]}" "$work/probe.sw
     sed -n "s/.*error: '\([A-Za-z0-9_]*\)' is ambiguous for type lookup.*/\1/p" | sort -u || true)
 
 echo "$(swift --version 2>/dev/null | head -1)"
-echo "names probed: $(echo "$names" | wc -w) (public top-level names of RunLoopKit, ZeroMQ, FoundationEssentials)"
+echo "names probed: $(echo "$names" | wc -w) (public top-level names of RunLoopKitCore, RunLoopKitPorts, ZeroMQ, FoundationEssentials)"
 echo "ambiguous beside Foundation: $(echo $clashes)"
 
 # Recipe 2 aliases each clashing name once; recipe 1 spells each with a

@@ -61,6 +61,8 @@ func moduleSelectorsDemo() throws {
           "a RunLoopKit::PortMessage sent to a RunLoopKit::Port on the same loop arrived (run returned .\(portResult)): \(received.map(String.init(describing:)) ?? "nothing")")
 
     // The selectors name different types, whatever aliases the module has.
+    // RunLoopKit's types live in the modules the umbrella re-exports
+    // (RunLoopKitCore, RunLoopKitPorts); `RunLoopKit::` finds them through it.
     let named = [
         String(reflecting: RunLoopKit::RunLoop.self), String(reflecting: RunLoopKit::Timer.self),
         String(reflecting: RunLoopKit::Port.self), String(reflecting: RunLoopKit::PortMessage.self),
@@ -69,7 +71,7 @@ func moduleSelectorsDemo() throws {
         String(reflecting: Foundation::URLResourceKey.self),
     ]
     check(named == [
-        "RunLoopKit.RunLoop", "RunLoopKit.Timer", "RunLoopKit.Port", "RunLoopKit.PortMessage",
+        "RunLoopKitCore.RunLoop", "RunLoopKitCore.Timer", "RunLoopKitPorts.Port", "RunLoopKitPorts.PortMessage",
         "Foundation.RunLoop", "Foundation.Timer", "Foundation.Port", "Foundation.PortMessage",
         "Foundation.URLResourceKey",
     ], "each selector names its module's type: \(named.joined(separator: ", "))")

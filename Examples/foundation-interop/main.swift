@@ -31,7 +31,8 @@ let resolved = [
     String(reflecting: RunLoop.self), String(reflecting: Timer.self), String(reflecting: Port.self),
     String(reflecting: PortMessage.self), String(reflecting: URLResourceKey.self),
 ]
-check(resolved == ["RunLoopKit.RunLoop", "RunLoopKit.Timer", "RunLoopKit.Port", "RunLoopKit.PortMessage", "Foundation.URLResourceKey"],
+// RunLoopKit's types live in the modules the umbrella re-exports.
+check(resolved == ["RunLoopKitCore.RunLoop", "RunLoopKitCore.Timer", "RunLoopKitPorts.Port", "RunLoopKitPorts.PortMessage", "Foundation.URLResourceKey"],
       "unqualified, the clashing names mean \(resolved.joined(separator: ", "))")
 let foundations = [
     String(reflecting: Foundation.RunLoop.self), String(reflecting: Foundation.Timer.self),

@@ -1,5 +1,6 @@
 public import RunLoopKitCore
 
+/// Giving a thread's own loop a test clock, and finding it again.
 extension RunLoop {
     /// Makes this loop measure its timers, `perform(afterDelay:)` and its
     /// run deadlines on `clock`, which moves only when a test advances it

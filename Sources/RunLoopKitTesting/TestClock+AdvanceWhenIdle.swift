@@ -2,23 +2,27 @@ public import RunLoopKitCore
 
 extension TestClock {
     /// Moves this clock forward by `step` each time `loop` is about to sleep
-    /// in `mode`, so that a run on a test clock makes progress by itself:
-    /// every time nothing is ready, the next `step` of time passes at once.
+    /// in `mode` (S-RUN-2 step 7), so that a run on a test clock makes
+    /// progress by itself: every time nothing is ready, the next `step` of
+    /// time passes at once. The advance wakes the loop, which then fires
+    /// whatever came due (S-TMR-7), as a loop on the real clock would after
+    /// sleeping that long. A loop kept busy (a handled source, a block) does
+    /// not sleep, so its time passes only as its callouts advance the clock.
     /// For a test that runs the loop on its own thread and wants its timers
     /// to fire in order without a second thread advancing the clock.
     ///
     /// It is an observer of `.beforeWaiting`, added to `mode` of `loop`;
-    /// invalidate the observer it returns to stop advancing. The loop must
+    /// invalidate the observer it returns to stop advancing (an observer
+    /// alone does not keep a mode alive, S-RUN-1). The loop must
     /// use this clock (`RunLoop.use(_:)` or `LoopThread(name:clock:)`).
     ///
     /// ```swift
     /// let clock = TestClock()
     /// let loop = RunLoop.current          // on a thread of your own, not the main thread
     /// loop.use(clock)
-    /// var fired = 0
-    /// let timer = try loop.scheduledTimer(withTimeInterval: 0.1, repeats: true) { _ in fired += 1 }
+    /// let timer = try loop.scheduledTimer(withTimeInterval: 0.1, repeats: true) { _ in print("tick") }
     /// let driver = clock.advanceWhenIdle(loop, by: .milliseconds(100))
-    /// loop.run(until: clock.now + 1)      // returns at once in real time: ten fires
+    /// loop.run(until: clock.now + 1)      // ten ticks, at once in real time
     /// driver.invalidate(); timer.invalidate()
     /// ```
     ///

@@ -25,16 +25,20 @@ public import RunLoopKitCore
 /// test clock is never given to the main thread's loop.
 ///
 /// ```swift
+/// import Dispatch
 /// import RunLoopKit
 /// import RunLoopKitTesting
 ///
 /// let clock = TestClock()
 /// let thread = LoopThread(name: "timers", clock: clock)
 /// try thread.start()
+/// let fired = DispatchSemaphore(value: 0)
 /// try thread.performAndWait {
-///     try RunLoop.current.scheduledTimer(withTimeInterval: 60, repeats: false) { _ in print("a minute later") }
+///     try RunLoop.current.scheduledTimer(withTimeInterval: 60, repeats: false) { _ in fired.signal() }
 /// }
-/// clock.advance(by: .seconds(60))   // the timer fires now on "timers", without waiting a minute
+/// clock.advance(by: .seconds(60))   // wakes "timers": its timer fires now
+/// fired.wait()                      // returns at once, not a minute later
+/// thread.stop()
 /// ```
 ///
 /// Threading: every member may be used from any thread. One clock may

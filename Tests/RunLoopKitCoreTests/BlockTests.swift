@@ -5,8 +5,8 @@
 import CLinuxSupport
 import Dispatch
 import Glibc
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 import Testing
 

@@ -2,8 +2,8 @@
 import Dispatch
 import Glibc
 import Testing
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
 @Suite("Custom sources (Source0)")

@@ -2,8 +2,8 @@
 // which run in a child process); recoverable misuse throws a typed error or
 // returns a documented result. Rules: S-THR-4, S-MODE-4, S-TMR-1, S-KEEP-1, S-BLK-2.
 import Dispatch
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 import Testing
 

@@ -5,8 +5,8 @@
 // file and line of the perform call; so does a delayed perform's (S-BLK-3).
 import Dispatch
 import Glibc
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 import Testing
 

@@ -1,8 +1,8 @@
 // Observers: S-OBS-1 to S-OBS-3. Each loop runs on a thread made for the test.
 import CLinuxSupport
 import Dispatch
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 import Testing
 

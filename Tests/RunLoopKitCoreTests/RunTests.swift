@@ -3,8 +3,8 @@ import Dispatch
 import Glibc
 import Testing
 import ZeroMQ
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
 @Suite("Running the loop")

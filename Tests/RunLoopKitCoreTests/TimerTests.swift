@@ -30,8 +30,8 @@
 // and its only deadline bounds the wait for a ZeroMQ message, input from
 // outside the loop, which a test-clock deadline would no longer bound.
 import Dispatch
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 import Testing
 

@@ -4,9 +4,9 @@
 // thread, so that what one pass finds is known exactly.
 import Dispatch
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
 @Suite("Port batches (S-SRC1-1, S-SRC1-2)")

@@ -5,9 +5,9 @@
 import Dispatch
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
 @Suite("Ports in Foundation's shape (S-PORT-1, S-PORT-3, S-PORT-5)")

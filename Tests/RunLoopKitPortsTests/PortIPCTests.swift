@@ -10,9 +10,9 @@
 import Dispatch
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
 @Suite("Ports across processes (S-PORT-1, S-PORT-2, S-PORT-3, S-PORT-4)")

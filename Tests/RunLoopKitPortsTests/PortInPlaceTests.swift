@@ -3,9 +3,9 @@
 // PortMessage and Data carry, without a Data on either side.
 import Dispatch
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 import ZeroMQ
 

@@ -8,9 +8,9 @@ import Glibc
 import Testing
 import ZeroMQ
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 /// One kind of malformed message; `frames` gets the receiving port, for the
 /// parts that must be otherwise valid (a descriptor of a live port).

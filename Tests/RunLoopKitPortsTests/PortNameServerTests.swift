@@ -13,9 +13,9 @@
 import Dispatch
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
 @Suite("Port names and the runtime directory across processes (S-PORT-6)")

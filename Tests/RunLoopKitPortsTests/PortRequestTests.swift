@@ -7,9 +7,9 @@ import Dispatch
 import Glibc
 import Testing
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 @Suite("Port requests (sendRequest, request, messages)")
 struct PortRequestTests {

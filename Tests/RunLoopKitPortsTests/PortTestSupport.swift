@@ -9,9 +9,9 @@ import Glibc
 import Testing
 import ZeroMQ
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 // MARK: - Waiting on a condition
 

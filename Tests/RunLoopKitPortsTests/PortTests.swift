@@ -8,9 +8,9 @@ import Synchronization
 import Testing
 import ZeroMQ
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 @Suite("Ports in one process (S-PORT-1 to S-PORT-5)")
 struct PortTests {

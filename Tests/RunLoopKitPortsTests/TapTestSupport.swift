@@ -3,9 +3,9 @@
 import Dispatch
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import ZeroMQ
 
 /// A program of this package run as a child process, its output going to files.

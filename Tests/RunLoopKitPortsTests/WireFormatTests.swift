@@ -5,9 +5,9 @@ import Glibc
 import Testing
 import ZeroMQ
 import RunLoopKit
-@testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 @Suite("Wire format (docs/wire-format.md)")
 struct WireFormatTests {

@@ -6,7 +6,7 @@ import CLinuxSupport
 import Dispatch
 import Glibc
 import RunLoopKit
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 import RunLoopKitTesting
 import Testing
 

@@ -9,7 +9,7 @@
 import Dispatch
 import Glibc
 import RunLoopKit
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 import RunLoopKitTesting
 
 // MARK: - Locked state

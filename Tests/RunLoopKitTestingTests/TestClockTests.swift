@@ -1,8 +1,8 @@
 // The test clock: S-TMR-7. Loops here run on threads made for the test; no
 // test sleeps for a timer: time moves only when the test advances the clock.
 import Dispatch
-@testable import RunLoopKitCore
-import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 import Testing
 

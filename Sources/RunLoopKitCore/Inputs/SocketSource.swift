@@ -49,7 +49,7 @@ public final class SocketSource: @unchecked Sendable {
     /// Replaces the ZMQ_EVENTS check for a socket that its owner guards with
     /// a lock of its own (a port's receiver, which may be closed from any thread).
     private let inputCheck: (@Sendable () -> Bool)?
-    private let valid = Atomic<Bool>(true)
+    @usableFromInline let valid = Atomic<Bool>(true)
     package let binding = LoopBinding()
 
     /// The epoll token that identifies this source in its loop's wait sets.
@@ -104,6 +104,7 @@ public final class SocketSource: @unchecked Sendable {
     }
 
     /// False after `invalidate()`, or once its loop's thread exited (S-THR-3). Any thread.
+    @inlinable
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// Removes the source from its loop; its handler is never called again.

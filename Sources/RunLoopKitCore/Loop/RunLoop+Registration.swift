@@ -153,6 +153,11 @@ extension RunLoop {
         for name in left { item.didLeave(self, mode: name, leftLoop: true) }
     }
 
+    /// Whether `source` is in `mode` (`.common`: among the common items);
+    /// a callout batch's slow path once the loop's items changed.
+    @usableFromInline
+    package func holdsSource(_ source: SocketSource, inMode mode: Mode) -> Bool { holds(source, inMode: mode) }
+
     func holds<Item: ModeItem>(_ item: Item, inMode mode: Mode) -> Bool {
         state.withLock { state in
             mode == .common ? state.commonItems.contains(item) : state.modes[mode]?.contains(item) == true

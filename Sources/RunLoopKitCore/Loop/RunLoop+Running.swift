@@ -1,5 +1,6 @@
 internal import CLinuxSupport
 import Glibc
+import Synchronization
 
 /// Running: the sequence of one run (S-RUN-2) and the entry points built on it (S-RUN-6).
 extension RunLoop {
@@ -262,7 +263,8 @@ extension RunLoop {
     private static let activitiesToldDespiteStop: Activity = [.entry, .exit, .beforeWaiting, .afterWaiting]
 
     /// A stop was asked for and not yet turned into a result.
-    var isStopPending: Bool { stopRequested.load(ordering: .relaxed) }
+    @inlinable
+    package var isStopPending: Bool { stopRequested.load(ordering: .relaxed) }
 
     /// Step 4 and 10: runs the blocks queued for this mode, oldest first
     /// (S-BLK-4). Blocks queued while draining wait for the next pass, and a

@@ -55,10 +55,10 @@ public final class RunLoop: @unchecked Sendable {
     /// avoid allocating.
     @exclusivity(unchecked) var dueTimers: [Timer] = []
 
-    let stopRequested = Atomic<Bool>(false)
+    @usableFromInline let stopRequested = Atomic<Bool>(false)
     /// Bumped under the lock by every change to any mode's items; the loop
     /// thread refreshes its snapshot when it changes.
-    let itemsVersion = Atomic<UInt64>(0)
+    @usableFromInline let itemsVersion = Atomic<UInt64>(0)
     let completedPasses = Atomic<UInt64>(0)
     /// `state.blocks.count`, readable without the lock, so that a pass with
     /// no block queued (most passes) skips the lock. Changed under the lock.

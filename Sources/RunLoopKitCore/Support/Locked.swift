@@ -9,10 +9,14 @@
 /// Never call a user's closure inside `withLock` (STYLE.md): copy what the
 /// callout needs under the lock, then call it after.
 ///
-/// `package` and inlinable: the ports module takes these locks on its
-/// message path, where an unspecialised generic call across the module
-/// boundary would cost more than the lock itself.
-package final class Locked<State>: @unchecked Sendable {
+/// Shared with the ports, which take these locks on their message path,
+/// where an unspecialised generic call across the module boundary would
+/// cost more than the lock itself: so it is inlinable, and for that public
+/// behind the `RunLoopKitInternals` SPI, which users never import (Swift 6.3
+/// does not inline `@inlinable` members of a `package` type across modules:
+/// docs/design.md, "Modules").
+@_spi(RunLoopKitInternals)
+public final class Locked<State>: @unchecked Sendable {
     // @unchecked Sendable: `state` is touched only while `lock` is held.
     @usableFromInline let lock = Lock()
     @usableFromInline var state: State

@@ -55,7 +55,7 @@ public final class LoopThread: Sendable {
     public func start() throws(RunLoopError) { try core.start() }
 
     /// The thread's loop, for work that needs one; throws as `perform` does.
-    package func loopAcceptingWork() throws(RunLoopError) -> RunLoop { try core.loopAcceptingTasks() }
+    package func loopAcceptingWork() throws(RunLoopError) -> RunLoop { try core.loopAcceptingWork() }
 
     /// The thread's loop while it runs; nil before `start()` and after stop.
     public var runLoop: RunLoop? { core.runningLoop }
@@ -90,7 +90,7 @@ public final class LoopThread: Sendable {
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () -> Void
     ) throws(RunLoopError) {
-        let loop = try core.loopAcceptingTasks()
+        let loop = try core.loopAcceptingWork()
         let queued = loop.enqueue(PendingBlock(
             modes: .common, body: core.wrap(task, on: loop), discarded: nil,
             origin: BlockOrigin(tag: tag, file: file, line: line)))
@@ -119,7 +119,7 @@ public final class LoopThread: Sendable {
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () throws -> T
     ) throws -> T {
-        let loop = try core.loopAcceptingTasks()
+        let loop = try core.loopAcceptingWork()
         if loop.isOwnedByCurrentThread { return try task() }
         return try loop.enqueueAndWait(
             modes: .common, timeout: timeout, origin: BlockOrigin(tag: tag, file: file, line: line),
@@ -167,7 +167,7 @@ public final class LoopThread: Sendable {
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        let loop = try core.loopAcceptingTasks()
+        let loop = try core.loopAcceptingWork()
         let name = self.name
         return try await withCheckedThrowingContinuation { continuation in
             let accepted = loop.enqueue(PendingBlock(

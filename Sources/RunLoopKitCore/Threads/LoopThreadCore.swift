@@ -54,7 +54,7 @@ final class LoopThreadCore: Sendable {
         }
     }
 
-    func loopAcceptingTasks() throws(RunLoopError) -> RunLoop {
+    func loopAcceptingWork() throws(RunLoopError) -> RunLoop {
         try state.withLock { (state) throws(RunLoopError) -> RunLoop in
             switch state.lifecycle {
             case let .running(loop): return loop

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// What a port's handler is: one that gets each message as a `PortMessage`
 /// (`Port.setMessageHandler`), or one that reads it in place

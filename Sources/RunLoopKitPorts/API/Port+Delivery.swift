@@ -1,5 +1,5 @@
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A local port's side of S-SRC1-1: the batch a socket event hands its
 /// handler, read as `PortMessage`s or in place (`PortMessageView`), on the

@@ -1,5 +1,5 @@
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Invalidation (S-PORT-5): closing a port, telling its handlers
 /// (NSPortDidBecomeInvalid), and the error it then throws.

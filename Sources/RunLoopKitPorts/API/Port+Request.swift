@@ -1,6 +1,6 @@
 import Glibc
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 extension Port {
     /// After a request's destination dies, how long a reply it sent just

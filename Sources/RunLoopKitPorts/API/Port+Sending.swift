@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The path of every send: Port → encode → send channel → socket
 /// (S-PORT-4, S-PORT-8).

@@ -1,7 +1,7 @@
 import Glibc
 import Logging
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A port: an NSMachPort-like endpoint for `PortMessage`s (S-PORT-1).
 ///

@@ -1,6 +1,6 @@
 import Glibc
 public import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Why a port operation failed. Every case says what happened and, where
 /// there is one, what to do instead.

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A message between ports (NSPortMessage): a message id, components that
 /// are each bytes or a port, the port it is sent to and a port for the reply

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A received message read where it arrived, for a handler set with
 /// ``Port/setInPlaceMessageHandler(_:)``: the same msgid, components and

@@ -1,6 +1,6 @@
 import Glibc
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Per thread: the reply ports of `sendRequest`, one per nesting level and
 /// transport, and the reply each level waits for. Used by its thread only.

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Foundation's way to schedule a port: `RunLoop.add(_:forMode:)` and
 /// `remove(_:forMode:)` (NSRunLoop `addPort:forMode:`), forwarding to the

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// When a send stops waiting for room (S-PORT-4), read from the clocks only
 /// if the send has to wait at all. Most sends find the channel's lock free

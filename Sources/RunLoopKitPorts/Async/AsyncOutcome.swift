@@ -1,6 +1,6 @@
 import Glibc
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Resumes a continuation once, whichever of reply, timeout or port death
 /// comes first, and runs the clean-ups registered with it.

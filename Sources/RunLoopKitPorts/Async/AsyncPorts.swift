@@ -1,6 +1,6 @@
 import Glibc
 import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The loop thread on which async requests and message sequences receive.
 enum AsyncPorts {

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The async face of a port: a request awaited without blocking a thread,
 /// and a local port's messages as an AsyncSequence. Both receive on the

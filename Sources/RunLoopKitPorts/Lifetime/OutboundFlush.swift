@@ -1,7 +1,7 @@
 internal import CLinuxSupport
 import Glibc
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Makes sure that what this process sent to other processes reaches them
 /// even when it exits right after sending (a server that replies, then

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The identity of a process: its pid and its start time in clock ticks
 /// since boot (field 22 of /proc/<pid>/stat).

@@ -1,7 +1,7 @@
 internal import CLinuxSupport
 import Glibc
 import Logging
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Watches the processes that own the remote ports this process holds, and
 /// invalidates those ports when their process exits (S-PORT-5).

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Whether a port of another process can be reached from here at all
 /// (S-PORT-8), decided once, on the first send to it, never while a message

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Which host an ipc port lives on (S-PORT-8): a random 128-bit id kept in
 /// the per-user runtime directory (`host-id`, mode 0600), made by the first

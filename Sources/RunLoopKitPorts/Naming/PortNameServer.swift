@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Names for ports, shared by the processes of one user (NSPortNameServer,
 /// S-PORT-6). A name is a socket file, `<name>.port`, in the per-user

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The per-user directory where ipc ports live and port names are
 /// registered (DESIGN.md): `$RUNLOOPKIT_RUNTIME_DIR` if set (tests use it),

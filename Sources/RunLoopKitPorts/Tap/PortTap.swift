@@ -3,7 +3,7 @@ import Glibc
 import Logging
 import Synchronization
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The port traffic tap: when on, every port send and every delivery in this
 /// process is reported to a sniffer (`portsniff`) listening on a ZeroMQ

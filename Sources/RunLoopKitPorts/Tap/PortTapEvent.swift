@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// One event of the port traffic tap: a message sent or delivered, as the
 /// tap reports it and `portsniff` shows it. Encoded as one JSON object per

@@ -2,7 +2,7 @@ internal import CLinuxSupport
 import Glibc
 import Synchronization
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Carries tap events from the threads that send and receive to the
 /// sniffer: a bounded queue filled under a short lock, drained by the

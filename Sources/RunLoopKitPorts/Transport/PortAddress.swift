@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Where a port receives: the identity of its owning process (pid and the
 /// process's start time, which together never repeat, unlike a pid alone),

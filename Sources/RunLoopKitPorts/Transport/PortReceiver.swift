@@ -3,7 +3,7 @@ import Glibc
 import Logging
 import Synchronization
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The receiving half of a local port: a ZeroMQ PULL socket bound at the
 /// port's inproc endpoint and at its ipc paths, read by the port's socket

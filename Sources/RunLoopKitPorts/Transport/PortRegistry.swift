@@ -3,7 +3,7 @@
 /// send right to one remote port shares one Port, one channel and one watch
 /// on its process.
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 final class PortRegistry: Sendable {
     static let shared = PortRegistry()

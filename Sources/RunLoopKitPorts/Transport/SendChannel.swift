@@ -1,7 +1,7 @@
 internal import CLinuxSupport
 import Glibc
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The sending half of every send right to one port in this process: a
 /// ZeroMQ PUSH socket connected to the port's endpoint (inproc within the

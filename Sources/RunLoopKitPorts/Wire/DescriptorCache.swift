@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The ports that recently received descriptors named, most recent first,
 /// so that a descriptor that keeps arriving (a client's reply port) is

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A received message checked and decoded where it lies, in the frames it
 /// arrived in: what a `PortMessageView` reads. Nothing is copied: a data

@@ -1,5 +1,5 @@
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The raw frames of one received message, before anything is decoded:
 /// a port's receiver fills it from its socket, `MessageDecoder` reads it.

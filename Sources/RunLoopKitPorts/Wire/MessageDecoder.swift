@@ -1,5 +1,5 @@
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Frames → PortMessage (docs/wire-format.md): checks a received message
 /// against the format, version 1 (multipart) or 2 (packed), and builds the

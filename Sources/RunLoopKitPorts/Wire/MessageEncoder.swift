@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// PortMessage → frames (docs/wire-format.md): checks a message against the
 /// wire format's limits and sizes it, once; then writes it, packed into one

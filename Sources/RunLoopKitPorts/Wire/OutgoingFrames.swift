@@ -1,7 +1,7 @@
 internal import CLinuxSupport
 import Glibc
 import ZeroMQ
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The frames of one large PortMessage on its way out, in the multipart
 /// form (docs/wire-format.md): the header, one frame per component, and the

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// What the encoder reads of a component where it lies in its array: a
 /// loop that copied each component out of the array paid a retain and a

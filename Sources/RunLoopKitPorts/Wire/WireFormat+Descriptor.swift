@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Port descriptors: how a port travels in a message and sits in a name
 /// file (docs/wire-format.md, "Port descriptor").

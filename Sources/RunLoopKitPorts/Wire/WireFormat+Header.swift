@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The header frame of every message (docs/wire-format.md, "Header").
 extension WireFormat {

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A name's lock file (`<name>.lock` in the runtime directory, S-PORT-6)
 /// holds its holder's port descriptor, exactly as a message carries it

@@ -1,4 +1,4 @@
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Version 2, the packed form: the whole message in one frame (docs/wire-format.md, "Packed").
 extension WireFormat {

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The one home of the wire format (docs/wire-format.md): nothing outside
 /// Wire/ knows a byte offset. This file holds the constants and limits;
