@@ -1,21 +1,32 @@
-/// FIFO of pending blocks (S-BLK-4). Guarded by the loop's lock. Popping from
-/// the head and appending reuse the same storage, so a steady stream of
-/// performs allocates nothing here.
+/// FIFO of pending blocks (S-BLK-4), with Foundation's performer order on
+/// top: while a block of another order than 0 waits, a pop takes the lowest
+/// order first (equal orders in the order queued). Guarded by the loop's
+/// lock. Popping from the head and appending reuse the same storage, so a
+/// steady stream of performs allocates nothing here, and plain performs
+/// (order 0, the only kind while no ordered one waits) pop from the head.
 struct BlockQueue {
     private var storage: [PendingBlock?] = []
     private var head = 0
+    /// How many queued blocks have an order other than 0: while none, a pop
+    /// is the plain FIFO's.
+    private var orderedCount = 0
 
     var count: Int { storage.count - head }
     var isEmpty: Bool { head == storage.count }
 
-    mutating func append(_ block: PendingBlock) { storage.append(block) }
+    mutating func append(_ block: PendingBlock) {
+        if block.order != 0 { orderedCount += 1 }
+        storage.append(block)
+    }
 
-    /// Takes the first block, among the first `limit`, that may run in `mode`.
-    /// Blocks queued after a drain began sit behind its `limit`, so that they
-    /// wait for the next pass, as CFRunLoop's do.
+    /// Takes the first block, among the first `limit`, that may run in
+    /// `mode` (the lowest order first while ordered blocks wait). Blocks
+    /// queued after a drain began sit behind its `limit`, so that they wait
+    /// for the next pass, as CFRunLoop's do.
     mutating func popFirst(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int) -> PendingBlock? {
-        var index = head
         let end = min(storage.count, head + limit)
+        if orderedCount > 0 { return popLowestOrder(matching: mode, isCommon: isCommon, end: end) }
+        var index = head
         while index < end {
             if let block = storage[index], block.modes.matches(mode, isCommon: isCommon) {
                 if index == head {
@@ -32,8 +43,51 @@ struct BlockQueue {
         return nil
     }
 
+    /// The ordered case of `popFirst`: the matching block of lowest order
+    /// before `end`, the first queued among equals.
+    private mutating func popLowestOrder(matching mode: RunLoop.Mode, isCommon: Bool, end: Int) -> PendingBlock? {
+        var best: Int?
+        var index = head
+        while index < end {
+            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon),
+               best.map({ block.order < storage[$0]!.order }) ?? true {
+                best = index
+            }
+            index += 1
+        }
+        guard let best, let block = storage[best] else { return nil }
+        if best == head {
+            storage[best] = nil
+            head += 1
+            compactIfWorthIt()
+        } else {
+            storage.remove(at: best)
+        }
+        if block.order != 0 { orderedCount -= 1 }
+        return block
+    }
+
+    /// Whether a block that may still run waits for `mode` (a cancelled one
+    /// does not count: it will be dropped unrun).
     func containsBlock(for mode: RunLoop.Mode, isCommon: Bool) -> Bool {
-        storage[head...].contains { $0?.modes.matches(mode, isCommon: isCommon) ?? false }
+        storage[head...].contains { block in
+            guard let block, block.request?.isCancelled != true else { return false }
+            return block.modes.matches(mode, isCommon: isCommon)
+        }
+    }
+
+    /// Removes the blocks queued with `tag`, returning them in queue order.
+    mutating func removeAll(tagged tag: String) -> [PendingBlock] {
+        var removed: [PendingBlock] = []
+        var kept: [PendingBlock?] = []
+        for case let block? in storage[head...] {
+            if block.origin.tag == tag { removed.append(block) } else { kept.append(block) }
+        }
+        guard !removed.isEmpty else { return [] }
+        storage = kept
+        head = 0
+        orderedCount = kept.reduce(0) { $0 + ($1!.order != 0 ? 1 : 0) }
+        return removed
     }
 
     /// Empties the queue, returning what was in it (for teardown).
@@ -41,6 +95,7 @@ struct BlockQueue {
         let rest = storage[head...].compactMap { $0 }
         storage.removeAll()
         head = 0
+        orderedCount = 0
         return rest
     }
 

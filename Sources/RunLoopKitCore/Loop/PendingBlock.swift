@@ -1,11 +1,25 @@
 /// A block queued with `perform` (S-BLK-1): it runs once, or, if its loop
-/// goes first, `discarded` tells whoever waits for it.
+/// goes first or its tag is cancelled, `discarded` tells whoever waits for
+/// it why (`.loopGone`, `.cancelled`).
 struct PendingBlock {
     let modes: ModeSelector
     let body: @Sendable () -> Void
-    let discarded: (@Sendable () -> Void)?
+    let discarded: (@Sendable (RunLoopError) -> Void)?
     /// Who queued it, for the monitor's `CalloutReport.origin`.
     let origin: BlockOrigin
+
+    /// Foundation's performer order: at a block step, lower orders run
+    /// first, equal orders in the order queued. 0 for a plain perform.
+    var order: Int {
+        if case let .ordered(ordered) = modes { return ordered.order }
+        return 0
+    }
+
+    /// The handle that may cancel it before it starts; nil for a plain perform.
+    var request: PerformRequest? {
+        if case let .ordered(ordered) = modes { return ordered.request }
+        return nil
+    }
 }
 
 /// Where a block or a delayed perform was queued: the caller's tag, and the

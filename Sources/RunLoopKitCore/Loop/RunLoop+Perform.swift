@@ -46,6 +46,43 @@ extension RunLoop {
             modes: ModeSelector(modes), body: block, discarded: nil, origin: BlockOrigin(tag: tag, file: file, line: line)))
     }
 
+    /// Queues `block` with Foundation's performer order (NSRunLoop
+    /// `perform(_:target:argument:order:modes:)`, with a block for the
+    /// selector): it runs on the loop's thread at the next block step of a
+    /// run in one of `modes` (`.common` accepted), before every waiting
+    /// block of a higher order; blocks of equal order, and plain performs
+    /// (order 0), run in the order queued (S-BLK-4). Wakes the loop, and
+    /// counts as a handled source, as every perform does (S-BLK-1, S-BLK-5).
+    /// Any thread; never blocks.
+    ///
+    /// ```swift
+    /// loop.perform(order: 10, inModes: [.default]) { print("second") }
+    /// loop.perform(order: 1, inModes: [.default]) { print("first") }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - order: lower runs first; may be negative.
+    ///   - modes: the modes the block may run in (`.common` accepted).
+    ///   - tag: names the block for `cancelPerformRequests(tag:)` and for a
+    ///     `RunLoopMonitor`'s `CalloutReport.origin`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
+    ///   - block: the work, run once on the loop's thread.
+    /// - Returns: the request, whose `cancel()` withdraws the block until it
+    ///   starts (NSRunLoop `cancelPerform(_:target:argument:)`); nil if the
+    ///   loop's thread has exited, and the block will not run.
+    @discardableResult
+    public func perform(
+        order: Int, inModes modes: [Mode], tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        block: @escaping @Sendable () -> Void
+    ) -> PerformRequest? {
+        let request = PerformRequest()
+        let accepted = enqueue(PendingBlock(
+            modes: .ordered(OrderedBlock(modes: ModeSelector(modes), order: order, request: request)), body: block,
+            discarded: nil, origin: BlockOrigin(tag: tag, file: file, line: line)))
+        return accepted ? request : nil
+    }
+
     /// Runs `body` on the loop's thread and waits for its result or error
     /// (S-BLK-2). Any thread; blocks the caller until the block has run (or
     /// the timeout). On the loop's own thread it runs at once, as a plain
@@ -94,7 +131,7 @@ extension RunLoop {
         let accepted = enqueue(PendingBlock(
             modes: modes,
             body: wrap({ completion.fill(Result { try body() }) }),
-            discarded: { completion.fill(.failure(RunLoopError.loopGone(threadName: name))) },
+            discarded: { error in completion.fill(.failure(error)) },
             origin: origin
         ))
         guard accepted else { throw RunLoopError.loopGone(threadName: name) }
@@ -138,11 +175,28 @@ extension RunLoop {
         return timer
     }
 
-    /// Cancels every delayed perform queued with `tag` that has not run yet
-    /// (cancelPreviousPerformRequests). Any thread.
+    /// Cancels everything queued with `tag` that has not started: delayed
+    /// performs (cancelPreviousPerformRequests) and queued blocks alike
+    /// (`perform`, `perform(order:inModes:…)`, `performAndWait`, a
+    /// LoopThread's tasks). A block in progress finishes. Whoever waits for
+    /// a cancelled block (`performAndWait`, `performAndAwait`) gets
+    /// `RunLoopError.cancelled`; a cancelled block's `PerformRequest` reads
+    /// `isCancelled`. Any thread; never blocks on the loop.
     public func cancelPerformRequests(tag: String) {
-        let timers = state.withLock { $0.delayedPerforms.removeValue(forKey: tag) ?? [] }
+        let (timers, blocks) = state.withLock { state in
+            let timers = state.delayedPerforms.removeValue(forKey: tag) ?? []
+            let blocks = state.blocks.removeAll(tagged: tag)
+            if !blocks.isEmpty { pendingBlockCount.wrappingSubtract(blocks.count, ordering: .releasing) }
+            return (timers, blocks)
+        }
         for timer in timers { timer.invalidate() }
+        // Outside the lock: whoever waits is told (user code may run there).
+        for block in blocks {
+            // A block whose request was cancelled already, or that the loop
+            // took between, is not this call's.
+            if let request = block.request, !request.cancel() { continue }
+            block.discarded?(.cancelled(tag: tag, threadName: threadName))
+        }
     }
 
     private func forgetDelayedPerform(_ timer: Timer, tag: String) {

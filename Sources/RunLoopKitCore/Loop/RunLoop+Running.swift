@@ -290,6 +290,9 @@ extension RunLoop {
                 return block
             }
             guard let block = next else { return ran }
+            // A block whose request was cancelled is dropped unrun; taking
+            // it here makes a later `cancel()` return false.
+            if let request = block.request, !request.begin() { continue }
             callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
             ran = true
         }

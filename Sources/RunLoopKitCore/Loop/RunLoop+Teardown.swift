@@ -26,7 +26,7 @@ extension RunLoop {
         guard let pending else { return }
         waiter.close()
         for (item, mode) in departed { item.loopDidTearDown(self, mode: mode) }
-        for block in pending { block.discarded?() }
+        for block in pending { block.discarded?(.loopGone(threadName: threadName)) }
         dueTimers.removeAll()
         if !pending.isEmpty {
             logger.debug("run loop torn down at thread exit; \(pending.count) queued block(s) discarded")

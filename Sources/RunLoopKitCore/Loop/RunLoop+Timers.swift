@@ -3,13 +3,20 @@ extension RunLoop {
     /// Makes a timer that first fires `interval` seconds from now on this
     /// loop's clock, and adds it to the default mode. Any thread.
     ///
+    /// - Parameters:
+    ///   - interval: seconds until the first fire, and between fires if it repeats.
+    ///   - userInfo: anything the block should find in `timer.userInfo`.
+    ///   - repeats: whether it fires again every `interval` seconds.
+    ///   - block: run on the loop's thread at each fire, given the timer.
+    ///
     /// - Throws: `RunLoopError.invalidInterval` if the interval is negative,
     ///   NaN or infinite, or zero for a repeating timer.
     @discardableResult
     public func scheduledTimer(
-        withTimeInterval interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+        withTimeInterval interval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) -> Timer {
-        let timer = try Timer(timeInterval: interval, repeats: repeats, on: clock, block: block)
+        let timer = try Timer(timeInterval: interval, repeats: repeats, on: clock, userInfo: userInfo, block: block)
         add(timer, forMode: .default)
         return timer
     }

@@ -32,6 +32,9 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Waiting for work on another loop ran out of time; the work may
     /// still run later.
     case timedOut(TimeoutError)
+    /// The work was queued with `tag` and cancelled with
+    /// `cancelPerformRequests(tag:)` before it ran; it never will.
+    case cancelled(tag: String, threadName: String)
 
     /// What happened and, where there is one, what to do.
     public var description: String {
@@ -45,6 +48,7 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .cannotRestart(name): "LoopThread '\(name)' has stopped and cannot be restarted: make a new LoopThread"
         case let .startFailed(name, reason): "LoopThread '\(name)' could not start: \(reason)"
         case let .timedOut(error): error.description
+        case let .cancelled(tag, name): "the work tagged '\(tag)' on the run loop of thread '\(name)' was cancelled (cancelPerformRequests(tag:)) before it ran"
         }
     }
 

@@ -77,6 +77,10 @@ public final class LoopThread: Sendable {
     /// never blocks.
     ///
     /// - Parameters:
+    ///   - modes: the modes of the thread's loop the task may run in
+    ///     (`.common`, the default, accepted): a task for a mode of your own
+    ///     waits while the loop runs other modes (performSelector:onThread:
+    ///     withObject:waitUntilDone:modes:).
     ///   - tag: a name for the task that a `RunLoopMonitor` on the thread's
     ///     loop sees in `CalloutReport.origin`, beside `file` and `line`; nil
     ///     for none. Free while no monitor is set.
@@ -87,14 +91,48 @@ public final class LoopThread: Sendable {
     ///   after `stop()`. (`RunLoop.perform` says the same with a false
     ///   result, as Foundation's shape asks; one meaning, two idioms.)
     public func perform(
+        inModes modes: [RunLoop.Mode] = [.common],
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () -> Void
     ) throws(RunLoopError) {
         let loop = try core.loopAcceptingWork()
         let queued = loop.enqueue(PendingBlock(
-            modes: .common, body: core.wrap(task, on: loop), discarded: nil,
+            modes: ModeSelector(modes), body: core.wrap(task, on: loop), discarded: nil,
             origin: BlockOrigin(tag: tag, file: file, line: line)))
         guard queued else { throw .loopGone(threadName: name) }
+    }
+
+    /// Queues `task` with Foundation's performer order, as
+    /// `RunLoop.perform(order:inModes:tag:file:line:block:)` does on the
+    /// thread's loop, and returns the request that can cancel it until it
+    /// starts. Any thread; never blocks.
+    ///
+    /// - Parameters:
+    ///   - order: lower runs first among the waiting tasks; equal orders run
+    ///     in the order queued.
+    ///   - modes: the modes of the thread's loop the task may run in
+    ///     (`.common` accepted).
+    ///   - tag: names the task for `RunLoop.cancelPerformRequests(tag:)` and
+    ///     for a `RunLoopMonitor`; nil for none.
+    ///   - file: the call site's `#fileID`; leave the default.
+    ///   - line: the call site's `#line`; leave the default.
+    ///   - task: the work, run once on the thread.
+    /// - Returns: the request; `cancel()` withdraws the task until it starts.
+    /// - Throws: `RunLoopError.notStarted` before `start()`, `.loopGone`
+    ///   after `stop()`.
+    @discardableResult
+    public func perform(
+        order: Int, inModes modes: [RunLoop.Mode] = [.common],
+        tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
+        _ task: @escaping @Sendable () -> Void
+    ) throws(RunLoopError) -> PerformRequest {
+        let loop = try core.loopAcceptingWork()
+        let request = PerformRequest()
+        let queued = loop.enqueue(PendingBlock(
+            modes: .ordered(OrderedBlock(modes: ModeSelector(modes), order: order, request: request)),
+            body: core.wrap(task, on: loop), discarded: nil, origin: BlockOrigin(tag: tag, file: file, line: line)))
+        guard queued else { throw .loopGone(threadName: name) }
+        return request
     }
 
     /// Runs `task` on the thread and waits for its result or error
@@ -104,6 +142,8 @@ public final class LoopThread: Sendable {
     /// no monitor hears of it.
     ///
     /// - Parameters:
+    ///   - modes: the modes of the thread's loop the task may run in
+    ///     (`.common`, the default, accepted).
     ///   - timeout: how long to wait, nil to wait as long as the thread lives.
     ///   - tag: a name for the task that a `RunLoopMonitor` sees in
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
@@ -115,6 +155,7 @@ public final class LoopThread: Sendable {
     ///   (also if the thread stops before the task ran), `.timedOut`, or
     ///   `.invalidInterval` for a negative timeout.
     public func performAndWait<T: Sendable>(
+        inModes modes: [RunLoop.Mode] = [.common],
         timeout: Duration? = nil,
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () throws -> T
@@ -122,7 +163,7 @@ public final class LoopThread: Sendable {
         let loop = try core.loopAcceptingWork()
         if loop.isOwnedByCurrentThread { return try task() }
         return try loop.enqueueAndWait(
-            modes: .common, timeout: timeout, origin: BlockOrigin(tag: tag, file: file, line: line),
+            modes: ModeSelector(modes), timeout: timeout, origin: BlockOrigin(tag: tag, file: file, line: line),
             waitingFor: "performAndWait on LoopThread '\(name)'", wrap: { [core] in core.wrap($0, on: loop) }, task)
     }
 
@@ -132,21 +173,23 @@ public final class LoopThread: Sendable {
     ///
     /// - Parameters:
     ///   - waitUntilDone: true to wait for the task and rethrow its error.
+    ///   - modes: the modes of the thread's loop the task may run in
+    ///     (`.common`, the default, accepted).
     ///   - tag: a name for the task that a `RunLoopMonitor` sees in
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
     ///   - line: the call site's `#line`; leave the default.
     ///   - task: the work, run once on the thread.
     public func perform(
-        waitUntilDone: Bool,
+        waitUntilDone: Bool, inModes modes: [RunLoop.Mode] = [.common],
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () throws -> Void
     ) throws {
         if waitUntilDone {
-            try performAndWait(tag: tag, file: file, line: line, task)
+            try performAndWait(inModes: modes, tag: tag, file: file, line: line, task)
         } else {
             let name = self.name
-            try perform(tag: tag, file: file, line: line) {
+            try perform(inModes: modes, tag: tag, file: file, line: line) {
                 do { try task() } catch { LoopThreadCore.logger.error("task on LoopThread '\(name)' threw: \(error)") }
             }
         }
@@ -156,6 +199,8 @@ public final class LoopThread: Sendable {
     /// blocking the caller's thread. Any thread or task.
     ///
     /// - Parameters:
+    ///   - modes: the modes of the thread's loop the task may run in
+    ///     (`.common`, the default, accepted).
     ///   - tag: a name for the task that a `RunLoopMonitor` sees in
     ///     `CalloutReport.origin`, beside `file` and `line`; nil for none.
     ///   - file: the call site's `#fileID`; leave the default.
@@ -164,6 +209,7 @@ public final class LoopThread: Sendable {
     ///     comes back to the awaiting caller.
     /// - Throws: what `task` throws, or `RunLoopError.notStarted` / `.loopGone`.
     public func performAndAwait<T: Sendable>(
+        inModes modes: [RunLoop.Mode] = [.common],
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () throws -> T
     ) async throws -> T {
@@ -171,9 +217,9 @@ public final class LoopThread: Sendable {
         let name = self.name
         return try await withCheckedThrowingContinuation { continuation in
             let accepted = loop.enqueue(PendingBlock(
-                modes: .common,
+                modes: ModeSelector(modes),
                 body: core.wrap({ continuation.resume(with: Result { try task() }) }, on: loop),
-                discarded: { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) },
+                discarded: { error in continuation.resume(throwing: error) },
                 origin: BlockOrigin(tag: tag, file: file, line: line)
             ))
             if !accepted { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) }

@@ -28,6 +28,10 @@ public final class Timer: @unchecked Sendable {
     public let timeInterval: TimeInterval
     /// Whether the timer fires again every `timeInterval` seconds.
     public let repeats: Bool
+    /// What the timer was made with to carry to its block (NSTimer's
+    /// `userInfo`): read it as `timer.userInfo` inside the block; nil if none
+    /// was given. Set once, when the timer is made.
+    public let userInfo: (any Sendable)?
     private let block: @Sendable (Timer) -> Void
     /// For a timer made by `perform(afterDelay:)`: the tag and call site
     /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
@@ -53,10 +57,18 @@ public final class Timer: @unchecked Sendable {
     ///
     /// - Throws: `RunLoopError.invalidInterval` if the interval is negative,
     ///   NaN or infinite, or zero for a repeating timer.
+    ///
+    /// - Parameters:
+    ///   - timeInterval: seconds until the first fire, and between fires if
+    ///     it repeats.
+    ///   - userInfo: anything the block should find in `timer.userInfo`.
+    ///   - repeats: whether it fires again every `timeInterval` seconds.
+    ///   - block: run on the loop's thread at each fire, given the timer.
     public convenience init(
-        timeInterval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+        timeInterval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
-        try self.init(timeInterval: timeInterval, repeats: repeats, on: .real, block: block)
+        try self.init(timeInterval: timeInterval, repeats: repeats, on: .real, userInfo: userInfo, block: block)
     }
 
     /// A timer that first fires at `date` exactly, then every `interval`
@@ -64,28 +76,38 @@ public final class Timer: @unchecked Sendable {
     ///
     /// - Throws: `RunLoopError.invalidInterval` if `interval` is negative, NaN
     ///   or infinite, or zero for a repeating timer.
+    ///
+    /// - Parameters:
+    ///   - date: the first fire date.
+    ///   - interval: seconds between fires if it repeats.
+    ///   - userInfo: anything the block should find in `timer.userInfo`.
+    ///   - repeats: whether it fires again every `interval` seconds.
+    ///   - block: run on the loop's thread at each fire, given the timer.
     public convenience init(
-        fire date: Date, interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+        fire date: Date, interval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         try RunLoopError.validate(interval, "timer interval")
-        try self.init(firstFire: date, instant: MonotonicClock.instant(for: date), interval: interval, repeats: repeats, block: block)
+        try self.init(
+            firstFire: date, instant: MonotonicClock.instant(for: date), interval: interval, repeats: repeats,
+            userInfo: userInfo, block: block)
     }
 
     /// A timer that first fires `timeInterval` seconds from now on `clock`;
     /// `origin` for a delayed perform's.
     convenience init(
         timeInterval: TimeInterval, repeats: Bool, on clock: LoopClock, origin: BlockOrigin? = nil,
-        block: @escaping @Sendable (Timer) -> Void
+        userInfo: (any Sendable)? = nil, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         try RunLoopError.validate(timeInterval, "timer interval")
         try self.init(
             firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
-            interval: timeInterval, repeats: repeats, origin: origin, block: block)
+            interval: timeInterval, repeats: repeats, origin: origin, userInfo: userInfo, block: block)
     }
 
     private init(
         firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool, origin: BlockOrigin? = nil,
-        block: @escaping @Sendable (Timer) -> Void
+        userInfo: (any Sendable)?, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         if repeats && interval == 0 {
             throw .invalidInterval(interval, reason: "a repeating timer needs an interval above zero")
@@ -94,6 +116,7 @@ public final class Timer: @unchecked Sendable {
         self.repeats = repeats
         self.block = block
         self.origin = origin
+        self.userInfo = userInfo
         fireDateBits = Atomic(date.timeIntervalSinceReferenceDate.bitPattern)
         fireInstant = Atomic(instant)
     }
@@ -101,10 +124,17 @@ public final class Timer: @unchecked Sendable {
     /// Creates a timer and adds it to the current thread's loop in the
     /// default mode; its first fire date is on that loop's clock.
     @discardableResult
+    ///
+    /// - Parameters:
+    ///   - interval: seconds until the first fire, and between fires if it repeats.
+    ///   - userInfo: anything the block should find in `timer.userInfo`.
+    ///   - repeats: whether it fires again every `interval` seconds.
+    ///   - block: run on the loop's thread at each fire, given the timer.
     public static func scheduledTimer(
-        withTimeInterval interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+        withTimeInterval interval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) -> Timer {
-        try RunLoop.forCurrentThread().scheduledTimer(withTimeInterval: interval, repeats: repeats, block: block)
+        try RunLoop.forCurrentThread().scheduledTimer(withTimeInterval: interval, userInfo: userInfo, repeats: repeats, block: block)
     }
 
     /// When the timer fires next; inside the timer's own block, the date
