@@ -55,6 +55,35 @@ echo "$(swift --version 2>/dev/null | head -1)"
 echo "names probed: $(echo "$names" | wc -w) (public top-level names of RunLoopKitCore, RunLoopKitPorts, ZeroMQ, FoundationEssentials)"
 echo "ambiguous beside Foundation: $(echo $clashes)"
 
+# A port made as the manual makes one, `try Port(transport: .inproc)`, in a
+# file that imports Foundation and uses neither recipe, must be RunLoopKit's:
+# Foundation's Port has no such initialiser, so it cannot be picked quietly
+# (Foundation's `Port()` traps on Linux; RunLoopKit has no `Port()`).
+{
+    printf 'import Foundation\nimport RunLoopKit\n'
+    printf 'func makePortAsTheManualDoes() throws {\n'
+    printf '    let port = try Port(transport: .inproc)\n'
+    printf '    let _: RunLoopKit.Port = port\n'
+    printf '}\n'
+} >"$work/port-probe.swift"
+if ! port_log=$(swiftc -typecheck -diagnostic-style llvm "${flags[@]}" "$work/port-probe.swift" 2>&1); then
+    echo "try Port(transport: .inproc) beside Foundation is not RunLoopKit's Port:" >&2
+    echo "$port_log" >&2
+    exit 1
+fi
+echo "try Port(transport: .inproc) beside Foundation, with no recipe: RunLoopKit's Port"
+# A timer made as the manual makes one, beside Foundation with no recipe,
+# must fail as ambiguous, never resolve quietly to Foundation's Timer (an
+# overload of RunLoopKit's with a defaulted argument would let it).
+printf 'import Foundation\nimport RunLoopKit\nlet timer = try Timer(timeInterval: 1, repeats: false) { _ in }\n' >"$work/timer-probe.swift"
+timer_log=$(swiftc -typecheck -diagnostic-style llvm "${flags[@]}" "$work/timer-probe.swift" 2>&1 || true)
+if ! grep -q "ambiguous use of 'init(timeInterval:repeats:block:)'" <<<"$timer_log"; then
+    echo "Timer(timeInterval:repeats:block:) beside Foundation is no longer ambiguous; it may quietly be Foundation's:" >&2
+    echo "$timer_log" >&2
+    exit 1
+fi
+echo "Timer(timeInterval:repeats:block:) beside Foundation, with no recipe: ambiguous, as README says"
+
 # Recipe 2 aliases each clashing name once; recipe 1 spells each with a
 # module selector.
 examples=Examples/foundation-interop

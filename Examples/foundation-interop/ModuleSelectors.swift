@@ -47,7 +47,7 @@ func moduleSelectorsDemo() throws {
           "Foundation::URLResourceKey: \(file.lastPathComponent) is a regular file of \(values.fileSize ?? 0) bytes")
     try FileManager.default.removeItem(at: file)
 
-    let port: RunLoopKit::Port = try RunLoopKit::Port()
+    let port: RunLoopKit::Port = try RunLoopKit::Port(transport: .inproc)
     let inbox = Inbox<RunLoopKit::PortMessage>()
     port.setMessageHandler { (message: RunLoopKit::PortMessage) in inbox.store(message) }
     try port.schedule(in: loop, forMode: .default)

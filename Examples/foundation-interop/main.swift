@@ -47,7 +47,7 @@ RunLoop.current.add(timer, forMode: .default)
 let result: RunLoop.RunResult = RunLoop.current.run(mode: .default, seconds: 1)
 check(fired.load(ordering: .relaxed), "a Timer on RunLoop.current fired; run returned .\(result)")
 
-let port: Port = try Port()
+let port: Port = try Port(transport: .inproc)
 let inbox = Inbox<PortMessage>()
 port.setMessageHandler { (message: PortMessage) in inbox.store(message) }
 try port.schedule(in: RunLoop.current, forMode: .default)

@@ -34,7 +34,7 @@ public import RunLoopKitCore
 /// try thread.start()
 /// let fired = DispatchSemaphore(value: 0)
 /// try thread.performAndWait {
-///     try RunLoop.current.scheduledTimer(withTimeInterval: 60, repeats: false) { _ in fired.signal() }
+///     _ = try RunLoop.current.scheduledTimer(withTimeInterval: 60, repeats: false) { _ in fired.signal() }
 /// }
 /// clock.advance(by: .seconds(60))   // wakes "timers": its timer fires now
 /// fired.wait()                      // returns at once, not a minute later

@@ -36,7 +36,7 @@ struct PortRequestTests {
         defer { serverThread.stop() }
         let (client, _) = try makePortLoopThread("rq-client")
         defer { client.stop() }
-        let server = try Port()
+        let server = try Port(transport: .inproc)
         defer { server.invalidate() }
         try Self.serve(server, on: serverLoop, Self.echo)
 
@@ -60,7 +60,7 @@ struct PortRequestTests {
         defer { serverThread.stop() }
         let (client, clientLoop) = try makePortLoopThread("rq-mode-client")
         defer { client.stop() }
-        let server = try Port()
+        let server = try Port(transport: .inproc)
         defer { server.invalidate() }
         let requestArrived = DispatchSemaphore(value: 0)
         let mayReply = DispatchSemaphore(value: 0)
@@ -109,7 +109,7 @@ struct PortRequestTests {
         defer { serverThread.stop() }
         let (client, _) = try makePortLoopThread("rq-late-client")
         defer { client.stop() }
-        let server = try Port()
+        let server = try Port(transport: .inproc)
         defer { server.invalidate() }
         let unanswered = Locked<Port?>(nil)
         let lateSend = Locked<String>("not tried")
@@ -151,7 +151,7 @@ struct PortRequestTests {
     func sendTimeoutOnFullPort() throws {
         let (client, _) = try makePortLoopThread("rq-full-client")
         defer { client.stop() }
-        let server = try Port()  // never scheduled: it fills up
+        let server = try Port(transport: .inproc)  // never scheduled: it fills up
         defer { server.invalidate() }
         _ = try fillUntilTimeout(server)
 
@@ -180,9 +180,9 @@ struct PortRequestTests {
         defer { threadC.stop() }
         let (client, _) = try makePortLoopThread("rq-nest-client")
         defer { client.stop() }
-        let portA = try Port()
-        let portB = try Port()
-        let portC = try Port()
+        let portA = try Port(transport: .inproc)
+        let portB = try Port(transport: .inproc)
+        let portC = try Port(transport: .inproc)
         defer { for port in [portA, portB, portC] { port.invalidate() } }
 
         @Sendable func text(_ message: PortMessage) -> String {
@@ -215,7 +215,7 @@ struct PortRequestTests {
     func asyncRequestReturnsReply() async throws {
         let (serverThread, serverLoop) = try makePortLoopThread("rq-async-server")
         defer { serverThread.stop() }
-        let server = try Port()
+        let server = try Port(transport: .inproc)
         defer { server.invalidate() }
         try Self.serve(server, on: serverLoop, Self.echo)
 
@@ -239,7 +239,7 @@ struct PortRequestTests {
     func asyncRequestTimesOut() async throws {
         let (serverThread, serverLoop) = try makePortLoopThread("rq-async-silent")
         defer { serverThread.stop() }
-        let silent = try Port()
+        let silent = try Port(transport: .inproc)
         defer { silent.invalidate() }
         let heard = Counter()
         try Self.serve(silent, on: serverLoop) { _ in
@@ -256,7 +256,7 @@ struct PortRequestTests {
         #expect(waited >= 0.15 && waited < 120, "timed out after \(waited) s")
         #expect(heard.value == 1)
 
-        let full = try Port()  // never scheduled: it fills up
+        let full = try Port(transport: .inproc)  // never scheduled: it fills up
         defer { full.invalidate() }
         _ = try fillUntilTimeout(full)
         start = MonotonicClock.now()
@@ -273,7 +273,7 @@ struct PortRequestTests {
 
     @Test("S-PORT-1, S-PORT-5: port.messages() yields the port's messages in order and finishes when the port is invalidated")
     func messageStream() async throws {
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         let stream = try port.messages()
         let count = 500
         let sender = try TestThread {
@@ -303,7 +303,7 @@ struct PortRequestTests {
 
     @Test("S-PORT-5: port.messages() of a port invalidated before any message finishes at once")
     func emptyMessageStreamFinishes() async throws {
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         let stream = try port.messages()
         port.invalidate()
         var count = 0

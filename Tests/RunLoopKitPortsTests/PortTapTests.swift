@@ -267,7 +267,7 @@ struct PortTapTests {
     static func servedPort(_ name: String, inPlace: Bool = false) throws -> (LoopThread, Port, DeliveryCounter) {
         let worker = LoopThread(name: name)
         try worker.start()
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         let counter = DeliveryCounter()
         if inPlace {
             port.setInPlaceMessageHandler { _ in counter.increment() }

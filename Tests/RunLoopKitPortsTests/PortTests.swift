@@ -41,7 +41,7 @@ struct PortTests {
         defer { thread.stop() }
         let modeA = RunLoop.Mode("p1.mode-a")
         let modeB = RunLoop.Mode("p1.mode-b")
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         defer { port.invalidate() }
         let inbox = PortInbox()
         port.setMessageHandler(inbox.handler)
@@ -91,7 +91,7 @@ struct PortTests {
         defer { first.stop() }
         let (second, secondLoop) = try makePortLoopThread("p1-second")
         defer { second.stop() }
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         defer { port.invalidate() }
         let inbox = PortInbox()
         port.setMessageHandler(inbox.handler)
@@ -145,7 +145,7 @@ struct PortTests {
                 }
             }
             for number in 1...rounds {
-                current.value = try Port()
+                current.value = try Port(transport: .inproc)
                 round.store(number, ordering: .releasing)
                 for _ in 0..<2 {
                     guard finished.wait(timeout: .now() + 30) == .success else { throw TestFailure("round \(number) hung") }
@@ -179,7 +179,7 @@ struct PortTests {
         #expect(portErrorThrown { _ = try remote.messages() }?.caseName == "notLocal")
 
         // What a descriptor of a port of this process that is gone resolves to.
-        var local: Port? = try Port()
+        var local: Port? = try Port(transport: .inproc)
         let address = try #require(local).address
         local = nil
         let gone = Port.resolve(address)
@@ -194,10 +194,10 @@ struct PortTests {
     func messageArrivesIntact() throws {
         let (thread, loop) = try makePortLoopThread("p2-intact")
         defer { thread.stop() }
-        let port = try Port()
-        let other = try Port()
+        let port = try Port(transport: .inproc)
+        let other = try Port(transport: .inproc)
         let ipcPort = try Port(transport: .ipc)
-        let replies = try Port()
+        let replies = try Port(transport: .inproc)
         defer { for each in [port, other, ipcPort, replies] { each.invalidate() } }
         let inbox = PortInbox()
         port.setMessageHandler(inbox.handler)
@@ -254,7 +254,7 @@ struct PortTests {
         @Sendable func bytes(_ seed: UInt32, _ count: Int = 64) -> Data {
             Data((0..<count).map { UInt8(truncatingIfNeeded: Int(seed) &* 7 &+ $0) })
         }
-        let other = try Port()
+        let other = try Port(transport: .inproc)
         defer { other.invalidate() }
         // msgid → what it carries; every third keeps its Data, every fifth the whole message.
         @Sendable func components(_ msgid: UInt32) -> [PortMessage.Component] {
@@ -328,7 +328,7 @@ struct PortTests {
     func totalSizeBoundary() throws {
         let (thread, loop) = try makePortLoopThread("p2-total")
         defer { thread.stop() }
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         defer { port.invalidate() }
         let sizes = Locked<[[Int]]>([])
         let arrived = DispatchSemaphore(value: 0)
@@ -362,9 +362,9 @@ struct PortTests {
         defer { serverThread.stop() }
         let (clientThread, clientLoop) = try makePortLoopThread("p3-client")
         defer { clientThread.stop() }
-        let server = try Port()
-        let replies = try Port()
-        let extra = try Port()
+        let server = try Port(transport: .inproc)
+        let replies = try Port(transport: .inproc)
+        let extra = try Port(transport: .inproc)
         defer { for each in [server, replies, extra] { each.invalidate() } }
         let seen = Locked<[String]>([])
         server.setMessageHandler { message in
@@ -405,7 +405,7 @@ struct PortTests {
         let fixture = try InboxPort("p3-gone")
         defer { fixture.close() }
         let (port, inbox) = (fixture.port, fixture.inbox)
-        var gone: Port? = try Port()
+        var gone: Port? = try Port(transport: .inproc)
         let descriptor = RawWire.descriptor(of: try #require(gone))
         gone = nil
 
@@ -436,7 +436,7 @@ struct PortTests {
     func fullQueueTimesOutAndLosesNothing(blocker: Blocker) throws {
         let (thread, loop) = try makePortLoopThread("p4-full")
         defer { thread.stop() }
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         defer { port.invalidate() }
         let inbox = PortInbox()
         port.setMessageHandler(inbox.handler)
@@ -476,7 +476,7 @@ struct PortTests {
         let total = producers * perProducer
         let (thread, loop) = try makePortLoopThread("p4-many")
         defer { thread.stop() }
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         defer { port.invalidate() }
         struct Tally {
             var next: [UInt32]
@@ -532,7 +532,7 @@ struct PortTests {
 
     @Test("S-PORT-5: invalidate() tells each invalidation handler once (also when four threads invalidate at once); a handler added afterwards runs at once; sends and scheduling then fail")
     func invalidateNotifiesOnce() throws {
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         let calls = Locked<[String]>([])
         port.addInvalidationHandler { [weak port] invalid in calls.withLock { $0.append("first \(invalid === port)") } }
         let removed = port.addInvalidationHandler { _ in calls.withLock { $0.append("removed") } }
@@ -571,8 +571,8 @@ struct PortTests {
     func invalidateScheduledPort() throws {
         let (thread, loop) = try makePortLoopThread("p5-scheduled")
         defer { thread.stop() }
-        let port = try Port()
-        let neighbour = try Port()
+        let port = try Port(transport: .inproc)
+        let neighbour = try Port(transport: .inproc)
         defer { neighbour.invalidate() }
         let inbox = PortInbox()
         port.setMessageHandler(inbox.handler)
@@ -594,7 +594,7 @@ struct PortTests {
 
     @Test("S-PORT-5: invalidating a port fails a send that waits for room in it with .invalidPort, long before the send's deadline")
     func invalidateFailsWaitingSend() throws {
-        let port = try Port()
+        let port = try Port(transport: .inproc)
         _ = try fillUntilTimeout(port)
         let senderThread = Locked<Int32>(0)
         let sender = try TestThread { () throws -> (String?, Double) in
@@ -621,7 +621,7 @@ struct PortTests {
         let fixture = try InboxPort("p5-transfer")
         defer { fixture.close() }
         let (port, inbox) = (fixture.port, fixture.inbox)
-        let dead = try Port()
+        let dead = try Port(transport: .inproc)
         dead.invalidate()
 
         #expect(portErrorThrown { try port.send(msgid: 1, components: [.port(dead)], before: portDeadline()) }?.caseName == "componentNotTransferable")

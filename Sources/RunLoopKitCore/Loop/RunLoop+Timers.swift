@@ -5,7 +5,8 @@ extension RunLoop {
     ///
     /// - Parameters:
     ///   - interval: seconds until the first fire, and between fires if it repeats.
-    ///   - userInfo: anything the block should find in `timer.userInfo`.
+    ///   - userInfo: anything the block should find in `timer.userInfo`;
+    ///     nil (the default) for none.
     ///   - repeats: whether it fires again every `interval` seconds.
     ///   - block: run on the loop's thread at each fire, given the timer.
     ///

@@ -57,6 +57,19 @@ public final class Timer: @unchecked Sendable {
     ///
     /// - Throws: `RunLoopError.invalidInterval` if the interval is negative,
     ///   NaN or infinite, or zero for a repeating timer.
+    public convenience init(
+        timeInterval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+    ) throws(RunLoopError) {
+        try self.init(timeInterval: timeInterval, repeats: repeats, on: .real, userInfo: nil, block: block)
+    }
+
+    /// A timer that first fires `timeInterval` seconds from now on the real
+    /// clock and carries `userInfo` to its block (NSTimer's `userInfo`).
+    ///
+    /// A separate initialiser, with `userInfo` required, rather than a
+    /// defaulted argument of the one above: beside `import Foundation`, a
+    /// defaulted argument would let `Timer(timeInterval:repeats:block:)`
+    /// quietly resolve to Foundation's timer instead of failing as ambiguous.
     ///
     /// - Parameters:
     ///   - timeInterval: seconds until the first fire, and between fires if
@@ -64,8 +77,9 @@ public final class Timer: @unchecked Sendable {
     ///   - userInfo: anything the block should find in `timer.userInfo`.
     ///   - repeats: whether it fires again every `timeInterval` seconds.
     ///   - block: run on the loop's thread at each fire, given the timer.
+    /// - Throws: `RunLoopError.invalidInterval`, as the initialiser above.
     public convenience init(
-        timeInterval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        timeInterval: TimeInterval, userInfo: (any Sendable)?, repeats: Bool,
         block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         try self.init(timeInterval: timeInterval, repeats: repeats, on: .real, userInfo: userInfo, block: block)
@@ -76,15 +90,28 @@ public final class Timer: @unchecked Sendable {
     ///
     /// - Throws: `RunLoopError.invalidInterval` if `interval` is negative, NaN
     ///   or infinite, or zero for a repeating timer.
+    public convenience init(
+        fire date: Date, interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+    ) throws(RunLoopError) {
+        try self.init(fire: date, interval: interval, userInfo: nil, repeats: repeats, block: block)
+    }
+
+    /// A timer that first fires at `date` exactly, then every `interval`
+    /// seconds if it repeats, and carries `userInfo` to its block.
+    ///
+    /// - Throws: `RunLoopError.invalidInterval` if `interval` is negative, NaN
+    ///   or infinite, or zero for a repeating timer.
     ///
     /// - Parameters:
     ///   - date: the first fire date.
     ///   - interval: seconds between fires if it repeats.
-    ///   - userInfo: anything the block should find in `timer.userInfo`.
+    ///   - userInfo: anything the block should find in `timer.userInfo`
+    ///     (required, for the reason given at
+    ///     `init(timeInterval:userInfo:repeats:block:)`).
     ///   - repeats: whether it fires again every `interval` seconds.
     ///   - block: run on the loop's thread at each fire, given the timer.
     public convenience init(
-        fire date: Date, interval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        fire date: Date, interval: TimeInterval, userInfo: (any Sendable)?, repeats: Bool,
         block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         try RunLoopError.validate(interval, "timer interval")
@@ -124,14 +151,25 @@ public final class Timer: @unchecked Sendable {
     /// Creates a timer and adds it to the current thread's loop in the
     /// default mode; its first fire date is on that loop's clock.
     @discardableResult
+    public static func scheduledTimer(
+        withTimeInterval interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
+    ) throws(RunLoopError) -> Timer {
+        try RunLoop.forCurrentThread().scheduledTimer(withTimeInterval: interval, userInfo: nil, repeats: repeats, block: block)
+    }
+
+    /// Creates a timer that carries `userInfo` to its block and adds it to
+    /// the current thread's loop in the default mode, as
+    /// `scheduledTimer(withTimeInterval:repeats:block:)` does.
     ///
     /// - Parameters:
     ///   - interval: seconds until the first fire, and between fires if it repeats.
     ///   - userInfo: anything the block should find in `timer.userInfo`.
     ///   - repeats: whether it fires again every `interval` seconds.
     ///   - block: run on the loop's thread at each fire, given the timer.
+    /// - Throws: `RunLoopError.invalidInterval`, as the one without `userInfo`.
+    @discardableResult
     public static func scheduledTimer(
-        withTimeInterval interval: TimeInterval, userInfo: (any Sendable)? = nil, repeats: Bool,
+        withTimeInterval interval: TimeInterval, userInfo: (any Sendable)?, repeats: Bool,
         block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) -> Timer {
         try RunLoop.forCurrentThread().scheduledTimer(withTimeInterval: interval, userInfo: userInfo, repeats: repeats, block: block)

@@ -103,10 +103,14 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     static let logger = Logger(label: "RunLoopKit.Port")
 
     /// Makes a local port, which can receive.
+    ///
+    /// The transport is always named, `try Port(transport: .inproc)`: there
+    /// is no `Port()`, because in a file that also imports Foundation that
+    /// spelling would quietly make Foundation's `Port`, which traps on Linux.
     /// - Parameter transport: `.inproc` (this process only) or `.ipc` (other
     ///   processes of this user too).
     /// - Throws: `PortError` if libzmq or the runtime directory refuses.
-    public init(transport: Transport = .inproc) throws(PortError) {
+    public init(transport: Transport) throws(PortError) {
         let portID = Self.nextPortID.wrappingAdd(1, ordering: .relaxed).oldValue
         let process = ProcessIdentity.current
         var ipcPath: String?
