@@ -73,11 +73,6 @@ extension WireFormat {
         func kind(at index: Int, in frame: UnsafeRawBufferPointer) -> UInt8 {
             hasPortComponent ? frame[headerFixedSize + index] : kindData
         }
-
-        /// The kinds of all the components, in order, read from `frame`.
-        func kinds(in frame: UnsafeRawBufferPointer) -> [UInt8] {
-            (0..<componentCount).map { kind(at: $0, in: frame) }
-        }
     }
 
     static func readHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {

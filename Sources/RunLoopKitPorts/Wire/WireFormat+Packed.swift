@@ -60,18 +60,6 @@ extension WireFormat {
         return start + bytes.count
     }
 
-    /// Walks the records of a packed frame (`bytes` is the whole frame):
-    /// calls `body` with each record's index and bytes, in order. Throws if
-    /// a length runs past the frame's end or bytes are left after the last.
-    static func readPackedRecords(
-        _ bytes: UnsafeRawBufferPointer, header: Header,
-        _ body: (Int, UnsafeRawBufferPointer) throws(DecodeError) -> Void
-    ) throws(DecodeError) {
-        var records = PackedRecords(bytes, header: header)
-        for index in 0..<header.recordCount { try body(index, try records.next()) }
-        try records.finish()
-    }
-
     /// Record `index` of a packed frame whose records were checked already
     /// (`PackedRecords` walked them all when it was decoded): found by
     /// stepping over the lengths before it, nothing checked again.
@@ -84,9 +72,9 @@ extension WireFormat {
         return UnsafeRawBufferPointer(rebasing: bytes[(offset + recordLengthSize)..<(offset + recordLengthSize + length)])
     }
 
-    /// The records of a packed frame, one at a time: what `readPackedRecords`
-    /// walks, for a caller that fills its own variables as it goes (a
-    /// closure capturing them cost a dynamic exclusivity check per access).
+    /// The records of a packed frame, one at a time, for a caller that fills
+    /// its own variables as it goes (a walk calling a closure for each record
+    /// cost a dynamic exclusivity check per access of what it captured).
     /// The caller reads `header.recordCount` records, then calls `finish`.
     /// (No optional tuple per record: that cost the decoder about 80
     /// instructions a message, docs/performance.md.)
