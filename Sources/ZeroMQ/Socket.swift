@@ -9,7 +9,7 @@ internal import Synchronization
 /// ## Thread rules
 ///
 /// libzmq sockets are not thread-safe, so a `Socket` has one owner thread at a time
-/// (DESIGN: "every socket has one owner at a time"). The first thread that uses it
+/// (docs/design.md, "Ports and transports": every socket has one owner at a time). The first thread that uses it
 /// becomes its owner; using it from another thread fails an assertion in debug builds,
 /// naming both threads. To hand a socket to another thread, call ``releaseOwnership()``
 /// on the owner thread first, then pass the socket on in a way that orders the two

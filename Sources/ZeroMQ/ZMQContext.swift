@@ -4,7 +4,7 @@ internal import Synchronization
 
 /// A libzmq context: the I/O thread and the table of sockets that sockets are made from.
 ///
-/// DESIGN: one context per process, ``shared``. Separate contexts exist for tests and for
+/// One context per process, ``shared`` (docs/design.md, "Ports and transports"). Separate contexts exist for tests and for
 /// code that must tear everything down (its `deinit` terminates the context).
 ///
 /// Thread rules: libzmq contexts are thread-safe (unlike sockets), and this class keeps no

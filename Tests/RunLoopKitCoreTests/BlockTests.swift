@@ -288,15 +288,15 @@ struct BlockTests {
         #expect(!ran.value)
     }
 
-    @Test("S-BLK-5: the seeds' thread, run once with run(mode:before:), exits after its first perform")
-    func seedsThreadExitsAfterFirstPerform() throws {
+    @Test("S-BLK-5: the classic keep-alive thread, run once with run(mode:before:), exits after its first perform")
+    func classicThreadExitsAfterFirstPerform() throws {
         let asleep = DispatchSemaphore(value: 0)
         let exited = DispatchSemaphore(value: 0)
         let loopBox = Locked<RunLoop?>(nil)
         let ran = Locked(0)
-        let thread = SpawnedThread<Bool>(named: "blk-seeds") {
+        let thread = SpawnedThread<Bool>(named: "blk-classic") {
             let loop = RunLoop.current
-            loop.add(keepAliveSource(), forMode: .default)  // the seeds add a port
+            loop.add(keepAliveSource(), forMode: .default)  // the classic code adds a port
             signalBeforeWaiting(asleep, on: loop)
             loopBox.value = loop
             defer { exited.signal() }

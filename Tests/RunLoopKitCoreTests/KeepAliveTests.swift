@@ -1,5 +1,5 @@
 // Keeping a thread alive: S-KEEP-2 (no retain cycle, dropping the handle
-// stops the thread) and S-KEEP-3 (the seeds' leak experiment).
+// stops the thread) and S-KEEP-3 (the classic leak experiment).
 import CLinuxSupport
 import Dispatch
 import Glibc
@@ -11,7 +11,7 @@ import Testing
 
 @Suite("Keep-alive threads (S-KEEP)")
 struct KeepAliveTests {
-    /// What the seeds' view controller was: an object that owns a keep-alive
+    /// What the classic iOS example's view controller was: an object that owns a keep-alive
     /// thread and submits tasks that capture itself strongly.
     final class Owner: Sendable {
         let worker: LoopThread
@@ -24,7 +24,7 @@ struct KeepAliveTests {
 
         func doWork() { work.withLock { $0 += 1 } }
 
-        /// A task that captures `self` strongly: the seeds' retain cycle with NSThread.
+        /// A task that captures `self` strongly: the classic retain cycle with NSThread.
         func submitWork() throws {
             try worker.performAndWait { self.doWork() }
         }
@@ -104,7 +104,7 @@ struct KeepAliveTests {
 
     // MARK: - S-KEEP-3
 
-    /// Threads started and stopped after the warm-up (SEMANTICS.md asks for
+    /// Threads started and stopped after the warm-up (docs/semantics.md, S-KEEP-3, asks for
     /// 100,000; this size takes seconds; Examples/keepalive-churn runs more).
     static let churnCount = 2_000
     static let warmUpCount = 100

@@ -243,7 +243,7 @@ struct LoopThreadTests {
         let worker = LoopThread(name: "lt-alive")
         try worker.start()
         defer { worker.stop() }
-        // The opposite of the seeds' run(mode:before:) thread, which exits after one perform (S-BLK-5).
+        // The opposite of the classic run(mode:before:) thread, which exits after one perform (S-BLK-5).
         for index in 0..<200 {
             #expect(try worker.performAndWait { index } == index)
         }

@@ -168,7 +168,7 @@ struct MisuseTests {
         #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try worker.perform {} }
         #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try worker.perform(waitUntilDone: true) {} }
         await #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try await worker.performAndAwait { 1 } }
-        // The seeds' dangling-thread pitfall: the old loop reference is harmless.
+        // The classic dangling-thread pitfall: the old loop reference is harmless.
         #expect(loop.hasThreadExited)
         #expect(!loop.perform {})
         #expect(throws: RunLoopError.loopGone(threadName: "mis-stopped")) { try loop.performAndWait { 1 } }

@@ -160,7 +160,7 @@ struct ThreadTests {
         let pipeFDs = try makePipe()
         defer { close(pipeFDs.read); close(pipeFDs.write) }
         let fdSource = SocketSource(fileDescriptor: pipeFDs.read) { _, _ in }
-        // Like every other kind (DESIGN.md, decided before building, 2):
+        // Like every other kind (docs/design.md, "Errors": a dead loop):
         // nothing is added, nothing is thrown; one warning is logged.
         try loop.add(fdSource, forMode: .default)
         #expect(!loop.contains(fdSource, inMode: .default))

@@ -314,9 +314,9 @@ struct TimerTests {
     }
 
     @Test("S-TMR-4, S-TMR-7: the classic example: a repeating timer invalidated on its second fire ends the run with .finished")
-    func seedsTimerExample() throws {
+    func classicTimerExample() throws {
         let count = Locked(0)
-        let result = try TestClockThread<RunLoop.RunResult>.run(named: "tmr-seeds") { clock, loop in
+        let result = try TestClockThread<RunLoop.RunResult>.run(named: "tmr-classic") { clock, loop in
             try loop.scheduledTimer(withTimeInterval: 0.02, repeats: true) { timer in
                 if count.withLock({ $0 += 1; return $0 }) == 2 { timer.invalidate() }
             }

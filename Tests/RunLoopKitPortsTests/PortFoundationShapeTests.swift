@@ -1,4 +1,4 @@
-// Foundation's shape for ports (DESIGN.md, decided before building, 13):
+// Foundation's shape for ports (docs/design.md, "Foundation's names keep Foundation's meaning"):
 // sendPort and receivePort as NSPortMessage documents them (S-PORT-3),
 // RunLoop.add(_ port:forMode:), port.schedule(on: LoopThread), invalidation
 // handler tokens.

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 import ZeroMQ
 
-/// One owner thread per socket, checked by assertions in debug builds (DESIGN: "every
+/// One owner thread per socket, checked by assertions in debug builds (docs/design.md: "every
 /// socket has one owner at a time"). Each case runs in a child process, so that a failed
 /// assertion ends that process and not the test run.
 @Suite struct OwnershipTests {

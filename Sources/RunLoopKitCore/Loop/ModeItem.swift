@@ -27,7 +27,7 @@ protocol ModeItem: AnyObject, Sendable {
     /// Under the loop's lock, once the item is in none of the loop's modes.
     func forgottenLocked(_ state: inout LoopState)
     /// After the lock is released: the item's own callouts (a custom
-    /// source's `schedule`), never under a lock (STYLE.md).
+    /// source's `schedule`), never under a lock (docs/design.md, "Locks and user code").
     func didJoin(_ loop: RunLoop, mode: RunLoop.Mode)
     /// After the lock is released, for each mode the item left.
     func didLeave(_ loop: RunLoop, mode: RunLoop.Mode, leftLoop: Bool)

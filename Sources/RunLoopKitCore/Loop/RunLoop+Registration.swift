@@ -182,7 +182,7 @@ extension RunLoop {
     }
 
     /// One warning per loop, whatever was added and however often
-    /// (DESIGN.md, decided before building, 2).
+    /// (docs/design.md, "Errors": a dead loop).
     private func warnAddedToDeadLoop(_ kind: String) {
         let first: Bool = state.withLock { state in
             guard case .tornDown(warned: false) = state.lifecycle else { return false }

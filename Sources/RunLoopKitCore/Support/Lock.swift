@@ -3,7 +3,7 @@ import Glibc
 
 /// A plain pthread mutex. RunLoopKit names, beside every mutable stored
 /// property, the lock that guards it, and never calls user code while holding
-/// one (STYLE.md). ThreadSanitizer understands pthread mutexes natively.
+/// one (docs/design.md, "Locks and user code"). ThreadSanitizer understands pthread mutexes natively.
 ///
 /// Inlinable for the ports' message path, and so public behind the
 /// `RunLoopKitInternals` SPI, as `Locked` is.

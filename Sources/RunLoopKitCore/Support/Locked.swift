@@ -3,10 +3,10 @@
 ///
 /// Why not `Synchronization.Mutex`: its contended path is a futex that
 /// ThreadSanitizer cannot see, and the whole suite must pass under
-/// ThreadSanitizer (DESIGN.md, decided before building, 4). A pthread mutex
+/// ThreadSanitizer (docs/design.md, "Locks and user code"). A pthread mutex
 /// (`Lock`) gives the same guarantee and TSan understands it.
 ///
-/// Never call a user's closure inside `withLock` (STYLE.md): copy what the
+/// Never call a user's closure inside `withLock` (docs/design.md): copy what the
 /// callout needs under the lock, then call it after.
 ///
 /// Shared with the ports, which take these locks on their message path,

@@ -2,7 +2,7 @@ import Synchronization
 
 /// The loop's list of socket sources that may have input, in arrival
 /// order, so that step 6 of S-RUN-2 ("a Source1 is already ready") is
-/// answered without a system call (DESIGN.md, Sleeping). Loop thread only.
+/// answered without a system call (docs/design.md, "Sleeping and waking"). Loop thread only.
 ///
 /// Membership is a mark on the source (its `readyMark`), not a set: the
 /// loop asks it on every socket event. The mark is this list's `id`, unique

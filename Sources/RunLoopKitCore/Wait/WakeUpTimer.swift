@@ -3,7 +3,7 @@ import Glibc
 
 /// The timerfd armed for the earliest of the running mode's next timer and
 /// the run's deadline, on CLOCK_MONOTONIC with nanosecond precision
-/// (zmq_poll's millisecond timeout is too coarse for timers, DESIGN.md).
+/// (zmq_poll's millisecond timeout is too coarse for timers: docs/design.md, "Sleeping and waking").
 ///
 /// Only the loop thread touches it. Re-arming is skipped when the deadline is
 /// the one already armed, so an idle pass costs no timerfd_settime.

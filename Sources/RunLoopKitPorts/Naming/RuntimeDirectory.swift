@@ -2,7 +2,7 @@ import Glibc
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The per-user directory where ipc ports live and port names are
-/// registered (DESIGN.md): `$RUNLOOPKIT_RUNTIME_DIR` if set (tests use it),
+/// registered (docs/design.md, "Ports and transports"): `$RUNLOOPKIT_RUNTIME_DIR` if set (tests use it),
 /// else `$XDG_RUNTIME_DIR/runloopkit`, else `/tmp/runloopkit-<uid>`. It is
 /// made with mode 0700 and refused if it is a symlink, belongs to another
 /// user, or is open to others.

@@ -111,7 +111,7 @@ final class PortReceiver: @unchecked Sendable {
 
     /// On the loop thread: whether a message is waiting. It decodes nothing:
     /// the answer is a non-blocking receive of the next message's raw frames,
-    /// kept for `receive()` (DESIGN.md, Readiness). No ZMQ_EVENTS read is
+    /// kept for `receive()` (docs/design.md, "Sleeping and waking"). No ZMQ_EVENTS read is
     /// needed when it finds nothing: a receive that finds the queue empty
     /// has libzmq process its pending commands, which empties ZMQ_FD and
     /// leaves libzmq's pipes marked "reader asleep", so the next message

@@ -7,7 +7,7 @@ import ZeroMQ
 /// ZeroMQ PUSH socket connected to the port's endpoint (inproc within the
 /// process, ipc to another), shared by all threads under a lock.
 ///
-/// libzmq sockets are not thread-safe (DESIGN.md); the lock gives the socket
+/// libzmq sockets are not thread-safe (docs/design.md, "Ports and transports"); the lock gives the socket
 /// one owner at a time, and serialising the senders keeps each sender's
 /// messages in order (S-PORT-4). A send never drops: when the queue to the
 /// port is full, the sender waits for room up to its deadline, then fails

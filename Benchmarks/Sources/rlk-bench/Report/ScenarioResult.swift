@@ -23,9 +23,9 @@ struct Measurement: Sendable {
     var summary: Summary? { Summary(samples, better: better) }
 }
 
-/// What a row must achieve, as DESIGN.md states it ("≤ 1.15×", "≥ 0.5×").
+/// What a row must achieve, as docs/design.md ("Performance") states it ("≤ 1.15×", "≥ 0.5×").
 struct Target: Sendable {
-    /// Where DESIGN.md ("Reading the open issues together") puts a target in
+    /// Where docs/design.md ("Performance") puts a target in
     /// the open issues: due now, guarded (no regression against the commit
     /// before a change; the target is shown so that the report says honestly
     /// whether it is met), or not due yet.

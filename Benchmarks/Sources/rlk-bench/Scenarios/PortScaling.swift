@@ -1,6 +1,6 @@
 import Glibc
 
-/// DESIGN.md: 10,000 ports on one loop. RunLoopKit's own share (ours minus
+/// docs/design.md ("Performance"): 10,000 ports on one loop. RunLoopKit's own share (ours minus
 /// raw libzmq in the same pattern) ≤ 1.2 × its 1-port share (guarded in
 /// issues 12 and 9), and in total ≤ 2 × the 1-port case (not due).
 /// Measures the whole curve (1, 10, 100, 1,000, 10,000 ports), each port
@@ -43,7 +43,7 @@ struct PortScaling: Scenario {
         }
         if config.quick && !config.scalingPortCounts.contains(10_000) {
             if !results.isEmpty {
-                results[results.count - 1].notes.append("--quick stops at \(config.scalingPortCounts.last ?? 0) ports; the 10,000-port point (the DESIGN.md target) is in the full run")
+                results[results.count - 1].notes.append("--quick stops at \(config.scalingPortCounts.last ?? 0) ports; the 10,000-port point (the target of docs/design.md) is in the full run")
             }
         }
         return results
@@ -73,7 +73,7 @@ struct PortScaling: Scenario {
 
     /// RunLoopKit's own share of the per-message cost, at `ports` ports and
     /// at 1: ours minus raw libzmq in the same pattern (medians), their
-    /// ratio judged against DESIGN.md's 1.2 × at 10,000 ports. Derived from
+    /// ratio judged against the 1.2 × at 10,000 ports of docs/design.md. Derived from
     /// four medians, so each side has one value (its "p99" is that value).
     private func ownShare(ports: Int, ours: Measurement, oursOnePort: Measurement, raw: Measurement,
                           rawOneSocket: Measurement) -> ScenarioResult {
@@ -87,7 +87,7 @@ struct PortScaling: Scenario {
         let many = share(ours, raw, "RunLoopKit's own share at \(ports) ports (ours − raw libzmq)")
         let one = share(oursOnePort, rawOneSocket, "RunLoopKit's own share at 1 port (ours − raw libzmq)")
         var notes = ["derived from the medians above: port-scaling-\(ports) (ours at \(ports) ports and at 1) minus port-scaling-\(ports)-raw (raw libzmq with as many sockets and with 1)"]
-        if ports != 10_000 { notes.append("DESIGN.md's target (≤ 1.2×) is set at 10,000 ports; shown here without a verdict") }
+        if ports != 10_000 { notes.append("the target (≤ 1.2×, docs/design.md) is set at 10,000 ports; shown here without a verdict") }
         return ScenarioResult(
             name: "port-scaling-\(ports)-own", title: "RunLoopKit's own per-message share, \(ports) ports vs 1 (raw libzmq's part taken out)",
             unit: "ns/msg", better: .lower, ours: many, peer: one,

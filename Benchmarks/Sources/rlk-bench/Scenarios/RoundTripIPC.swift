@@ -1,4 +1,4 @@
-/// DESIGN.md: round trip, ipc, two processes; ≤ 1.15 × raw libzmq ipc.
+/// docs/design.md ("Performance"): round trip, ipc, two processes; ≤ 1.15 × raw libzmq ipc.
 struct RoundTripIPC: Scenario {
     let name = "roundtrip-ipc"
     let summary = "PortMessage round trip to another process (ipc, named port) vs raw libzmq PAIR over ipc"

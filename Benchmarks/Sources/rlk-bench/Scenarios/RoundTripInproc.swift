@@ -1,4 +1,4 @@
-/// DESIGN.md: round trip, 64 B PortMessage, two loop threads, inproc;
+/// docs/design.md ("Performance"): round trip, 64 B PortMessage, two loop threads, inproc;
 /// ≤ 1.15 × raw libzmq (PAIR, C). The OS floor is shown beside it.
 struct RoundTripInproc: Scenario {
     let name = "roundtrip-inproc"
@@ -25,7 +25,7 @@ struct RoundTripInproc: Scenario {
             ScenarioResult(
                 name: "roundtrip-inproc", title: "round trip, 64 B PortMessage, two loop threads, inproc",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: .ratioAtMost(1.15),
-                notes: [sizes, "DESIGN.md aims for 1.10×; due in issue 9"], chartGroup: "inproc round trip"),
+                notes: [sizes, "the aim is 1.10× (docs/design.md)"], chartGroup: "inproc round trip"),
             ScenarioResult(
                 name: "roundtrip-inproc-floor", title: "the same round trip against the OS floor (eventfd + poll)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,

@@ -5,7 +5,7 @@ import RunLoopKit
 /// What PortTap costs a message: the per-message cost of sending a batch to
 /// a port on a LoopThread (until all are delivered) with the tap on,
 /// reporting to an endpoint where a reader takes everything (portsniff's
-/// place), against the same with the tap off. DESIGN.md: ≤ 2 × the tap off
+/// place), against the same with the tap off. docs/design.md: ≤ 2 × the tap off
 /// (not due in issues 12 and 9); the README promises one atomic load and one
 /// branch when off, and a bounded cost that never blocks the sender when on.
 struct TapCost: Scenario {

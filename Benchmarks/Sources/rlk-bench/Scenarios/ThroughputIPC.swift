@@ -1,4 +1,4 @@
-/// DESIGN.md: throughput, ipc, two processes; ≥ 0.5 × raw libzmq ipc.
+/// docs/design.md ("Performance"): throughput, ipc, two processes; ≥ 0.5 × raw libzmq ipc.
 struct ThroughputIPC: Scenario {
     let name = "throughput-ipc"
     let summary = "one-way PortMessage throughput to another process (ipc) vs raw libzmq PUSH/PULL over ipc"

@@ -1,4 +1,4 @@
-/// DESIGN.md: one-way throughput, 64 B, inproc; ≥ 0.5 × raw libzmq (aim 0.75).
+/// docs/design.md ("Performance"): one-way throughput, 64 B, inproc; ≥ 0.5 × raw libzmq (aim 0.75).
 struct ThroughputInproc: Scenario {
     let name = "throughput-inproc"
     let summary = "one-way PortMessage throughput to a LoopThread (inproc) vs raw libzmq PUSH/PULL"
@@ -23,7 +23,7 @@ struct ThroughputInproc: Scenario {
             ScenarioResult(
                 name: "throughput-inproc", title: "one-way throughput, 64 B, inproc",
                 unit: "msg/s", better: .higher, ours: measured[0], peer: measured[1], target: .ratioAtLeast(0.5),
-                notes: ["\(config.throughputRepetitions) batches × \(count) messages per side, interleaved; DESIGN.md aims for 0.75×; due in issue 9"]),
+                notes: ["\(config.throughputRepetitions) batches × \(count) messages per side, interleaved; the aim is 0.75× (docs/design.md)"]),
             ScenarioResult(
                 name: "throughput-inproc-polled", title: "the same throughput against raw libzmq received as a loop receives (epoll on ZMQ_FD)",
                 unit: "msg/s", better: .higher, ours: measured[0], peer: measured[2], target: nil,

@@ -1,7 +1,7 @@
-/// DESIGN.md: timer lateness with 1,000 active timers: better than
+/// docs/design.md ("Performance"): timer lateness with 1,000 active timers: better than
 /// Foundation's Timer, measured in the same run, at p50 and at p99 (guarded
 /// in issues 12 and 9). The absolute bounds an earlier brief set (p50 ≤
-/// 100 µs, p99 ≤ 1 ms) are no longer DESIGN.md's target; the row's notes
+/// 100 µs, p99 ≤ 1 ms) are no longer the target; the row's notes
 /// still say whether they hold.
 struct TimerLateness: Scenario {
     let name = "timer-lateness"
