@@ -86,6 +86,7 @@ public final class FramePool: @unchecked Sendable {
         isClosed = true
         // Kept alive for the buffers in flight: released by whoever frees
         // the last buffer, here or in `framePoolGiveBack`.
+        // U-FRAME-POOL (docs/unsafe-sites.md).
         let keptAlive = Unmanaged.passRetained(returns)
         var freed = Self.freeList(ready)
         ready = nil
@@ -120,6 +121,7 @@ public final class FramePool: @unchecked Sendable {
         returns.live.wrappingAdd(1, ordering: .relaxed)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.headerBytes + bufferBytes, alignment: 16)
         buffer.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
+        // U-FRAME-POOL (docs/unsafe-sites.md).
         buffer.storeBytes(of: Unmanaged.passUnretained(returns).toOpaque(), toByteOffset: 8, as: UnsafeMutableRawPointer.self)
         return buffer
     }
@@ -160,6 +162,7 @@ public final class FramePool: @unchecked Sendable {
 /// to C as a plain function pointer.
 func framePoolGiveBack(_ data: UnsafeMutableRawPointer?, _ hint: UnsafeMutableRawPointer?) {
     guard let buffer = hint else { return }
+    // U-FRAME-POOL (docs/unsafe-sites.md).
     let returns = Unmanaged<FramePool.Returns>.fromOpaque(buffer.load(fromByteOffset: 8, as: UnsafeRawPointer.self))
     let wasLast = returns._withUnsafeGuaranteedRef { FramePool.giveBack(buffer, to: $0) }
     if wasLast { returns.release() }

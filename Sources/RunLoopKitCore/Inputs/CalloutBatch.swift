@@ -17,6 +17,7 @@ public struct CalloutBatch {
     // source is on its ready list and in its snapshot); counted references
     // to them went through Swift's slow path (both have weak references
     // elsewhere) on every callout.
+    // U-CALLOUT-BATCH (docs/unsafe-sites.md).
     @usableFromInline unowned(unsafe) let loop: RunLoop
     @usableFromInline unowned(unsafe) let source: SocketSource
     @usableFromInline let mode: RunLoop.Mode

@@ -53,6 +53,7 @@ public final class RunLoop: @unchecked Sendable {
 
     /// Loop thread only: scratch for the timers due in one pass, reused to
     /// avoid allocating.
+    // U-DUE-TIMERS (docs/unsafe-sites.md).
     @exclusivity(unchecked) var dueTimers: [Timer] = []
 
     @usableFromInline let stopRequested = Atomic<Bool>(false)
@@ -110,12 +111,14 @@ public final class RunLoop: @unchecked Sendable {
 
     static func forCurrentThread(named name: String?) throws(RunLoopError) -> RunLoop {
         if let existing = pthread_getspecific(currentLoopKey) {
+            // U-LOOP-SLOT (docs/unsafe-sites.md).
             return Unmanaged<RunLoop>.fromOpaque(existing).takeUnretainedValue()
         }
         let loop = ThreadIdentity.isMainThread
             ? mainLoop
             : try RunLoop(ownerTID: ThreadIdentity.currentTID, threadName: name ?? ThreadIdentity.currentName)
         // The key holds a retain; its destructor tears the loop down at thread exit.
+        // U-LOOP-SLOT (docs/unsafe-sites.md).
         pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
         return loop
     }
@@ -124,6 +127,7 @@ public final class RunLoop: @unchecked Sendable {
     /// (S-THR-1: a thread that never asks for its loop never gets one).
     static var existingForCurrentThread: RunLoop? {
         guard let existing = pthread_getspecific(currentLoopKey) else { return nil }
+        // U-LOOP-SLOT (docs/unsafe-sites.md).
         return Unmanaged<RunLoop>.fromOpaque(existing).takeUnretainedValue()
     }
 
@@ -132,6 +136,7 @@ public final class RunLoop: @unchecked Sendable {
     static func tearDownCurrentThreadLoop() {
         guard let existing = pthread_getspecific(currentLoopKey) else { return }
         pthread_setspecific(currentLoopKey, nil)
+        // U-LOOP-SLOT (docs/unsafe-sites.md).
         Unmanaged<RunLoop>.fromOpaque(existing).takeRetainedValue().tearDown()
     }
 
@@ -140,6 +145,7 @@ public final class RunLoop: @unchecked Sendable {
     /// the main thread is recognised by its tid (the pid). Comparing tids for
     /// other loops would be wrong: a dead thread's tid comes round again.
     var isOwnedByCurrentThread: Bool {
+        // U-LOOP-SLOT (docs/unsafe-sites.md).
         pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
             || (isMain && ThreadIdentity.isMainThread)
     }
@@ -239,6 +245,7 @@ private let currentLoopKey: pthread_key_t = {
     var key = pthread_key_t()
     let rc = pthread_key_create(&key) { pointer in
         guard let pointer else { return }
+        // U-LOOP-SLOT (docs/unsafe-sites.md).
         Unmanaged<RunLoop>.fromOpaque(pointer).takeRetainedValue().tearDown()
     }
     precondition(rc == 0, "pthread_key_create failed (\(rc)): the process is out of thread-specific keys")

@@ -22,6 +22,7 @@ package enum ThreadIdentity {
     package static var cachedName: String {
         if let loop = RunLoop.existingForCurrentThread { return loop.threadName }
         if let pointer = pthread_getspecific(nameKey) {
+            // U-THREAD-NAME (docs/unsafe-sites.md).
             return Unmanaged<NameBox>.fromOpaque(pointer).takeUnretainedValue().name
         }
         let box = NameBox(currentName)
@@ -37,6 +38,7 @@ package enum ThreadIdentity {
     private static let nameKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
+            // U-THREAD-NAME (docs/unsafe-sites.md).
             if let pointer { Unmanaged<NameBox>.fromOpaque(pointer).release() }
         }
         return key

@@ -1,3 +1,4 @@
+// U-GUARANTEED-REF (docs/unsafe-sites.md).
 extension Unmanaged {
     /// Calls `body` with the instance as a guaranteed reference, without a
     /// retain or a release: for an instance the caller knows stays alive for
@@ -15,6 +16,7 @@ extension Unmanaged {
         do {
             // Untyped in between: `_withUnsafeGuaranteedRef` only rethrows
             // (and the compiler crashed on a typed closure passed to it).
+            // U-GUARANTEED-REF (docs/unsafe-sites.md).
             return try _withUnsafeGuaranteedRef { (instance) throws -> Result in try body(instance) }
         } catch {
             throw error as! Failure

@@ -84,6 +84,7 @@ final class LoopThreadCore: Sendable {
                 }
             }
             var handle = pthread_t()
+            // U-THREAD-START (docs/unsafe-sites.md).
             let context = Unmanaged.passRetained(self).toOpaque()
             let rc = pthread_create(&handle, nil, { context in
                 Unmanaged<LoopThreadCore>.fromOpaque(context!).takeRetainedValue().threadMain()

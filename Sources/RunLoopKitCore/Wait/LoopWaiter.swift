@@ -30,6 +30,7 @@ final class LoopWaiter: @unchecked Sendable {
     /// Socket sources that may have input (loop thread only).
     // @exclusivity(unchecked): the loop thread's alone, touched on every
     // pass and socket event; no two accesses overlap.
+    // U-READY-LIST (docs/unsafe-sites.md).
     @exclusivity(unchecked) var readyList = ReadyList()
 
     init() throws(RunLoopError) {

@@ -42,6 +42,7 @@ extension Port {
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
+                // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
                 encoder.writePacked(bytes: bytes, into: $0)
@@ -63,6 +64,7 @@ extension Port {
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
+                // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
                 encoder.writePacked(components, into: $0)
@@ -81,6 +83,7 @@ extension Port {
     /// The channel is used uncounted (`beginSend`), as a guaranteed reference.
     @inline(__always)
     private func send(
+        // U-SEND-CHANNEL (docs/unsafe-sites.md).
         _ encoder: MessageEncoder, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
         largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
@@ -103,6 +106,7 @@ extension Port {
     /// as long as this port (released in `deinit`), which the send keeps
     /// alive, and a counted reference cost a retain and a release a send.
     @inline(__always)
+    // U-SEND-CHANNEL (docs/unsafe-sites.md).
     private func beginSend() throws(PortError) -> (Unmanaged<SendChannel>, traceID: UInt64?, sendTime: Int64) {
         if !isValid { throw invalidError() }
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
@@ -132,6 +136,7 @@ extension Port {
 
     /// The send channel, made on the first send; the port holds it (one
     /// count) until `deinit`.
+    // U-SEND-CHANNEL (docs/unsafe-sites.md).
     private func sendChannel() -> Unmanaged<SendChannel> {
         let bits = channelBits.load(ordering: .acquiring)
         if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!) }

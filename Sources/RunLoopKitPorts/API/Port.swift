@@ -87,12 +87,14 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// bits of a retained `Unmanaged<SendChannel>`, or 0. Read without a
     /// lock, because every send reads it, and a lock that the receiving
     /// thread takes too would bounce between the two threads on every message.
+    // U-SEND-CHANNEL (docs/unsafe-sites.md).
     let channelBits = Atomic<UInt>(0)
     /// Guards `handler` alone, for the same reason: the loop thread reads it
     /// for every message, senders never.
     let handlerLock = Lock()
     // Guarded by handlerLock.
     // @exclusivity(unchecked): read and written with `handlerLock` held only.
+    // U-HANDLER (docs/unsafe-sites.md).
     @exclusivity(unchecked) var handler: MessageHandler?
     /// Counts the changes of `handler` (written with `handlerLock` held): a
     /// batch reads the handler once and then, for each message, only this
@@ -140,6 +142,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     deinit {
         let bits = channelBits.load(ordering: .acquiring)
+        // U-SEND-CHANNEL (docs/unsafe-sites.md).
         if bits != 0 { Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
         // A local port nobody references any more cannot be sent to: close it.
         if let receiver {

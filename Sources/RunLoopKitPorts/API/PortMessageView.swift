@@ -29,12 +29,14 @@ public struct PortMessageView: ~Copyable {
     // the port it arrived on (delivering it) and its reply port (held by
     // the delivering batch) are alive; counted references to ports take
     // Swift's slow path (a port's counts live in a side table).
+    // U-VIEW (docs/unsafe-sites.md).
     unowned(unsafe) private let arrival: Port
     unowned(unsafe) private let reply: Port?
     // Uncounted: the delivering batch holds it, and fills it again only
     // after the handler returns. Read through `read`, as a guaranteed
     // reference: an unowned(unsafe) one was retained and released at
     // every use.
+    // U-VIEW (docs/unsafe-sites.md).
     private let message: Unmanaged<InPlaceMessage>
 
     init(arrivedOn port: Port, replyPort: Port?, message: InPlaceMessage) {

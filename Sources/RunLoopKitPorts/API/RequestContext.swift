@@ -20,6 +20,7 @@ final class RequestContext: @unchecked Sendable {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
             guard let pointer else { return }
+            // U-REQUEST-SLOT (docs/unsafe-sites.md).
             let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
             for ports in context.replyPorts.values { for port in ports.values { port.invalidate() } }
         }
@@ -27,6 +28,7 @@ final class RequestContext: @unchecked Sendable {
     }()
 
     static func current() -> RequestContext {
+        // U-REQUEST-SLOT (docs/unsafe-sites.md).
         if let pointer = pthread_getspecific(key) { return Unmanaged<RequestContext>.fromOpaque(pointer).takeUnretainedValue() }
         let context = RequestContext()
         pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())

@@ -23,6 +23,7 @@ final class PortReceiver: @unchecked Sendable {
     let address: PortAddress
     private let lock = Lock()
     // Guarded by lock.
+    // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var isClosed = false
     // Guarded by lock: the ipc paths bound, unlinked at close: libzmq closes
     // listeners later, on its own thread, and not at all if the process
@@ -35,11 +36,13 @@ final class PortReceiver: @unchecked Sendable {
     // Guarded by lock: the message a batch reads in place
     // (`takeInPlaceMessage`), kept here between batches; a nested batch,
     // finding it taken, makes its own.
+    // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var spareInPlaceMessage: InPlaceMessage?
     // Guarded by lock.
     // @exclusivity(unchecked): used under `lock` alone, on the message path
     // (no overlapping access is possible; the dynamic check cost hundreds
     // of instructions a message).
+    // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var decoder = MessageDecoder()
     private let dropped = Atomic<UInt64>(0)
     /// ZMQ_FD, read once at creation.

@@ -21,6 +21,7 @@ final class SendChannel: @unchecked Sendable {
     // `lock` held only, so no two accesses overlap, and the dynamic check
     // cost hundreds of instructions a send.
     // Guarded by lock: made on first send, so a send right that never sends costs no socket.
+    // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var socket: Socket?
     // Guarded by lock: closed for the process's exit (see `OutboundFlush`).
     @exclusivity(unchecked) private var isClosedForExit = false
@@ -30,6 +31,7 @@ final class SendChannel: @unchecked Sendable {
     // Guarded by lock: when the socket was connected, and whether it has
     // taken a frame since: until it has, waiting for room is waiting for a
     // connection, which the connection bound limits (S-PORT-4).
+    // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var connectedAt: UInt64 = 0
     @exclusivity(unchecked) private var hasAccepted = false
     // Taken from with `lock` held: the buffers packed messages are sent
@@ -189,6 +191,7 @@ final class SendChannel: @unchecked Sendable {
     }
 
     /// The socket, connected on first use; `socket` holds it. Lock held.
+    // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
     private func connectedSocket() throws(PortError) -> Unmanaged<Socket> {
         if socket != nil { return Unmanaged.passUnretained(socket.unsafelyUnwrapped) }
         if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
@@ -212,6 +215,7 @@ final class SendChannel: @unchecked Sendable {
             try made.connect(endpoint)
             socket = made
             connectedAt = MonotonicClock.now()
+            // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
             return Unmanaged.passUnretained(made)
         } catch {
             throw .zeroMQ(error)

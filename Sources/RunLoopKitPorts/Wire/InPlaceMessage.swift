@@ -23,6 +23,7 @@ final class InPlaceMessage {
     // of instructions a message.
     let frames = IncomingFrames()
     /// The header, checked (`WireFormat.Header.none` while nothing is held).
+    // U-IN-PLACE-MESSAGE (docs/unsafe-sites.md).
     @exclusivity(unchecked) var header = WireFormat.Header.none
     /// The port components, resolved, in component order: usually none.
     @exclusivity(unchecked) var ports: [Port] = []

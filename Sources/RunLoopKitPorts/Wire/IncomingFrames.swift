@@ -23,6 +23,7 @@ final class IncomingFrames {
     /// frame alone, read without touching an array (no reference counting).
     private let first = Message()
     /// The frames after the first, kept; grown on demand, then reused.
+    // U-INCOMING-FRAMES (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var rest: [Message] = []
     private let scratch = Message()
     /// Frames kept, from the first.
