@@ -38,6 +38,8 @@ struct PeerDeathTests {
         static let replyThenDie: UInt32 = 3
         /// An ordinary message: nothing.
         static let nothing: UInt32 = 5
+        /// Close (invalidate) the sink port, and stay alive.
+        static let closeSink: UInt32 = 6
     }
 
     /// The documented bound (ProcessWatcher): a remote port whose process died
@@ -332,6 +334,115 @@ struct PeerDeathTests {
         #expect(Self.isPeerDied(seen.error, pid: seen.pid), "the waiting send: \(String(describing: seen.error))")
         #expect(seen.seconds < 5, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
         print("S-PORT-5: a send waiting for room at a dying peer failed after \(Int(seen.seconds * 1000)) ms")
+    }
+
+    // MARK: - Handlers run with no lock held
+
+    @Test("S-PORT-5: a send waiting for room at a port its live peer closes fails with .invalidPort; the invalidation handlers run with the send channel's lock released: one sends to the port (fails at once), one invalidates it")
+    func invalidationHandlersRunWithNoChannelLockHeld() async throws {
+        let sinkName = PortProcess.uniqueName("csink")
+        let controlName = PortProcess.uniqueName("csinkctl")
+        defer {
+            PortProcess.removeNameFiles(sinkName)
+            PortProcess.removeNameFiles(controlName)
+        }
+        struct Observation: Sendable {
+            var filled = 0
+            var error: PortError?
+            var seconds: Double = 0
+            var channelLockFreeInHandler: Bool?
+            var handlerSend: String?
+            var handlerSendSeconds: Double = 0
+            var handlersRan = 0
+        }
+        let parent = ParentSide("csink-parent") { () throws -> Observation in
+            let sink = try PortNameServer.lookup(sinkName, timeout: .seconds(60))
+            let control = try PortNameServer.lookup(controlName, timeout: .seconds(60))
+            var seen = Observation()
+            // Fill the queue: the child never schedules the sink.
+            while true {
+                do {
+                    try sink.send(msgid: 0, components: [.data(PortProcess.sequenceData(UInt64(seen.filled)))], before: Date() + 0.2)
+                    seen.filled += 1
+                } catch {
+                    break
+                }
+                if seen.filled > 5_000_000 { throw TestFailure("no send timed out") }
+            }
+            let inHandlers = Locked(Observation())
+            // Run by the send that learns of the close, on its thread.
+            sink.addInvalidationHandler { port in
+                let channelBits = port.channelBits.load(ordering: .acquiring)
+                let channel = Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: channelBits)!).takeUnretainedValue()
+                let free = channel.lock.tryLock()
+                if free { channel.lock.unlock() }
+                let started = PortProcess.now()
+                var outcome = "sent"
+                do {
+                    try port.send(msgid: 2, before: Date() + 10)
+                } catch let error as PortError {
+                    outcome = PortProcess.caseName(error)
+                } catch {
+                    outcome = "\(error)"
+                }
+                let took = Double(PortProcess.now() - started) / 1e9
+                inHandlers.withLock {
+                    $0.channelLockFreeInHandler = free
+                    $0.handlerSend = outcome
+                    $0.handlerSendSeconds = took
+                    $0.handlersRan += 1
+                }
+            }
+            sink.addInvalidationHandler { port in
+                port.invalidate()  // already invalid: returns, and runs no handler twice
+                inHandlers.withLock { $0.handlersRan += 1 }
+            }
+            // A send that waits for room, on a thread of its own...
+            let waiting = ParentSide("csink-waiter") { () -> (PortError?, UInt64) in
+                let started = PortProcess.now()
+                do {
+                    try sink.send(msgid: 1, before: Date() + 30)
+                    return (nil, PortProcess.now() - started)
+                } catch let error as PortError {
+                    return (error, PortProcess.now() - started)
+                }
+            }
+            // ...while the peer closes the port and lives on.
+            try control.send(msgid: Order.closeSink, before: Date() + 10)
+            guard waiting.wait(timeout: 60) else { throw TestFailure("the waiting send never returned") }
+            let (error, waited) = try ParentSideResult.take(waiting)
+            let handlers = inHandlers.value
+            seen.error = error
+            seen.seconds = Double(waited) / 1e9
+            seen.channelLockFreeInHandler = handlers.channelLockFreeInHandler
+            seen.handlerSend = handlers.handlerSend
+            seen.handlerSendSeconds = handlers.handlerSendSeconds
+            seen.handlersRan = handlers.handlersRan
+            try control.send(msgid: Order.nothing, before: Date() + 10)  // the child may go
+            return seen
+        }
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [sinkName = sinkName as String, controlName = controlName as String] in
+            await PortChild.run {
+                let sink = try Port(transport: .ipc)  // never scheduled: it fills up
+                try PortNameServer.register(sink, name: sinkName)
+                let control = try IPCInbox("closer") { message in
+                    if message.msgid == Order.closeSink { sink.invalidate() }
+                }
+                try PortNameServer.register(control.port, name: controlName)
+                _ = await control.arrival(ofCount: 2, timeout: 60)
+            }
+        }
+        let child = ChildOutput(result)
+        child.expectSuccess()
+        let seen = try await parent.value()
+        #expect(seen.filled > Int(SendChannel.highWaterMark))
+        #expect(PortProcess.caseName(seen.error) == "invalidPort", "the waiting send: \(String(describing: seen.error))")
+        #expect(seen.seconds < 5, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
+        #expect(seen.handlersRan == 2, "handlers ran \(seen.handlersRan) times")
+        #expect(seen.channelLockFreeInHandler == true, "the send channel's lock was held while the invalidation handlers ran")
+        #expect(seen.handlerSend == "invalidPort", "a handler's send to the port: \(seen.handlerSend ?? "none")")
+        #expect(seen.handlerSendSeconds < 5, "a handler's send took \(seen.handlerSendSeconds) s")
     }
 }
 

@@ -10,19 +10,40 @@ extension Port {
     public func invalidate() { invalidate(because: nil) }
 
     func invalidate(because reason: PortError?) {
+        invalidateDeferringHandlers(because: reason)
+        runPendingInvalidationHandlers()
+    }
+
+    /// Invalidates the port but keeps its handlers waiting, for a caller
+    /// that holds a lock (a send channel's, which learns there that the
+    /// peer died): no user code runs under a library lock
+    /// (docs/design.md, "Locks and user code"). That caller runs them with
+    /// `runPendingInvalidationHandlers()` once the lock is released; so
+    /// does any later `invalidate`.
+    func invalidateDeferringHandlers(because reason: PortError?) {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        let (source, handlers, names): (SocketSource?, [@Sendable (Port) -> Void], [String]) = state.withLock { state in
+        let (source, names): (SocketSource?, [String]) = state.withLock { state in
             state.lifecycle = .invalidated(reason ?? .invalidPort(description))
+            state.pendingInvalidationHandlers += state.invalidationHandlers.map(\.body)
             defer {
                 state.invalidationHandlers.removeAll()
                 state.registeredNames.removeAll()
             }
-            return (state.source, state.invalidationHandlers.map(\.body), state.registeredNames)
+            return (state.source, state.registeredNames)
         }
         source?.invalidate()
         receiver?.close()
         for name in names { PortNameServer.release(name) }
         if isLocal { PortRegistry.shared.removeLocal(address) }
+    }
+
+    /// Runs the handlers an invalidation left waiting, each once, on the
+    /// calling thread, which holds no library lock.
+    func runPendingInvalidationHandlers() {
+        let handlers = state.withLock { state in
+            defer { state.pendingInvalidationHandlers.removeAll() }
+            return state.pendingInvalidationHandlers
+        }
         for handler in handlers { handler(self) }
     }
 

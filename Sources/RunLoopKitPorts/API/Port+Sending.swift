@@ -116,10 +116,13 @@ extension Port {
     /// A send failed with `error`: when nothing can ever receive through
     /// this send right (S-PORT-8), it is invalid from now on and its
     /// handlers are told. Returns the error to throw.
+    /// Runs here, with the send channel's lock released, the invalidation
+    /// handlers that the channel found due while it held the lock
+    /// (`destinationError`).
     private func failedSend(_ error: PortError) -> PortError {
         switch error {
         case .unreachable, .peerDied: invalidate(because: error)
-        default: break
+        default: runPendingInvalidationHandlers()
         }
         return error
     }
@@ -150,12 +153,14 @@ extension Port {
     }
 
     /// Whether a send waiting for room should give up: the port became
-    /// invalid, or (for another process's port) its socket is gone.
+    /// invalid, or (for another process's port) its socket is gone. Called
+    /// with the send channel's lock held: the port is invalidated here, but
+    /// its handlers run only once the send has let the lock go (`failedSend`).
     func destinationError() -> PortError? {
         if !isValid { return invalidError() }
         if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
             let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)
-            invalidate(because: process.isAlive ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
+            invalidateDeferringHandlers(because: process.isAlive ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
             return invalidError()
         }
         return nil

@@ -74,6 +74,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         /// The Source1 through which the port's loop receives.
         var source: SocketSource?
         var invalidationHandlers: [(token: InvalidationHandlerToken, body: @Sendable (Port) -> Void)] = []
+        /// Handlers of an invalidation decided where no user code may run
+        /// (under a send channel's lock), waiting for the thread that
+        /// decided it to release that lock and run them.
+        var pendingInvalidationHandlers: [@Sendable (Port) -> Void] = []
         var nextHandlerID: UInt64 = 0
         /// Names this port is registered under (S-PORT-6).
         var registeredNames: [String] = []

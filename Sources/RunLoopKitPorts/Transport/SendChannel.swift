@@ -16,7 +16,9 @@ import ZeroMQ
 final class SendChannel: @unchecked Sendable {
     let address: PortAddress
     let endpoint: String
-    private let lock = Lock()
+    // Internal (not private) only so that a test can see whether it is held
+    // when invalidation handlers run (they must run with it released).
+    let lock = Lock()
     // @exclusivity(unchecked) on the properties below: each is touched with
     // `lock` held only, so no two accesses overlap, and the dynamic check
     // cost hundreds of instructions a send.
