@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# The repository stands on its own: no tracked file (generated ones such as
-# docs/scaling.svg included) cites documents that are not in it. Greps, case-
-# sensitively, for the names of the planning documents kept outside the
-# repository and for a path beside it; CHANGELOG.md's history is exempt.
-#   ./scripts/check-self-contained.sh
+# The repository stands on its own: no tracked file (generated ones that are
+# committed, such as docs/scaling.svg, included) cites documents that are not
+# in it. Greps the tracked files, case-sensitively, for the names of planning
+# documents kept outside the repository and for a path beside it; prints each
+# hit as path:line:text and fails. CHANGELOG.md's history is exempt, and so is
+# this script, which has to spell the names.
+#   ./scripts/check-self-contained.sh        (from any directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 patterns=(-e 'DESIGN.md' -e 'STYLE.md' -e 'SEMANTICS.md' -e 'DEVELOPERS.md' -e '../shared')
-self="scripts/check-self-contained.sh"
-files=$(git ls-files | grep -v -x -e 'CHANGELOG.md' -e "$self")
-count=$(echo "$files" | wc -l)
-if hits=$(echo "$files" | tr '\n' '\0' | xargs -0 grep -n -F "${patterns[@]}" -- 2>/dev/null); then
+exempt=(':(exclude)CHANGELOG.md' ':(exclude)scripts/check-self-contained.sh')
+
+count=$(git ls-files -- . "${exempt[@]}" | wc -l)
+# git grep, not grep over a file list: one process, the work tree's tracked
+# files only, and its exit status tells a hit (0) from none (1) from an
+# error (anything else), which must not pass as "none".
+status=0
+hits=$(git grep -n -F --no-color "${patterns[@]}" -- . "${exempt[@]}") || status=$?
+if [ "$status" -eq 0 ]; then
     echo "$hits"
-    echo "self-contained: the lines above cite documents outside the repository; cite docs/design.md, docs/contributing.md or docs/semantics.md instead" >&2
+    echo "self-contained: the lines above cite documents outside the repository; cite docs/design.md, docs/contributing.md, docs/semantics.md or docs/performance.md instead" >&2
     exit 1
+elif [ "$status" -ne 1 ]; then
+    echo "self-contained: git grep failed (exit $status)" >&2
+    exit "$status"
 fi
-echo "self-contained: $count tracked files cite nothing outside the repository"
+echo "self-contained: OK, $count tracked files cite nothing outside the repository"

@@ -6,8 +6,8 @@
 /// ThreadSanitizer (docs/design.md, "Locks and user code"). A pthread mutex
 /// (`Lock`) gives the same guarantee and TSan understands it.
 ///
-/// Never call a user's closure inside `withLock` (docs/design.md): copy what the
-/// callout needs under the lock, then call it after.
+/// Never call a user's closure inside `withLock` (docs/design.md, "Locks and
+/// user code"): copy what the callout needs under the lock, then call it after.
 ///
 /// Shared with the ports, which take these locks on their message path,
 /// where an unspecialised generic call across the module boundary would

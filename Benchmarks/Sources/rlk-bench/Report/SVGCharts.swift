@@ -4,7 +4,7 @@ import Glibc
 /// text (no plotting tool needed, diff-able in review):
 ///
 /// - `scaling.svg`: per-message cost against the number of ports on one
-///   loop (log x), median with a p99 whisker, and the 2 × target line of docs/design.md;
+///   loop (log x), median with a p99 whisker, and the 2 × target line of docs/design.md ("Performance");
 /// - `latency.svg`: one panel per round-trip scenario and for timer
 ///   lateness, the distribution of every side as a cumulative curve
 ///   (x: latency, log scale; y: share of samples at or below it: linear up

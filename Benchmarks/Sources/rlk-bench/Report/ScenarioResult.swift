@@ -25,10 +25,10 @@ struct Measurement: Sendable {
 
 /// What a row must achieve, as docs/design.md ("Performance") states it ("≤ 1.15×", "≥ 0.5×").
 struct Target: Sendable {
-    /// Where docs/design.md ("Performance") puts a target in
-    /// the open issues: due now, guarded (no regression against the commit
-    /// before a change; the target is shown so that the report says honestly
-    /// whether it is met), or not due yet.
+    /// A target's standing, as docs/design.md ("Performance") defines it:
+    /// due now, guarded (no regression against the commit before a change;
+    /// the target is shown so that the report says honestly whether it is
+    /// met), or not due yet.
     enum Standing: String, Sendable {
         case due
         case guarded

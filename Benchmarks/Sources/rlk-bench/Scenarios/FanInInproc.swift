@@ -1,5 +1,5 @@
-/// docs/design.md ("Performance"): fan-in is a row of
-/// issue 9, reported beside its raw-libzmq peer, with no target yet.
+/// docs/design.md ("Performance"): fan-in is a row with no target yet,
+/// reported beside its raw-libzmq peer.
 /// Four plain threads send 64-byte PortMessages to one port on a LoopThread,
 /// against four C threads with a PUSH socket each into one PULL.
 struct FanInInproc: Scenario {

@@ -1,8 +1,8 @@
 import Glibc
 
 /// docs/design.md ("Performance"): 10,000 ports on one loop. RunLoopKit's own share (ours minus
-/// raw libzmq in the same pattern) ≤ 1.2 × its 1-port share (guarded in
-/// issues 12 and 9), and in total ≤ 2 × the 1-port case (not due).
+/// raw libzmq in the same pattern) ≤ 1.2 × its 1-port share (guarded),
+/// and in total ≤ 2 × the 1-port case (not due).
 /// Measures the whole curve (1, 10, 100, 1,000, 10,000 ports), each port
 /// count interleaved with a fresh 1-port set so that drift cancels, then
 /// raw libzmq with as many sockets against 1.

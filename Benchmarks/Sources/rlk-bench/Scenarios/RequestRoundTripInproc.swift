@@ -1,6 +1,6 @@
 /// docs/design.md ("Performance"): the sendRequest round
-/// trip is a new row of issue 9, reported beside its raw-libzmq peer, with
-/// no target yet. A plain thread calls `port.sendRequest` on a LoopThread's
+/// trip is a row with no target yet, reported beside its raw-libzmq peer.
+/// A plain thread calls `port.sendRequest` on a LoopThread's
 /// port, whose handler replies to `message.replyPort`; the peer is libzmq's
 /// own request-reply, REQ and REP between two C threads. The PAIR ping-pong
 /// of `roundtrip-inproc` is shown beside it.
