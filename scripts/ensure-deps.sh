@@ -42,3 +42,15 @@ if ! zmq_header_found; then
         exit 1
     fi
 fi
+
+# The tests run foreign peers written in Python (Tests/ForeignPeers), with
+# its standard library only.
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "python3 is missing (the tests' foreign peers need it)." >&2
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y python3 >&2
+    else
+        echo "error: install python3 (Debian: sudo apt-get install -y python3), then re-run." >&2
+        exit 1
+    fi
+fi

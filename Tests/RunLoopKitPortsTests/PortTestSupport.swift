@@ -177,6 +177,7 @@ extension PortError {
         case .invalidName: "invalidName"
         case .nameInUse: "nameInUse"
         case .nameNotFound: "nameNotFound"
+        case .nameHolderDied: "nameHolderDied"
         case .pathTooLong: "pathTooLong"
         case .runtimeDirectoryUnsafe: "runtimeDirectoryUnsafe"
         case .notLocal: "notLocal"

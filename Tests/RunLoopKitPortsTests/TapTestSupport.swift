@@ -28,7 +28,13 @@ final class SpawnedProgram {
 
     /// Starts `name` from the products directory with `arguments` and extra
     /// environment variables.
-    init(_ name: String, _ arguments: [String], environment extra: [String: String] = [:], in directory: String) throws {
+    convenience init(_ name: String, _ arguments: [String], environment extra: [String: String] = [:], in directory: String) throws {
+        try self.init(path: Self.productsDirectory + "/" + name, arguments, environment: extra, in: directory)
+    }
+
+    /// Starts the program at `path` (any program, not only this package's).
+    init(path: String, _ arguments: [String], environment extra: [String: String] = [:], in directory: String) throws {
+        let name = String(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...])
         outputPath = directory + "/\(name)-\(UInt32.random(in: 0...UInt32.max)).out"
         errorPath = outputPath + ".err"
         var actions = posix_spawn_file_actions_t()
@@ -44,7 +50,6 @@ final class SpawnedProgram {
             index += 1
         }
         environment += extra.map { "\($0.key)=\($0.value)" }
-        let path = Self.productsDirectory + "/" + name
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }

@@ -30,6 +30,10 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     case nameInUse(String, pid: Int32)
     /// No live process has registered the name.
     case nameNotFound(String)
+    /// The process that held the name last (`pid`) has exited without
+    /// letting it go: it was killed, or exited holding it. Nobody holds the
+    /// name now; the next registration takes it over.
+    case nameHolderDied(String, pid: Int32)
     /// An ipc socket path is longer than the 107 bytes a Unix socket address holds.
     case pathTooLong(String, limit: Int)
     /// The per-user runtime directory is missing, not ours, or open to others.
@@ -60,6 +64,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
             "port name '\(name)' is already registered by this process (pid \(pid)): unregister it first (PortNameServer.unregister), or register another name"
         case let .nameInUse(name, pid): "port name '\(name)' is held by live process \(pid): pick another name, or stop that process"
         case let .nameNotFound(name): "no live process has registered the port name '\(name)'"
+        case let .nameHolderDied(name, pid): "the port name '\(name)' is not held: process \(pid), which held it, has exited without releasing it (restart that server, or register the name again)"
         case let .pathTooLong(path, limit): "ipc socket path is \(path.utf8.count) bytes, over the \(limit)-byte limit of a Unix socket address: \(path) (point RUNLOOPKIT_RUNTIME_DIR or XDG_RUNTIME_DIR at a shorter directory, or use a shorter name)"
         case let .runtimeDirectoryUnsafe(path, reason): "runtime directory \(path) cannot be used: \(reason)"
         case let .notLocal(port): "port \(port) is a send right to another port: only a local port can receive"

@@ -41,12 +41,14 @@ public enum PortNameServer {
         guard let receiver = port.receiver else { throw .notLocal(port.description) }
         guard port.isValid else { throw port.invalidError() }
         let paths = try self.paths(for: name)
-        let fd = open(paths.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .systemCall(.last("open(\(paths.lock))")) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = (try? readRegistration(fd))?.pid ?? 0
-            close(fd)
-            throw .nameInUse(name, pid: holder)
+        let fd: Int32
+        do {
+            fd = try NameLock.acquire(paths.lock)
+        } catch {
+            switch error {
+            case let .held(by: holder): throw .nameInUse(name, pid: holder)
+            case let .systemCall(failure): throw .systemCall(failure)
+            }
         }
         // We hold the name now; a socket file still there was left by a
         // process that died holding it: take it over.
@@ -54,16 +56,19 @@ public enum PortNameServer {
         do {
             try receiver.bindIPC(paths.socket)
         } catch {
-            close(fd)
+            letGo(fd)
             throw error
         }
         let published = PortAddress(pid: port.address.pid, startTime: port.address.startTime,
                                     portID: port.address.portID, ipcPath: paths.socket, hostID: HostIdentity.current)
         let bytes = WireFormat.nameFileContents(for: published)
-        guard ftruncate(fd, 0) == 0, pwrite(fd, bytes, bytes.count, 0) == bytes.count else {
+        // Written whole, then cut to its length: a reader sees the previous
+        // bytes, these, or a mix that does not decode, and a mix is never
+        // trusted (the lock's holder must be the process it names).
+        guard pwrite(fd, bytes, bytes.count, 0) == bytes.count, ftruncate(fd, off_t(bytes.count)) == 0 else {
             let code = errno
             receiver.unbindIPC(paths.socket)
-            close(fd)
+            Self.letGo(fd)
             throw .systemCall(SystemCallError(call: "write(\(paths.lock))", errno: code))
         }
         table.add(name, Registration(lockDescriptor: fd, socketPath: paths.socket, port: port))
@@ -76,20 +81,47 @@ public enum PortNameServer {
     ///   - timeout: how long to wait for the name to appear (a
     ///     server still starting); 0 looks once.
     /// - Throws: `.nameNotFound` if no live process holds the name by then,
+    ///   `.nameHolderDied` if the process that held it last has exited
+    ///   without letting it go (killed, or exited holding it),
     ///   `.invalidName`, `.runtimeDirectoryUnsafe`.
+    ///
+    /// The answer is atomic (S-PORT-9): a send right to the process that
+    /// holds the name at the moment of the look, never a half-written entry
+    /// nor a previous holder's, however names are registered, released,
+    /// taken over or their holders killed meanwhile (docs/ports.md, "Name
+    /// files: the protocol").
     public static func lookup(_ name: String, timeout: Duration = .zero) throws(PortError) -> Port {
         try validate(name)
         let deadline: UInt64
         do { deadline = try MonotonicClock.instant(after: timeout, "lookup timeout") } catch { throw .runLoop(error) }
         let paths = try self.paths(for: name)
+        var settlingSince: UInt64?
         while true {
-            if let address = try lookOnce(paths) {
+            let now = MonotonicClock.now()
+            switch NameLock.inspect(paths.lock) {
+            case let .held(address):
                 let port = Port.resolve(address)
                 port.noteLookedUp(as: name)
                 return port
+            case .settling:
+                // A registration half done (or a sweep, or a holder dying):
+                // settles in microseconds, so it is waited for even past a
+                // zero timeout, for `NameLock.settleSeconds` at most.
+                let since = settlingSince ?? now
+                settlingSince = since
+                if now < deadline || now < MonotonicClock.instant(seconds: NameLock.settleSeconds, after: since) {
+                    usleep(200)
+                    continue
+                }
+                throw .nameNotFound(name)
+            case let .free(diedHolder):
+                settlingSince = nil
+                guard now < deadline else {
+                    if let diedHolder { throw .nameHolderDied(name, pid: diedHolder) }
+                    throw .nameNotFound(name)
+                }
+                usleep(2_000)
             }
-            guard MonotonicClock.now() < deadline else { throw .nameNotFound(name) }
-            usleep(2_000)
         }
     }
 
@@ -98,7 +130,7 @@ public enum PortNameServer {
         guard let registration = table.remove(name) else { return }
         registration.port?.receiver?.unbindIPC(registration.socketPath)
         registration.port?.didUnregister(name)
-        close(registration.lockDescriptor)
+        letGo(registration.lockDescriptor)
     }
 
     /// The directory names live in.
@@ -109,29 +141,15 @@ public enum PortNameServer {
     /// Called by an invalidated or deinitialised port for each of its names.
     static func release(_ name: String) {
         guard let registration = table.remove(name) else { return }
-        close(registration.lockDescriptor)
+        letGo(registration.lockDescriptor)
     }
 
-    private static func lookOnce(_ paths: (socket: String, lock: String)) throws(PortError) -> PortAddress? {
-        let fd = open(paths.lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-            // Nobody holds it: a stale or released name.
-            flock(fd, LOCK_UN)
-            return nil
-        }
-        // Held: the holder may still be writing its descriptor; then not yet.
-        return try? readRegistration(fd)
-    }
-
-    private static func readRegistration(_ fd: Int32) throws -> PortAddress {
-        var buffer = [UInt8](repeating: 0, count: WireFormat.maxNameFileBytes)
-        let count = pread(fd, &buffer, buffer.count, 0)
-        guard count > 0 else { throw PortError.nameNotFound("") }
-        return try buffer.withUnsafeBytes { bytes in
-            try WireFormat.decodeNameFile(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
-        }
+    /// Lets a held name go: the file is emptied first, so that it never
+    /// names a live process that no longer holds it (docs/ports.md, "Name
+    /// files: the protocol"), then closing the file drops the lock.
+    private static func letGo(_ lockDescriptor: Int32) {
+        ftruncate(lockDescriptor, 0)
+        close(lockDescriptor)
     }
 
     static func validate(_ name: String) throws(PortError) {

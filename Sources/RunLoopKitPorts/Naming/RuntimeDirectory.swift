@@ -24,16 +24,33 @@ enum RuntimeDirectory {
     /// The directories this process has swept.
     private static let swept = Locked<Set<String>>([])
 
-    /// Once per process and directory: removes the anonymous socket files
-    /// (`p<pid>-<n>.sock`) of processes that no longer exist, which exited
-    /// without closing their ports. Named ports clean up on registration.
+    /// Once per process and directory, on its first use: `sweep(_:)`.
     private static func sweepOnce(_ path: String) {
         guard swept.withLock({ $0.insert(path).inserted }) else { return }
+        sweep(path)
+    }
+
+    /// Removes what dead processes left in the directory, and nothing else
+    /// (docs/ports.md, "What stays in the runtime directory"):
+    /// - the anonymous socket files (`p<pid>-<n>.sock`) of processes that no
+    ///   longer exist, which exited without closing their ports;
+    /// - the files of names nobody holds (`<name>.lock` and `<name>.port`),
+    ///   each removed while holding the name's lock and only if the path
+    ///   still names the file locked, so that a registration running at the
+    ///   same moment is never undone (`NameLock.removeIfStale`).
+    /// Other files (the host's id, the sniffer's) are left alone.
+    static func sweep(_ path: String) {
         guard let directory = opendir(path) else { return }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasSuffix(".lock") {
+                let base = name.dropLast(".lock".count)
+                guard (try? PortNameServer.validate(String(base))) != nil else { continue }
+                NameLock.removeIfStale(lockPath: "\(path)/\(name)", socketPath: "\(path)/\(base).port")
+                continue
             }
             guard name.hasPrefix("p"), name.hasSuffix(".sock"),
                   let dash = name.firstIndex(of: "-"),

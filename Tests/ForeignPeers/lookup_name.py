@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Looks a RunLoopKit port name up as a program in another language would,
+following docs/wire-format.md ("Looking a name up") step by step, with only
+Python's standard library.
+
+    lookup_name.py DIRECTORY NAME COUNT
+
+Looks NAME up COUNT times in DIRECTORY (the runtime directory) as fast as it
+can and prints one line per lookup:
+
+    <start> held <pid> <start time> <port id> <ipc path>
+    <start> free
+    <start> died <pid>
+    <start> settling
+
+<start> is CLOCK_MONOTONIC in nanoseconds when the lookup began, so that a
+test can compare it with when a holder was killed. The test suite runs it
+(NameLookupTests) while holders are registered, released and killed.
+"""
+import fcntl
+import os
+import struct
+import sys
+import time
+
+MAGIC = b"RLKD"
+SETTLE_SECONDS = 0.1
+
+
+def decode_descriptor(data):
+    """The (pid, start time, port id, path) of exactly one descriptor, or None."""
+    if len(data) < 28 or data[0:4] != MAGIC:
+        return None
+    version, transport, path_length = data[4], data[5], struct.unpack_from("<H", data, 6)[0]
+    fixed = 28 if version == 1 else 44 if version == 2 else None
+    if fixed is None or len(data) != fixed + path_length:
+        return None
+    if transport != 1 or not 1 <= path_length <= 107:
+        return None  # a name always has an ipc path
+    pid, start_time, port_id = struct.unpack_from("<iQQ", data, 8)
+    try:
+        path = data[fixed:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if pid <= 0 or not path.startswith("/") or "\0" in path:
+        return None
+    return pid, start_time, port_id, path
+
+
+def start_time_of(pid):
+    """Field 22 of /proc/<pid>/stat, counted after the last ')'."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(b")") + 1:].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def exclusive_holder(st):
+    """The pid holding an exclusive flock on the file whose stat is st."""
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    with open("/proc/locks", "rb") as locks:
+        for line in locks:
+            fields = line.split()
+            if len(fields) < 6 or fields[1] != b"FLOCK" or fields[3] != b"WRITE":
+                continue  # "->" lines (waiters) fail here too
+            place = fields[5].split(b":")
+            if len(place) == 3 and int(place[0], 16) == major and int(place[1], 16) == minor \
+                    and int(place[2]) == st.st_ino:
+                return int(fields[4])
+    return None
+
+
+def look_once(lock_path):
+    """One pass of steps 1 to 6: ('held', descriptor), ('free',), ('died', pid) or ('settling',)."""
+    try:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ("free",)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            recorded = decode_descriptor(os.pread(fd, 4096, 0))
+            if recorded and start_time_of(recorded[0]) != recorded[1]:
+                return ("died", recorded[0])
+            return ("free",)
+        except BlockingIOError:
+            pass
+        st = os.fstat(fd)
+        holder = exclusive_holder(st)
+        if holder is None:
+            return ("settling",)
+        recorded = decode_descriptor(os.pread(fd, 4096, 0))
+        if recorded is None or recorded[0] != holder or start_time_of(holder) != recorded[1]:
+            return ("settling",)
+        if exclusive_holder(st) != holder:
+            return ("settling",)
+        try:
+            now = os.lstat(lock_path)
+        except FileNotFoundError:
+            return ("settling",)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return ("settling",)
+        return ("held", recorded)
+    finally:
+        os.close(fd)
+
+
+def lookup(lock_path):
+    """Looks until the answer settles (100 ms at most), as RunLoopKit does."""
+    settle_by = None
+    while True:
+        answer = look_once(lock_path)
+        if answer[0] != "settling":
+            return answer
+        now = time.monotonic()
+        settle_by = settle_by or now + SETTLE_SECONDS
+        if now >= settle_by:
+            return answer
+        time.sleep(0.0002)
+
+
+def main():
+    directory, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    lock_path = os.path.join(directory, name + ".lock")
+    lines = []
+    for _ in range(count):
+        start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        answer = lookup(lock_path)
+        if answer[0] == "held":
+            pid, start_time, port_id, path = answer[1]
+            lines.append(f"{start} held {pid} {start_time} {port_id} {path}")
+        elif answer[0] == "died":
+            lines.append(f"{start} died {answer[1]}")
+        else:
+            lines.append(f"{start} {answer[0]}")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+// S-PORT-9: a name lookup is atomic. Holders are registered, released,
+// taken over and SIGKILLed while RunLoopKit and a reader in Python that
+// follows docs/wire-format.md ("Looking a name up") look the name up as fast
+// as they can; every answer is checked against what the holders did.
+import Dispatch
+import Glibc
+import RunLoopKit
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+import Testing
+
+@Suite("Name lookups are atomic (S-PORT-9)")
+struct NameLookupTests {
+    /// A holder process: `ipc-demo server NAME`, which registers the name
+    /// and serves until killed.
+    struct Holder {
+        let startTime: UInt64
+        /// CLOCK_MONOTONIC when it was reaped: dead from then on, surely.
+        var reapedAt: UInt64?
+    }
+
+    /// One answer of a lookup, and when the lookup began.
+    struct Answer {
+        enum Kind: Equatable { case held(pid: Int32, startTime: UInt64, portID: UInt64), free, died(Int32), other(String) }
+        let startedAt: UInt64
+        let kind: Kind
+    }
+
+    /// Why an answer is wrong, or nil: a send right must name a holder that
+    /// was not yet reaped when the lookup began (a previous holder's entry
+    /// is exactly that), with its own start time (not a reused pid's), or
+    /// this process's registered port; errors must be the two documented.
+    static func problem(
+        _ answer: Answer, holders: [Int32: Holder], ownPortID: UInt64
+    ) -> String? {
+        switch answer.kind {
+        case let .held(pid, startTime, portID):
+            if pid == getpid() {
+                return portID == ownPortID ? nil : "this process's port \(portID), which it never registered"
+            }
+            guard let holder = holders[pid] else { return "pid \(pid), which never held the name" }
+            if holder.startTime != startTime { return "pid \(pid) with start time \(startTime), not the holder's \(holder.startTime)" }
+            if let reaped = holder.reapedAt, reaped < answer.startedAt {
+                return "holder \(pid), reaped \(Double(answer.startedAt - reaped) / 1e6) ms before the lookup began"
+            }
+            return nil
+        case .free, .died:
+            return nil
+        case let .other(text):
+            return "an error a lookup must not throw: \(text)"
+        }
+    }
+
+    /// A program of Tests/ForeignPeers, which speak to RunLoopKit from
+    /// its documents alone.
+    static func foreignPeer(_ file: String) -> String {
+        let testFile = #filePath
+        let testsDirectory = testFile.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
+        return testsDirectory + "/ForeignPeers/" + file
+    }
+
+    @Test("S-PORT-9: while holders are registered, released, taken over and SIGKILLed (at least 25 kill-and-restart cycles), 100,000 lookups by RunLoopKit and 100,000 by a reader following docs/wire-format.md give 0 bad answers: each names the live holder, or says not found or holder died")
+    func lookupsStayAtomicUnderKills() throws {
+        try #require(SpawnedProgram.isBuilt("ipc-demo"), "needs the examples built (swift build)")
+        let name = PortProcess.uniqueName("atomic")
+        let directory = try PortProcess.runtimeDirectory()
+        let scratch = makeTemporaryDirectory()
+        defer {
+            PortProcess.removeNameFiles(name)
+            PortProcess.removeTree(scratch)
+        }
+        let holders = Locked<[Int32: Holder]>([:])
+        let stop = Locked(false)
+        let cycles = Locked(0)
+        let ownPort = try Port(transport: .ipc)
+        defer { ownPort.invalidate() }
+        let ownPortID = ownPort.address.portID
+
+        // The python reader runs from the start to its count, alongside.
+        let python = try SpawnedProgram(
+            path: "/usr/bin/env", ["python3", Self.foreignPeer("lookup_name.py"), directory, name, "100000"], in: scratch)
+
+        // Kill and restart: one or two holders at once (two race for the
+        // name: one takes it, the other is refused), killed at a random
+        // moment, before, during or after their registration.
+        let killer = try TestThread(named: "rlkt-killer") {
+            var generator = SystemRandomNumberGenerator()
+            while !stop.withLock({ $0 }) {
+                let count = Int.random(in: 1...2, using: &generator)
+                let spawned = try (0..<count).map { _ in
+                    try SpawnedProgram("ipc-demo", ["server", name], in: scratch)
+                }
+                for program in spawned {
+                    let startTime = ProcessIdentity.startTime(of: program.pid) ?? 0
+                    holders.withLock { $0[program.pid] = Holder(startTime: startTime) }
+                }
+                let early = Int.random(in: 0..<10, using: &generator) < 3
+                PortProcess.pause(microseconds: early ? Int.random(in: 0..<20_000, using: &generator)
+                                                     : Int.random(in: 40_000..<150_000, using: &generator))
+                for program in spawned {
+                    kill(program.pid, SIGKILL)
+                    _ = program.waitForExit(timeout: 30)
+                    let reaped = MonotonicClock.now()
+                    holders.withLock { $0[program.pid]?.reapedAt = reaped }
+                }
+                cycles.withLock { $0 += 1 }
+            }
+        }
+        // This process takes the name when it is free and releases it
+        // (unregister) after a while: takeovers and releases by a live process.
+        let contender = try TestThread(named: "rlkt-contender") {
+            while !stop.withLock({ $0 }) {
+                if (try? PortNameServer.register(ownPort, name: name)) != nil {
+                    PortProcess.pause(microseconds: Int.random(in: 2_000..<20_000))
+                    PortNameServer.unregister(name)
+                }
+                PortProcess.pause(microseconds: Int.random(in: 5_000..<40_000))
+            }
+        }
+        let looked = Locked(0)
+        let lookers = try (0..<2).map { index in
+            try TestThread(named: "rlkt-looker-\(index)") { () -> [Answer] in
+                var answers: [Answer] = []
+                while !stop.withLock({ $0 }) {
+                    if answers.count % 1_000 == 999 { looked.withLock { $0 += 1_000 } }
+                    let startedAt = MonotonicClock.now()
+                    do throws(PortError) {
+                        let port = try PortNameServer.lookup(name)
+                        answers.append(Answer(startedAt: startedAt, kind: .held(
+                            pid: port.address.pid, startTime: port.address.startTime, portID: port.address.portID)))
+                    } catch .nameNotFound {
+                        answers.append(Answer(startedAt: startedAt, kind: .free))
+                    } catch let .nameHolderDied(_, pid) {
+                        answers.append(Answer(startedAt: startedAt, kind: .died(pid)))
+                    } catch {
+                        answers.append(Answer(startedAt: startedAt, kind: .other("\(error)")))
+                    }
+                }
+                return answers
+            }
+        }
+
+        let pythonStatus = python.waitForExit(timeout: 600)
+        // Everything runs until the python reader is done, 25 cycles are,
+        // and RunLoopKit's readers have made 100,000 lookups.
+        let enough = waitUntil(timeout: 600) { cycles.withLock { $0 } >= 25 && looked.withLock { $0 } >= 100_000 }
+        stop.withLock { $0 = true }
+        let answers = try lookers.flatMap { try $0.join(timeout: 120) }
+        try killer.join(timeout: 120)
+        try contender.join(timeout: 120)
+        #expect(enough, "the killer did not complete 25 cycles")
+        #expect(pythonStatus == 0, "the python reader failed: \(python.errorOutput)")
+
+        let known = holders.withLock { $0 }
+        let pythonAnswers = python.output.split(separator: "\n").map { line -> Answer in
+            let fields = line.split(separator: " ")
+            let startedAt = UInt64(fields.first ?? "") ?? 0
+            switch fields.count > 1 ? fields[1] : "" {
+            case "held" where fields.count >= 5:
+                return Answer(startedAt: startedAt, kind: .held(
+                    pid: Int32(fields[2]) ?? 0, startTime: UInt64(fields[3]) ?? 0, portID: UInt64(fields[4]) ?? 0))
+            case "free": return Answer(startedAt: startedAt, kind: .free)
+            case "died" where fields.count >= 3: return Answer(startedAt: startedAt, kind: .died(Int32(fields[2]) ?? 0))
+            default: return Answer(startedAt: startedAt, kind: .other(String(line)))
+            }
+        }
+        for (reader, list) in [("RunLoopKit", answers), ("python", pythonAnswers)] {
+            let problems = list.compactMap { Self.problem($0, holders: known, ownPortID: ownPortID) }
+            let held = list.filter { if case .held = $0.kind { true } else { false } }
+            let heldByChildren = Set(held.compactMap { answer -> Int32? in
+                if case let .held(pid, _, _) = answer.kind, pid != getpid() { pid } else { nil }
+            })
+            let died = list.filter { if case .died = $0.kind { true } else { false } }.count
+            #expect(list.count >= 100_000, "\(reader): \(list.count) lookups")
+            #expect(problems.isEmpty, "\(reader): \(problems.count) bad answers, first: \(problems.prefix(5))")
+            // The run exercised what it claims: live holders found, many of
+            // them, and names of killed holders seen as such.
+            #expect(held.count >= 1_000, "\(reader): only \(held.count) lookups found a holder")
+            #expect(heldByChildren.count >= 10, "\(reader): only \(heldByChildren.count) distinct holders found")
+            #expect(died >= 100, "\(reader): only \(died) lookups saw a holder that died")
+            print("S-PORT-9 \(reader): \(list.count) lookups, \(held.count) found a holder (\(heldByChildren.count) holders), \(died) saw one that died, \(problems.count) bad; \(known.count) holders in \(cycles.withLock { $0 }) cycles")
+        }
+    }
+
+    @Test("S-PORT-9: a name whose holder was SIGKILLed is answered with .nameHolderDied naming it (by a process that swept before the death), and is taken over by the next registration; a name released by a live holder is .nameNotFound")
+    func deadHolderIsSaidSo() async throws {
+        try #require(SpawnedProgram.isBuilt("ipc-demo"), "needs the examples built (swift build)")
+        let directory = try PortProcess.makeTemporaryDirectory("died")
+        defer { PortProcess.removeTree(directory) }
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [directory = directory as String] in
+            await PortChild.run {
+                PortChild.useRuntimeDirectory(directory)
+                _ = try PortNameServer.directory()  // this process's sweep is done
+                let holder = try SpawnedProgram(
+                    "ipc-demo", ["server", "served"], environment: ["RUNLOOPKIT_RUNTIME_DIR": directory], in: directory)
+                let found = try PortNameServer.lookup("served", timeout: .seconds(30))
+                PortChild.check(found.address.pid == holder.pid, "looked up \(found), not the holder \(holder.pid)")
+                kill(holder.pid, SIGKILL)
+                _ = holder.waitForExit()
+                let error = PortProcess.error { _ = try PortNameServer.lookup("served") } as? PortError
+                PortChild.check(error == .nameHolderDied("served", pid: holder.pid), "after the kill: \(String(describing: error))")
+                PortChild.check(error?.description.contains("process \(holder.pid)") == true, "the message names the dead holder")
+                let taker = try Port(transport: .ipc)
+                try PortNameServer.register(taker, name: "served")
+                PortChild.check((try? PortNameServer.lookup("served")) === taker, "the dead holder's name was not taken over")
+                PortNameServer.unregister("served")
+                let released = PortProcess.error { _ = try PortNameServer.lookup("served") } as? PortError
+                PortChild.check(released == .nameNotFound("served"), "after unregister: \(String(describing: released))")
+                withExtendedLifetime(taker) {}
+            }
+        }
+        ChildOutput(result).expectSuccess()
+    }
+
+    @Test("S-PORT-9: a sweep of the runtime directory running again and again beside registrations never undoes one: 2,000 register-lookup-unregister rounds all succeed, a name held throughout keeps its files, and unheld names' files go while other files stay")
+    func sweepBesideRegistrations() async throws {
+        let directory = try PortProcess.makeTemporaryDirectory("sweep-race")
+        defer { PortProcess.removeTree(directory) }
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [directory = directory as String] in
+            await PortChild.run {
+                PortChild.useRuntimeDirectory(directory)
+                let held = try Port(transport: .ipc)
+                try PortNameServer.register(held, name: "kept")
+                // A name nobody holds (a released one's files), and a file
+                // that is not the name server's.
+                for file in ["stale.lock", "stale.port", "tap-1234.state"] {
+                    close(open(directory + "/" + file, O_CREAT | O_WRONLY, 0o600))
+                }
+                let stop = Locked(false)
+                let sweeper = try TestThread(named: "rlkt-sweeper") { () -> Int in
+                    var sweeps = 0
+                    while !stop.withLock({ $0 }) {
+                        RuntimeDirectory.sweep(directory)
+                        sweeps += 1
+                    }
+                    return sweeps
+                }
+                let port = try Port(transport: .ipc)
+                var failures: [String] = []
+                for round in 0..<2_000 {
+                    do {
+                        try PortNameServer.register(port, name: "churn")
+                        let found = try PortNameServer.lookup("churn")
+                        if found !== port { failures.append("round \(round): lookup gave \(found)") }
+                        PortNameServer.unregister("churn")
+                    } catch {
+                        failures.append("round \(round): \(error)")
+                    }
+                }
+                stop.withLock { $0 = true }
+                let sweeps = try sweeper.join()
+                PortChild.check(failures.isEmpty, "\(failures.count) failed rounds: \(failures.prefix(3))")
+                PortChild.check(sweeps >= 100, "only \(sweeps) sweeps ran beside the rounds")
+                PortChild.check((try? PortNameServer.lookup("kept")) === held, "the held name no longer resolves")
+                PortChild.check(PortProcess.exists(directory + "/kept.lock") && PortProcess.exists(directory + "/kept.port"),
+                                "the held name's files were swept")
+                RuntimeDirectory.sweep(directory)
+                let left = PortProcess.directoryEntries(directory)
+                PortChild.check(!left.contains("stale.lock") && !left.contains("stale.port"), "an unheld name's files stayed: \(left)")
+                PortChild.check(!left.contains("churn.lock"), "the released name's lock file stayed: \(left)")
+                PortChild.check(left.contains("tap-1234.state") && left.contains("host-id"), "a file not the name server's was swept: \(left)")
+                withExtendedLifetime((held, port)) {}
+            }
+        }
+        ChildOutput(result).expectSuccess()
+    }
+}
