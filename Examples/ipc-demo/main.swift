@@ -144,9 +144,17 @@ func wait(for pid: pid_t, _ role: String) -> Bool {
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "server"?:
-    try runServer(name: arguments[1])
+    // A refusal (the name is in use, the runtime directory is unsafe) is
+    // said plainly, not as a crash.
+    do { try runServer(name: arguments[1]) } catch {
+        log("server", "failed: \(error)")
+        exit(1)
+    }
 case "client"?:
-    try await runClient(name: arguments[1])
+    do { try await runClient(name: arguments[1]) } catch {
+        log("client", "failed: \(error)")
+        exit(1)
+    }
 default:
     let name = "ipc-demo-\(getpid())"
     say("ipc-demo: starting a server and a client process; port name '\(name)'")

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
+#include <sys/socket.h>
 
 int32_t rlk_gettid(void) { return (int32_t)syscall(SYS_gettid); }
 
@@ -73,7 +74,7 @@ int rlk_pidfd_open(pid_t pid) {
 
 unsigned rlk_umask(unsigned mask) { return (unsigned)umask((mode_t)mask); }
 
-long long rlk_unread_socket_bytes(void) {
+long long rlk_unread_unix_socket_bytes(void) {
     DIR *directory = opendir("/proc/self/fd");
     if (directory == NULL) return 0;
     long long total = 0;
@@ -83,6 +84,9 @@ long long rlk_unread_socket_bytes(void) {
         int fd = atoi(entry->d_name);
         struct stat info;
         if (fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
+        int domain = 0;
+        socklen_t length = sizeof(domain);
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_UNIX) continue;
         int queued = 0;
         if (ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) total += queued;
     }

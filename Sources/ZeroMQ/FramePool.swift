@@ -19,7 +19,8 @@ internal import Synchronization
 /// Frames over ``bufferBytes``, and frames sent while all ``maxBuffers``
 /// buffers are in flight, are allocated by libzmq as usual; frames of up to
 /// 33 bytes, which libzmq keeps inside the `zmq_msg_t` without allocating,
-/// are sent as without a pool too. The pool keeps
+/// are sent as without a pool too, unless the pool is made to count every
+/// frame (`smallestFrameBytes`). The pool keeps
 /// what it has made, up to `maxBuffers × (bufferBytes + 16)` bytes, until it
 /// is closed; buffers still in flight then are freed as libzmq lets them go.
 ///
@@ -32,12 +33,21 @@ public final class FramePool: @unchecked Sendable {
 
     /// The largest frame a pool buffer holds.
     public let bufferBytes: Int
+    /// The smallest frame sent from a pool buffer; smaller ones are sent
+    /// as without a pool.
+    public let smallestFrameBytes: Int
     /// The most buffers the pool makes.
     public let maxBuffers: Int
     /// The owner's buffers, ready to send: a list linked through each
     /// buffer's first word.
     private var ready: UnsafeMutableRawPointer?
     private var isClosed = false
+    /// Whether the last frame offered to the pool was sent from one of its
+    /// buffers (so that ``outstandingBuffers()`` at 0 means every frame has
+    /// left libzmq), or by libzmq's own allocation.
+    ///
+    /// Thread rules: the owner's.
+    public private(set) var lastFrameWasPooled = true
     private let returns: Returns
 
     /// What the free function reaches, from any thread: kept alive past
@@ -57,12 +67,18 @@ public final class FramePool: @unchecked Sendable {
     /// `Returns.top` once closed: never an address (buffers are aligned).
     static let closedMark: UInt = 1
 
-    /// A pool of up to `maxBuffers` buffers of `bufferBytes` each.
+    /// A pool of up to `maxBuffers` buffers of `bufferBytes` each, for
+    /// frames of `smallestFrameBytes` to `bufferBytes` bytes. The default
+    /// smallest frame leaves to libzmq the frames it keeps inline without
+    /// allocating; a smaller one makes every frame a pool's, so that
+    /// ``outstandingBuffers()`` counts every frame not yet written.
     ///
     /// Thread rules: any thread; then the owner's (see the type).
-    public init(bufferBytes: Int = 240, maxBuffers: Int = 2048) {
+    public init(bufferBytes: Int = 240, maxBuffers: Int = 2048, smallestFrameBytes: Int = FramePool.inlineFrameBytes + 1) {
         precondition(bufferBytes > 0 && maxBuffers > 0, "FramePool: bufferBytes and maxBuffers must be positive")
+        precondition(smallestFrameBytes >= 1, "FramePool: smallestFrameBytes must be at least 1")
         self.bufferBytes = bufferBytes
+        self.smallestFrameBytes = smallestFrameBytes
         self.maxBuffers = maxBuffers
         returns = Returns()
     }
@@ -75,6 +91,31 @@ public final class FramePool: @unchecked Sendable {
     ///
     /// Thread rules: any thread (a moment's reading).
     public var bufferCount: Int { returns.live.load(ordering: .relaxed) }
+
+    /// Buffers libzmq holds now: frames sent from the pool that it has not
+    /// yet written out (or dropped). libzmq writes a socket's frames in
+    /// order, so 0 means that every frame sent from the pool before this
+    /// call has left libzmq.
+    ///
+    /// Thread rules: the owner's.
+    public func outstandingBuffers() -> Int {
+        if !isClosed {
+            let given = returns.top.exchange(0, ordering: .acquiring)
+            if var tail = UnsafeMutableRawPointer(bitPattern: given) {
+                // Put what was given back in front of the ready list.
+                while let next = tail.load(as: UnsafeMutableRawPointer?.self) { tail = next }
+                tail.storeBytes(of: ready, as: UnsafeMutableRawPointer?.self)
+                ready = UnsafeMutableRawPointer(bitPattern: given)
+            }
+        }
+        var readyCount = 0
+        var next = ready
+        while let buffer = next {
+            readyCount += 1
+            next = buffer.load(as: UnsafeMutableRawPointer?.self)
+        }
+        return returns.live.load(ordering: .acquiring) - readyCount
+    }
 
     /// Frees the buffers ready now; those in flight are freed as libzmq
     /// lets them go. Later sends with the pool allocate as usual.
@@ -97,23 +138,29 @@ public final class FramePool: @unchecked Sendable {
 
     /// The largest frame libzmq keeps inside the `zmq_msg_t` itself (on
     /// 64-bit), allocating nothing: such frames gain nothing from a buffer.
-    static let inlineFrameBytes = 33
+    public static let inlineFrameBytes = 33
 
     /// A buffer for a frame of `byteCount` bytes, or nil (small enough for
     /// libzmq to keep inline, too large, all in flight, or closed): its
     /// frame bytes start `headerBytes` in.
     @inline(__always)
     func take(byteCount: Int) -> UnsafeMutableRawPointer? {
-        guard byteCount > Self.inlineFrameBytes && byteCount <= bufferBytes else { return nil }
+        guard byteCount >= smallestFrameBytes && byteCount <= bufferBytes else {
+            lastFrameWasPooled = false
+            return nil
+        }
         if ready == nil, !isClosed, returns.top.load(ordering: .relaxed) != 0 {
             // All that was given back since the last look, at once.
             ready = UnsafeMutableRawPointer(bitPattern: returns.top.exchange(0, ordering: .acquiring))
         }
         if let buffer = ready {
             ready = buffer.load(as: UnsafeMutableRawPointer?.self)
+            lastFrameWasPooled = true
             return buffer
         }
-        return makeBuffer()
+        let made = makeBuffer()
+        lastFrameWasPooled = made != nil
+        return made
     }
 
     private func makeBuffer() -> UnsafeMutableRawPointer? {

@@ -99,8 +99,7 @@ struct NameLookupTests {
                 PortProcess.pause(microseconds: early ? Int.random(in: 0..<20_000, using: &generator)
                                                      : Int.random(in: 40_000..<150_000, using: &generator))
                 for program in spawned {
-                    kill(program.pid, SIGKILL)
-                    _ = program.waitForExit(timeout: 30)
+                    program.killAndReap()
                     let reaped = MonotonicClock.now()
                     holders.withLock { $0[program.pid]?.reapedAt = reaped }
                 }
@@ -197,8 +196,7 @@ struct NameLookupTests {
                     "ipc-demo", ["server", "served"], environment: ["RUNLOOPKIT_RUNTIME_DIR": directory], in: directory)
                 let found = try PortNameServer.lookup("served", timeout: .seconds(30))
                 PortChild.check(found.address.pid == holder.pid, "looked up \(found), not the holder \(holder.pid)")
-                kill(holder.pid, SIGKILL)
-                _ = holder.waitForExit()
+                holder.killAndReap()
                 let error = PortProcess.error { _ = try PortNameServer.lookup("served") } as? PortError
                 PortChild.check(error == .nameHolderDied("served", pid: holder.pid), "after the kill: \(String(describing: error))")
                 PortChild.check(error?.description.contains("process \(holder.pid)") == true, "the message names the dead holder")

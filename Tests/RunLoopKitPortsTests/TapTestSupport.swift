@@ -9,11 +9,14 @@ import RunLoopKit
 import ZeroMQ
 
 /// A program of this package run as a child process, its output going to files.
-final class SpawnedProgram {
+final class SpawnedProgram: Sendable {
     let pid: pid_t
     let outputPath: String
     let errorPath: String
-    private var status: Int32?
+    /// The exit status once reaped; the lock also makes reaping one
+    /// thread's at a time, so that a pid is never waited for or signalled
+    /// after it was reaped (it may be another process's by then).
+    private let status = Locked<Int32?>(nil)
 
     /// The directory `swift build` put this package's programs in: the test
     /// runner's own.
@@ -50,6 +53,9 @@ final class SpawnedProgram {
             index += 1
         }
         environment += extra.map { "\($0.key)=\($0.value)" }
+        // A program that crashes (or is refused, as a second server for a
+        // name is) ends at once, without a backtracer that outlives it.
+        if extra["SWIFT_BACKTRACE"] == nil { environment.append("SWIFT_BACKTRACE=enable=no") }
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
@@ -62,21 +68,40 @@ final class SpawnedProgram {
     /// The exit status, waiting at most `timeout` seconds; nil if it had not
     /// exited by then (it is killed).
     func waitForExit(timeout: Double = 60) -> Int32? {
-        if let status { return status }
-        let deadline = DispatchTime.now() + timeout
-        var raw: Int32 = 0
-        while true {
-            let result = waitpid(pid, &raw, WNOHANG)
-            if result == pid { break }
-            if DispatchTime.now() >= deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &raw, 0)
-                return nil
+        status.withLock { status -> Int32? in
+            if let status { return status }
+            let deadline = DispatchTime.now() + timeout
+            var raw: Int32 = 0
+            while true {
+                let result = waitpid(pid, &raw, WNOHANG)
+                if result == pid { break }
+                if DispatchTime.now() >= deadline {
+                    kill(pid, SIGKILL)
+                    waitpid(pid, &raw, 0)
+                    status = 128 + SIGKILL
+                    return nil
+                }
+                usleep(2_000)
             }
-            usleep(2_000)
+            let code = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+            status = code
+            return code
         }
-        status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-        return status
+    }
+
+    /// Kills the program and reaps it at once. The test runner watches
+    /// every child of the test process (`waitid(P_ALL)`) for its exit tests,
+    /// and a child left a zombie while an exit test runs stalls that watch:
+    /// so a test never leaves a dead program unreaped.
+    func killAndReap() {
+        status.withLock { status in
+            guard status == nil else { return }
+            kill(pid, SIGKILL)
+            kill(pid, SIGCONT)  // a stopped program dies too
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+            status = 128 + SIGKILL
+        }
     }
 
     var output: String { Self.read(outputPath) }

@@ -33,9 +33,10 @@ int rlk_mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline);
 int rlk_pidfd_open(pid_t pid);
 /// Sets the process umask and returns the previous one.
 unsigned rlk_umask(unsigned mask);
-/// Bytes this process has written to its sockets that their peers have not
-/// read yet (SIOCOUTQ over every socket in /proc/self/fd).
-long long rlk_unread_socket_bytes(void);
+/// Bytes this process has written to its Unix-domain sockets (where ipc
+/// ports live) that their peers have not read yet (SIOCOUTQ over every
+/// AF_UNIX socket in /proc/self/fd).
+long long rlk_unread_unix_socket_bytes(void);
 /// Whether ThreadSanitizer is linked into this process.
 int rlk_running_under_thread_sanitizer(void);
 

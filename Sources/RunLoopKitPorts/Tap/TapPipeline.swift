@@ -69,7 +69,7 @@ final class TapPipeline: @unchecked Sendable {
                 }
                 push.releaseOwnership()
                 state.socket = push
-                if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit() } }
+                if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit(lingerMilliseconds: $0) } }
             } catch {
                 made.stop()
                 throw .zeroMQ(error)
@@ -131,11 +131,13 @@ final class TapPipeline: @unchecked Sendable {
     }
 
     /// At process exit: sends what is still queued, then closes the socket so
-    /// that the outbound context's termination flushes it.
-    private func drainAtExit() {
+    /// that the outbound context's termination flushes it, for what is left
+    /// of the exit bound at most (`lingerMilliseconds`).
+    private func drainAtExit(lingerMilliseconds: Int32) {
         drain()
         drainLock.withLock {
             state.withLock { state in
+                try? state.socket?.setLinger(milliseconds: lingerMilliseconds)
                 state.socket?.close()
                 state.socket = nil
             }

@@ -42,7 +42,10 @@ final class SendChannel: @unchecked Sendable {
     // glibc's fastbin limit (80-byte frames, so a 64-byte payload with its
     // framing) both threads then wait for the allocator's lock
     // (docs/performance.md).
-    private let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
+    // A channel to another process sends even its smallest frames from
+    // the pool, so that at exit it knows how many messages libzmq has not
+    // yet written (`unwritten()`).
+    private let framePool: FramePool
 
     /// Messages queued towards one port before senders wait (ZMQ_SNDHWM;
     /// inproc adds the receiver's ZMQ_RCVHWM).
@@ -53,7 +56,10 @@ final class SendChannel: @unchecked Sendable {
     /// The most pool buffers a channel makes: enough for a full queue
     /// (this side's and the receiver's high-water marks) and a batch.
     static let pooledFrames = Int(2 * highWaterMark) + 64
-    /// How long a closing channel lets libzmq deliver what it accepted.
+    /// How long a channel's socket lets libzmq deliver what it accepted
+    /// when the channel goes during the process's life (its last send
+    /// right released). At exit the exit bound decides instead
+    /// (`closeForExit`).
     static let lingerMilliseconds: Int32 = 2000
     /// While waiting for room, how often a sender checks that the port is
     /// still valid, so that a dead peer fails a waiting send promptly.
@@ -62,18 +68,52 @@ final class SendChannel: @unchecked Sendable {
     init(address: PortAddress) {
         self.address = address
         endpoint = address.isInThisProcess ? address.inprocEndpoint : (address.ipcEndpoint ?? address.inprocEndpoint)
+        framePool = FramePool(
+            bufferBytes: Self.pooledFrameBytes, maxBuffers: Self.pooledFrames,
+            smallestFrameBytes: address.isInThisProcess ? FramePool.inlineFrameBytes + 1 : 1)
         if !address.isInThisProcess { OutboundFlush.shared.track(self) }
     }
 
-    /// At process exit: closes the socket so that libzmq flushes what it
-    /// accepted (see `OutboundFlush`); later sends fail. Waits a moment at
-    /// most for a send in progress.
-    func closeForExit() {
-        guard lock.lock(until: MonotonicClock.instant(secondsFromNow: 0.1)) else { return }
+    /// What a channel to another process still holds at exit.
+    struct Unwritten {
+        /// Messages its socket accepted that libzmq has not yet written to
+        /// the kernel, counted for messages of up to `pooledFrameBytes`
+        /// (libzmq does not say how long its queue is; those come from the
+        /// channel's pool, which does).
+        var messages: Int
+        /// Whether `messages` is all: false when the last message was
+        /// larger (or the pool was exhausted), so that libzmq may still hold
+        /// it uncounted.
+        var isCounted: Bool
+        /// Whether the socket ever accepted a message: a channel that did
+        /// not has written only libzmq's handshake, which is no one's loss.
+        var hasAccepted: Bool
+        /// Nothing left to write, as far as the channel can tell.
+        var isEmpty: Bool { messages == 0 && isCounted }
+    }
+
+    /// At process exit: what the channel still holds; nil when a sender
+    /// holds the lock.
+    func unwritten() -> Unwritten? {
+        guard lock.tryLock() else { return nil }
+        defer { lock.unlock() }
+        guard socket != nil else { return Unwritten(messages: 0, isCounted: true, hasAccepted: false) }
+        return Unwritten(
+            messages: framePool.outstandingBuffers(), isCounted: framePool.lastFrameWasPooled, hasAccepted: hasAccepted)
+    }
+
+    /// At process exit (`OutboundFlush`): closes the socket, letting libzmq
+    /// write what it accepted for `lingerMilliseconds` more at most; later
+    /// sends fail. Waits for a send in progress until `deadline`; returns
+    /// false if one still held the channel then (its socket stays open).
+    func closeForExit(lingerMilliseconds: Int32, waitingUntil deadline: UInt64) -> Bool {
+        guard lock.tryLock() || lock.lock(until: deadline) else { return false }
         isClosedForExit = true
+        try? socket?.setLinger(milliseconds: lingerMilliseconds)
         socket?.close()
         socket = nil
         lock.unlock()
+        return true
     }
 
     deinit {
