@@ -338,8 +338,17 @@ struct PeerDeathTests {
 
     // MARK: - Handlers run with no lock held
 
-    @Test("S-PORT-5: a send waiting for room at a port its live peer closes fails with .invalidPort; the invalidation handlers run with the send channel's lock released: one sends to the port (fails at once), one invalidates it")
-    func invalidationHandlersRunWithNoChannelLockHeld() async throws {
+    /// How the port a send waits on ends.
+    enum Ending: String, Codable, Sendable, CaseIterable {
+        /// Its live peer invalidates it: the waiting send learns it.
+        case closedByLivePeer
+        /// Its peer is SIGKILLed mid-send: the waiting send or the process
+        /// watcher learns it, whichever first.
+        case peerKilled
+    }
+
+    @Test("S-PORT-5, no user code under a lock: a send waits for room at a port whose peer closes it (alive) or is SIGKILLed; the send fails (.invalidPort, .peerDied), and the invalidation handlers run with no library lock held: the send channel's lock is free, one handler sends to the same port (fails at once), one invalidates it, one resolves a new send right (registry and watcher locks)", arguments: Ending.allCases)
+    func invalidationHandlersRunWithNoChannelLockHeld(ending: Ending) async throws {
         let sinkName = PortProcess.uniqueName("csink")
         let controlName = PortProcess.uniqueName("csinkctl")
         defer {
@@ -370,11 +379,18 @@ struct PeerDeathTests {
                 if seen.filled > 5_000_000 { throw TestFailure("no send timed out") }
             }
             let inHandlers = Locked(Observation())
-            // Run by the send that learns of the close, on its thread.
+            // Each handler signals when done: they may run on another thread
+            // (the process watcher's) than the waiting send's.
+            let handlersDone = DispatchSemaphore(value: 0)
+            // Run by the send or the watcher that learns of the end, on its thread.
             sink.addInvalidationHandler { port in
                 let channelBits = port.channelBits.load(ordering: .acquiring)
                 let channel = Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: channelBits)!).takeUnretainedValue()
-                let free = channel.lock.tryLock()
+                // Not held by this thread: then it can be taken. (Another
+                // thread, a send still waiting when the watcher runs these,
+                // may hold it for a moment; this thread, if it held it,
+                // would wait for itself until the timeout.)
+                let free = channel.lock.lock(until: MonotonicClock.instant(secondsFromNow: 5))
                 if free { channel.lock.unlock() }
                 let started = PortProcess.now()
                 var outcome = "sent"
@@ -392,10 +408,19 @@ struct PeerDeathTests {
                     $0.handlerSendSeconds = took
                     $0.handlersRan += 1
                 }
+                handlersDone.signal()
             }
             sink.addInvalidationHandler { port in
                 port.invalidate()  // already invalid: returns, and runs no handler twice
                 inHandlers.withLock { $0.handlersRan += 1 }
+                handlersDone.signal()
+            }
+            sink.addInvalidationHandler { _ in
+                // The registry's and the process watcher's locks: a lookup
+                // resolves a send right (a new one for a new descriptor).
+                _ = try? PortNameServer.lookup(controlName)
+                inHandlers.withLock { $0.handlersRan += 1 }
+                handlersDone.signal()
             }
             // A send that waits for room, on a thread of its own...
             let waiting = ParentSide("csink-waiter") { () -> (PortError?, UInt64) in
@@ -407,10 +432,11 @@ struct PeerDeathTests {
                     return (error, PortProcess.now() - started)
                 }
             }
-            // ...while the peer closes the port and lives on.
+            // ...while the peer closes the port and lives on, or dies.
             try control.send(msgid: Order.closeSink, before: Date() + 10)
             guard waiting.wait(timeout: 60) else { throw TestFailure("the waiting send never returned") }
             let (error, waited) = try ParentSideResult.take(waiting)
+            for _ in 0..<3 where handlersDone.wait(timeout: .now() + 30) == .timedOut { break }
             let handlers = inHandlers.value
             seen.error = error
             seen.seconds = Double(waited) / 1e9
@@ -418,30 +444,36 @@ struct PeerDeathTests {
             seen.handlerSend = handlers.handlerSend
             seen.handlerSendSeconds = handlers.handlerSendSeconds
             seen.handlersRan = handlers.handlersRan
-            try control.send(msgid: Order.nothing, before: Date() + 10)  // the child may go
+            if ending == .closedByLivePeer { try control.send(msgid: Order.nothing, before: Date() + 10) }  // the child may go
             return seen
         }
-        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            [sinkName = sinkName as String, controlName = controlName as String] in
+        let condition: ExitTest.Condition = ending == .peerKilled ? .signal(SIGKILL) : .success
+        let result = try await #require(processExitsWith: condition, observing: [\.standardErrorContent]) {
+            [sinkName = sinkName as String, controlName = controlName as String, ending = ending as Ending] in
             await PortChild.run {
                 let sink = try Port(transport: .ipc)  // never scheduled: it fills up
                 try PortNameServer.register(sink, name: sinkName)
                 let control = try IPCInbox("closer") { message in
-                    if message.msgid == Order.closeSink { sink.invalidate() }
+                    guard message.msgid == Order.closeSink else { return }
+                    switch ending {
+                    case .closedByLivePeer: sink.invalidate()
+                    case .peerKilled: kill(getpid(), SIGKILL)
+                    }
                 }
                 try PortNameServer.register(control.port, name: controlName)
                 _ = await control.arrival(ofCount: 2, timeout: 60)
             }
         }
         let child = ChildOutput(result)
-        child.expectSuccess()
+        child.expectSuccess(finished: ending == .closedByLivePeer)
         let seen = try await parent.value()
+        let expected = ending == .closedByLivePeer ? "invalidPort" : "peerDied"
         #expect(seen.filled > Int(SendChannel.highWaterMark))
-        #expect(PortProcess.caseName(seen.error) == "invalidPort", "the waiting send: \(String(describing: seen.error))")
+        #expect(PortProcess.caseName(seen.error) == expected, "the waiting send: \(String(describing: seen.error))")
         #expect(seen.seconds < 5, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
-        #expect(seen.handlersRan == 2, "handlers ran \(seen.handlersRan) times")
-        #expect(seen.channelLockFreeInHandler == true, "the send channel's lock was held while the invalidation handlers ran")
-        #expect(seen.handlerSend == "invalidPort", "a handler's send to the port: \(seen.handlerSend ?? "none")")
+        #expect(seen.handlersRan == 3, "handlers ran \(seen.handlersRan) times")
+        #expect(seen.channelLockFreeInHandler == true, "the send channel's lock was held by the thread running the invalidation handlers")
+        #expect(seen.handlerSend == expected, "a handler's send to the port: \(seen.handlerSend ?? "none")")
         #expect(seen.handlerSendSeconds < 5, "a handler's send took \(seen.handlerSendSeconds) s")
     }
 }
