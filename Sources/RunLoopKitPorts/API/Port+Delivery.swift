@@ -66,7 +66,7 @@ extension Port {
             case .empty:
                 return .ranDry
             case .dropped:
-                break
+                receiver.drops.emitPending()
             case let .message(traceID):
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
                 handler(inbox)
@@ -98,7 +98,7 @@ extension Port {
             case .empty:
                 return .ranDry
             case .dropped:
-                break
+                receiver.drops.emitPending()
             case let .message(traceID):
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
@@ -117,9 +117,10 @@ extension Port {
         return (handler, handlerVersion.load(ordering: .relaxed))
     }
 
-    /// A message that arrived with no handler set: counted and logged.
+    /// A message that arrived with no handler set: counted and logged (at
+    /// most one line a second).
     private func dropForNoHandler(_ message: PortMessage, receiver: PortReceiver) {
-        let count = receiver.countDrop()
-        Self.logger.warning("port \(self): message \(message.msgid) arrived with no message handler set; dropped (#\(count))")
+        receiver.drops.record(.noHandler, "message \(message.msgid) arrived with no message handler set")
+        receiver.drops.emitPending()
     }
 }

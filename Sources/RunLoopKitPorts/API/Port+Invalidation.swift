@@ -45,6 +45,8 @@ extension Port {
             return state.pendingInvalidationHandlers
         }
         for handler in handlers { handler(self) }
+        // Drops not yet in a log line are logged now, with no lock held.
+        receiver?.drops.flush()
     }
 
     /// Runs `body` once when the port becomes invalid (NSPortDidBecomeInvalid),

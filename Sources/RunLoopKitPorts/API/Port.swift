@@ -173,8 +173,16 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     public var ownerProcessID: Int32 { address.pid }
 
     /// Messages this local port has dropped: malformed ones (S-PORT-7), and
-    /// ones that arrived while it had no message handler.
+    /// ones that arrived while it had no message handler. `dropCounts` has
+    /// them per reason.
     public var droppedMessageCount: UInt64 { receiver?.droppedCount ?? 0 }
+
+    /// The messages this local port has dropped, per reason (S-PORT-7): no
+    /// handler, unsupported version, oversized, and each kind of malformed
+    /// input. Empty for a send right.
+    public var dropCounts: PortDropCounts {
+        receiver?.drops.counts ?? PortDropCounts([UInt64](repeating: 0, count: PortDropReason.allCases.count))
+    }
 
     /// `Port(<pid>/<port id> (inproc|ipc path))`, as logs and errors show it.
     public var description: String { "Port(\(address))" }

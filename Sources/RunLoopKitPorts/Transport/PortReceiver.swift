@@ -44,7 +44,8 @@ final class PortReceiver: @unchecked Sendable {
     // of instructions a message).
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var decoder = MessageDecoder()
-    private let dropped = Atomic<UInt64>(0)
+    /// What the port dropped, per reason (S-PORT-7).
+    let drops: DropAccount
     /// ZMQ_FD, read once at creation.
     let pollDescriptor: Int32
 
@@ -56,6 +57,7 @@ final class PortReceiver: @unchecked Sendable {
 
     init(address: PortAddress) throws(PortError) {
         self.address = address
+        drops = DropAccount(portName: "Port(\(address))")
         do {
             socket = try ZMQContext.shared.makeSocket(.pull)
             try socket.setReceiveHighWaterMark(Self.highWaterMark)
@@ -66,8 +68,8 @@ final class PortReceiver: @unchecked Sendable {
         } catch {
             throw .zeroMQ(error)
         }
+        PortRegistry.shared.cleanUpAtExit()
         if let path = address.ipcPath {
-            PortRegistry.shared.cleanUpAtExit()
             do {
                 try bindIPC(path)
             } catch {
@@ -78,10 +80,7 @@ final class PortReceiver: @unchecked Sendable {
         socket.releaseOwnership()
     }
 
-    var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
-
-    /// Counts a message dropped after decoding; returns the new count.
-    func countDrop() -> UInt64 { dropped.wrappingAdd(1, ordering: .relaxed).newValue }
+    var droppedCount: UInt64 { drops.totalCount }
 
     /// Binds an ipc path, readable and writable by this user only: the umask
     /// is 0177 during the bind, so the socket file is never open to others,
@@ -238,14 +237,11 @@ final class PortReceiver: @unchecked Sendable {
         if spareInPlaceMessage == nil && !isClosed { spareInPlaceMessage = message }
     }
 
-    /// A malformed message: counted, logged (thinned), reported as dropped.
+    /// A malformed message: counted, reported as dropped. Its log line (at
+    /// most one per reason a second) is written by the delivering batch,
+    /// once this lock is released (`DropAccount.emitPending`).
     private func countMalformed(_ error: WireFormat.DecodeError) -> Received {
-        let count = dropped.wrappingAdd(1, ordering: .relaxed).newValue
-        // Every one is counted; the log is thinned so that a flood of
-        // bad input cannot flood the log too.
-        if count <= 10 || count % 1000 == 0 {
-            Self.logger.warning("port \(address): dropped malformed message #\(count): \(error)")
-        }
+        drops.record(PortDropReason(error), error.description)
         return .dropped
     }
 
@@ -256,6 +252,8 @@ final class PortReceiver: @unchecked Sendable {
         do {
             return try frames.receive(from: socket)
         } catch {
+            // Rare (the context ending): logged as it happens, under this
+            // lock, which a log handler must not take.
             Self.logger.error("port \(address): receive failed: \(error)")
             return false
         }

@@ -28,7 +28,7 @@ final class PortRegistry: Sendable {
     private let tables = Locked(Tables())
 
     /// Makes sure that at process exit every local port still open has its
-    /// ipc socket files removed.
+    /// ipc socket files removed and its drops not yet logged logged.
     func cleanUpAtExit() {
         let install: Bool = tables.withLock { tables in
             defer { tables.atExitInstalled = true }
@@ -41,7 +41,10 @@ final class PortRegistry: Sendable {
 
     private func unlinkAllFiles() {
         let ports = tables.withLock { $0.local.values.compactMap(\.port) }
-        for port in ports { port.receiver?.unlinkFilesAtExit() }
+        for port in ports {
+            port.receiver?.unlinkFilesAtExit()
+            port.receiver?.drops.flush()  // drops not yet in a log line
+        }
     }
 
     func addLocal(_ port: Port) {

@@ -1,0 +1,96 @@
+// S-PORT-7's log: every drop is counted per reason, and logged at most once
+// per port and reason a second, each line carrying how many drops it stands
+// for; what is left unlogged is logged when the port is invalidated and at
+// exit. The child process installs a log handler that writes each line to a
+// file (the only way to see what is logged at exit), and that reads the
+// port's counts, which would wait forever if a library lock were held
+// around the handler.
+import Glibc
+import Logging
+import Testing
+import ZeroMQ
+import RunLoopKit
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+
+/// Writes each line to a file, and reads a port's counts first (see above).
+struct FileLogHandler: LogHandler {
+    let fd: Int32
+    let probe: @Sendable () -> Void
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        probe()
+        let bytes = Array("\(event.message)\n".utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+}
+
+@Suite("Drops logged per reason, at most one line a second (S-PORT-7)")
+struct PortDropLogTests {
+    /// The drops a line stands for, if it is a drop line of `port` for `reason`.
+    static func drops(in line: Substring, reason: PortDropReason) -> UInt64? {
+        guard line.contains("(\(reason))") else { return nil }
+        guard let start = line.firstRange(of: "dropped ") else { return nil }
+        return UInt64(line[start.upperBound...].prefix { $0.isNumber })
+    }
+
+    @Test("S-PORT-7: 5,000 messages with bad magic, 3,000 of version 3 and 2,000 with no handler set: each counted under its reason; at most one line per reason and second; the lines' counts add up to the drops once the port is invalidated (bad input) and once the process exits (no handler); the log handler runs with no library lock held")
+    func dropsAreLoggedThinnedAndAddUp() async throws {
+        let directory = try PortProcess.makeTemporaryDirectory("droplog")
+        defer { PortProcess.removeTree(directory) }
+        let logPath = directory + "/log"
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [logPath = logPath as String] in
+            await PortChild.run {
+                let fd = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0o600)
+                let watched = Locked<[Port]>([])
+                LoggingSystem.bootstrap { _ in
+                    FileLogHandler(fd: fd) { for port in watched.withLock({ $0 }) { _ = port.dropCounts } }
+                }
+                let started = MonotonicClock.now()
+                // Bad input, then a good message to know it was all judged.
+                let (thread, port, inbox, peer) = try PortMalformedInputTests.setUp(.inproc, "droplog-bad")
+                watched.withLock { $0.append(port) }
+                for _ in 0..<5_000 { try peer.send([RawWire.header(magic: Array("RLKX".utf8), msgid: 1)]) }
+                for _ in 0..<3_000 { try peer.send([RawWire.header(version: 3, msgid: 1, kinds: [0]), Data("x".utf8)]) }
+                try peer.send(PortMalformedInputTests.goodFrames(to: port, msgid: 0x600D))
+                PortChild.check(inbox.waitForMsgid(0x600D), "the good message did not arrive")
+                let counts = port.dropCounts
+                PortChild.check(counts[.badMagic] == 5_000 && counts[.unsupportedVersion] == 3_000 && counts.total == 8_000,
+                                "counts: \(counts)")
+                port.invalidate()
+                thread.stop()
+                // No handler: a port scheduled without one, sent to by RunLoopKit.
+                let silent = LoopThread(name: "droplog-silent")
+                try silent.start()
+                let deaf = try Port(transport: .inproc)
+                watched.withLock { $0.append(deaf) }
+                try deaf.schedule(in: try #require(silent.runLoop), forMode: .default)
+                for index in 0..<2_000 { try deaf.send(msgid: UInt32(index), before: Date() + 10) }
+                PortChild.check(waitUntil(timeout: 60) { deaf.dropCounts[.noHandler] == 2_000 }, "no-handler drops: \(deaf.dropCounts)")
+                PortChild.report("seconds", Double(MonotonicClock.now() - started) / 1e9)
+                // The process exits with `deaf` still open: its last line comes at exit.
+                withExtendedLifetime((deaf, silent)) {}
+            }
+        }
+        let child = ChildOutput(result)
+        child.expectSuccess()
+        let seconds = try #require(child.reports["seconds"].flatMap(Double.init), child.comment)
+        let lines = SpawnedProgram.read(logPath).split(separator: "\n")
+        for (reason, total) in [(PortDropReason.badMagic, 5_000), (.unsupportedVersion, 3_000), (.noHandler, 2_000)] {
+            let counts = lines.compactMap { Self.drops(in: $0, reason: reason) }
+            #expect(counts.reduce(0, +) == UInt64(total), "\(reason): the lines stand for \(counts.reduce(0, +)) of \(total): \(counts)")
+            // One line a second at most, plus the flush.
+            #expect(counts.count >= 2 && Double(counts.count) <= seconds + 2, "\(reason): \(counts.count) lines in \(seconds) s")
+        }
+        #expect(lines.contains { $0.contains("(no message handler) since the last line") }, "no line flushed at exit: \(lines)")
+    }
+}
