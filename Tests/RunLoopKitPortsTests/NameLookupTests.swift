@@ -265,4 +265,47 @@ struct NameLookupTests {
         }
         ChildOutput(result).expectSuccess()
     }
+
+    @Test("S-PORT-9: a registrant SIGKILLed mid-registration (holding the lock, nothing written) leaves a name that is not found and is taken over at once; one SIGSTOPped there makes lookups answer not found after the 100 ms settle and registrations .nameInUse naming it, until it dies")
+    func registrantKilledOrStoppedMidRegistration() async throws {
+        let directory = try PortProcess.makeTemporaryDirectory("midreg")
+        defer { PortProcess.removeTree(directory) }
+        // Killed between its lock and its write.
+        let killed = try await #require(processExitsWith: .signal(SIGKILL), observing: [\.standardErrorContent]) {
+            [directory = directory as String] in
+            PortChild.useRuntimeDirectory(directory)
+            _ = try? NameLock.acquire(directory + "/half.lock")
+            kill(getpid(), SIGKILL)
+        }
+        _ = killed
+        // A registrant stopped between its lock and its write (python: the
+        // lock's holder is then the pid spawned; env execs python in place).
+        let script = "import fcntl, os, signal, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); os.kill(os.getpid(), signal.SIGSTOP)"
+        let stopped = try SpawnedProgram(path: "/usr/bin/env", ["python3", "-c", script, directory + "/stuck.lock"], in: directory)
+        defer { stopped.killAndReap() }
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [directory = directory as String, stuck = stopped.pid as Int32] in
+            await PortChild.run {
+                PortChild.useRuntimeDirectory(directory)
+                _ = try PortNameServer.directory()
+                // The killed one: its lock went with it; the name is free.
+                let lookedUp = PortProcess.error { _ = try PortNameServer.lookup("half") } as? PortError
+                PortChild.check(lookedUp == .nameNotFound("half"), "after a kill mid-registration: \(String(describing: lookedUp))")
+                let port = try Port(transport: .ipc)
+                try PortNameServer.register(port, name: "half")
+                PortChild.check((try? PortNameServer.lookup("half")) === port, "not taken over")
+                // The stopped one holds the lock with nothing written.
+                PortChild.check(PortProcess.waitUntilLocked(directory + "/stuck.lock"), "the stopped registrant never locked")
+                let started = MonotonicClock.now()
+                let stuckLookup = PortProcess.error { _ = try PortNameServer.lookup("stuck") } as? PortError
+                let waited = Double(MonotonicClock.now() - started) / 1e9
+                PortChild.check(stuckLookup == .nameNotFound("stuck"), "a stuck registration: \(String(describing: stuckLookup))")
+                PortChild.check(waited >= NameLock.settleSeconds && waited < 5, "the lookup waited \(waited) s")
+                let refused = PortProcess.error { try PortNameServer.register(try Port(transport: .ipc), name: "stuck") } as? PortError
+                PortChild.check(refused == .nameInUse("stuck", pid: stuck), "registering a stuck name: \(String(describing: refused))")
+                withExtendedLifetime(port) {}
+            }
+        }
+        ChildOutput(result).expectSuccess()
+    }
 }

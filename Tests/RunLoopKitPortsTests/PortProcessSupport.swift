@@ -124,6 +124,13 @@ enum PortProcess {
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Waits until some process holds an exclusive flock on `path`.
+    static func waitUntilLocked(_ path: String, timeout: Double = 30) -> Bool {
+        RunLoopKitTests_waitUntil(timeout: timeout) {
+            FileIdentity(path: path).flatMap(FileLocks.exclusiveHolder(of:)) != nil
+        }
+    }
+
     /// The ipc socket path of a local `.ipc` port.
     static func socketPath(of port: Port) -> String? { port.address.ipcPath }
 

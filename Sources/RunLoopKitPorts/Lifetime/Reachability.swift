@@ -19,7 +19,7 @@ enum Reachability {
         guard let path = address.ipcPath else {
             return .unreachable(port, reason: "it is an inproc-only port of process \(address.pid); only its own process can send to it")
         }
-        if let host = address.hostID, let here = HostIdentity.current, host != here {
+        if let host = address.hostID, let here = HostIdentity.current, !HostIdentity.isThisHost(host) {
             return .unreachable(port, reason: "it is an ipc port of another host (\(host)); its socket path means nothing on this one (\(here))")
         }
         if !ProcessIdentity(pid: address.pid, startTime: address.startTime).isAlive {

@@ -143,6 +143,11 @@ struct FileIdentity: Equatable {
     let device: UInt64
     let inode: UInt64
 
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
     init?(_ fd: Int32) {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }

@@ -16,10 +16,18 @@ enum RuntimeDirectory {
         } else {
             path = "/tmp/runloopkit-\(getuid())"
         }
-        try ensure(path)
+        let identity = try ensure(path)
+        if seen.withLock({ $0.updateValue(identity, forKey: path) }) != identity {
+            // First use, or the directory was replaced under this live
+            // process (removed and made again): the host's id must survive.
+            HostIdentity.reconcile(in: path)
+        }
         sweepOnce(path)
         return path
     }
+
+    /// The directory (device and inode) each path named when last used.
+    private static let seen = Locked<[String: FileIdentity]>([:])
 
     /// The directories this process has swept.
     private static let swept = Locked<Set<String>>([])
@@ -64,7 +72,9 @@ enum RuntimeDirectory {
         return String(cString: value)
     }
 
-    private static func ensure(_ path: String) throws(PortError) {
+    /// Makes the directory if need be and checks it is safe; returns what
+    /// it is (to notice a replacement).
+    private static func ensure(_ path: String) throws(PortError) -> FileIdentity {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw .runtimeDirectoryUnsafe(path: path, reason: "mkdir failed: \(String(cString: strerror(errno)))")
         }
@@ -81,5 +91,6 @@ enum RuntimeDirectory {
         if info.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 {
             throw .runtimeDirectoryUnsafe(path: path, reason: "mode \(String(info.st_mode & 0o777, radix: 8)) is open to others and chmod failed")
         }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 }
