@@ -3,10 +3,11 @@
 following docs/wire-format.md ("Looking a name up") step by step, with only
 Python's standard library.
 
-    lookup_name.py DIRECTORY NAME COUNT
+    lookup_name.py DIRECTORY NAME COUNT [STOPFILE]
 
 Looks NAME up COUNT times in DIRECTORY (the runtime directory) as fast as it
-can and prints one line per lookup:
+can, and on until STOPFILE exists if one is named, and prints one line per
+lookup:
 
     <start> held <pid> <start time> <port id> <ipc path>
     <start> free
@@ -125,9 +126,18 @@ def lookup(lock_path):
 
 def main():
     directory, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    stop_file = sys.argv[4] if len(sys.argv) > 4 else None
     lock_path = os.path.join(directory, name + ".lock")
     lines = []
-    for _ in range(count):
+    def going_on(done):
+        """At least COUNT lookups; then on until the stop file exists (looked for every 1,000)."""
+        if done < count:
+            return True
+        if stop_file is None:
+            return False
+        return done % 1000 != 0 or not os.path.exists(stop_file)
+
+    while going_on(len(lines)):
         start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         answer = lookup(lock_path)
         if answer[0] == "held":

@@ -78,8 +78,12 @@ struct NameLookupTests {
         let ownPortID = ownPort.address.portID
 
         // The python reader runs from the start to its count, alongside.
+        // It looks at least 100,000 times, and on until the stop file says
+        // the holders' cycles are done (it must see them, however slow
+        // their start under a sanitizer).
+        let stopFile = scratch + "/stop"
         let python = try SpawnedProgram(
-            path: "/usr/bin/env", ["python3", Self.foreignPeer("lookup_name.py"), directory, name, "100000"], in: scratch)
+            path: "/usr/bin/env", ["python3", Self.foreignPeer("lookup_name.py"), directory, name, "100000", stopFile], in: scratch)
 
         // Kill and restart: one or two holders at once (two race for the
         // name: one takes it, the other is refused), killed at a random
@@ -140,10 +144,12 @@ struct NameLookupTests {
             }
         }
 
-        let pythonStatus = python.waitForExit(timeout: 600)
-        // Everything runs until the python reader is done, 25 cycles are,
-        // and RunLoopKit's readers have made 100,000 lookups.
+        // Everything runs until 25 cycles are done and RunLoopKit's readers
+        // have made 100,000 lookups; then the python reader is told to stop
+        // (after its own 100,000).
         let enough = waitUntil(timeout: 600) { cycles.withLock { $0 } >= 25 && looked.withLock { $0 } >= 100_000 }
+        close(open(stopFile, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+        let pythonStatus = python.waitForExit(timeout: 600)
         stop.withLock { $0 = true }
         let answers = try lookers.flatMap { try $0.join(timeout: 120) }
         try killer.join(timeout: 120)
