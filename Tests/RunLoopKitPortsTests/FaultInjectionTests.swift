@@ -32,7 +32,7 @@ struct FaultInjectionTests {
     /// Whether `error` is one of RunLoopKit's typed errors.
     static func isTyped(_ error: any Error) -> Bool { error is PortError || error is RunLoopError }
 
-    @Test("fds exhausted (RLIMIT_NOFILE lowered in a child): making LoopThreads, ports and sending fail with typed errors, nothing is left half-made (the fds come back), and once fds are free the service is whole again")
+    @Test("fds exhausted (RLIMIT_NOFILE lowered in a child): making loops, LoopThreads, ports and sending fail with typed errors, nothing is left half-made (the fds come back), and once fds are free the service is whole again")
     func fileDescriptorsExhausted() async throws {
         let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
             await PortChild.run {
@@ -57,6 +57,12 @@ struct FaultInjectionTests {
                         break
                     }
                 }
+                // A plain thread's own loop (RunLoop.forCurrentThread) with no fd left.
+                let loopError = try TestThread(named: "fd-plain") { () -> String? in
+                    do { _ = try RunLoop.forCurrentThread(); return nil } catch { return "\(error)" }
+                }.join()
+                PortChild.check(loopError != nil, "a loop was made with no fd left")
+                PortChild.report("loopError", loopError ?? "none")
                 // The threads' fds back, then ports until they run out.
                 let threadsMade = threads.count
                 for thread in threads { thread.stop() }
