@@ -369,33 +369,57 @@ struct TimerTests {
         return (result, moved, fired.value)
     }
 
-    @Test("S-TMR-2, S-TMR-3: the loop's sorted timer schedule finds the due timers earliest first and the same wake-up as looking at every timer")
-    func scheduleMatchesLookingAtEveryTimer() throws {
+    @Test("S-TMR-2, S-TMR-3: the loop's timer heap, after inserts, removals and moved fire dates, finds the due timers earliest first (equal instants in joining order) and the same wake-up as looking at every timer")
+    func heapMatchesLookingAtEveryTimer() throws {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<50 {
             let base = MonotonicClock.now() + 1_000_000_000
-            let timers = try (0..<200).map { _ in
+            var timers = try (0..<200).map { _ in
                 let timer = try RunLoopKitCore.Timer(
-                    fire: MonotonicClock.date(for: base + UInt64.random(in: 0..<100_000_000, using: &generator)),
+                    fire: MonotonicClock.date(for: base + UInt64.random(in: 0..<100, using: &generator) * 1_000_000),
                     interval: 1, repeats: true) { _ in }
                 if Bool.random(using: &generator) { timer.tolerance = Double.random(in: 0..<0.05, using: &generator) }
                 return timer
             }
-            var schedule = TimerSchedule()
-            schedule.rebuild(timers)
+            var heap = TimerHeap()
+            let inserted = timers.map { heap.insert($0) }
+            #expect(inserted.allSatisfy { $0 })
+            let again = heap.insert(timers[0])
+            #expect(!again, "a second insert of a member")
+            // Remove a quarter, move a quarter (earlier and later).
+            for _ in 0..<50 {
+                let index = Int.random(in: 0..<timers.count, using: &generator)
+                let removed = heap.remove(timers[index])
+                #expect(removed)
+                timers[index].invalidate()
+                timers.remove(at: index)
+            }
+            for timer in timers.prefix(50) {
+                timer.fireDate = MonotonicClock.date(for: base + UInt64.random(in: 0..<100, using: &generator) * 1_000_000)
+                heap.reschedule(timer)
+            }
+            #expect(heap.count == timers.count)
             // Every timer's window, the slow way: the latest fire date within the earliest window's end.
             let deadline = timers.map(\.latestWakeInstant).min()!
             let expectedWake = timers.map(\.nextFireInstant).filter { $0 <= deadline }.max()!
-            #expect(schedule.earliest == timers.map(\.nextFireInstant).min()!)
-            #expect(schedule.wakeInstant() == expectedWake)
+            #expect(heap.earliest == timers.map(\.nextFireInstant).min()!)
+            #expect(heap.wakeInstant() == expectedWake)
             // Half of them due: all of those, in fire order, and none of the others.
             let now = base + 50_000_000
             var due: [RunLoopKitCore.Timer] = []
-            schedule.takeDue(now: now, into: &due)
+            heap.takeDue(now: now, into: &due)
             let expectedDue = timers.filter { $0.nextFireInstant <= now }
             #expect(Set(due.map(ObjectIdentifier.init)) == Set(expectedDue.map(ObjectIdentifier.init)))
             #expect(due.map(\.nextFireInstant) == due.map(\.nextFireInstant).sorted())
-            #expect(schedule.earliest > now)
+            // Equal instants come out in joining order (the timers array's order, among survivors).
+            for (first, second) in zip(due, due.dropFirst()) where first.nextFireInstant == second.nextFireInstant {
+                #expect(timers.firstIndex { $0 === first }! < timers.firstIndex { $0 === second }!)
+            }
+            #expect(heap.earliest > now)
+            // Taken out, they go back with reinsert; members all the same.
+            #expect(heap.count == timers.count)
+            for timer in due { heap.reinsert(timer) }
+            #expect(heap.earliest == timers.map(\.nextFireInstant).min()!)
             for timer in timers { timer.invalidate() }
         }
     }

@@ -104,7 +104,7 @@ public final class CustomSource: @unchecked Sendable {
     }
 }
 
-extension CustomSource: ModeItem {
+extension CustomSource: ListedModeItem {
     typealias JoinError = Never
     static var kindName: String { "CustomSource" }
     static var list: WritableKeyPath<ModeState, [CustomSource]> { \.customSources }

@@ -170,7 +170,7 @@ public final class SocketSource: @unchecked Sendable {
     }
 }
 
-extension SocketSource: ModeItem {
+extension SocketSource: ListedModeItem {
     static var kindName: String { "SocketSource" }
     static var list: WritableKeyPath<ModeState, [SocketSource]> { \.socketSources }
     var loopBinding: LoopBinding? { binding }

@@ -9,8 +9,14 @@ protocol ModeItem: AnyObject, Sendable {
 
     /// The kind's name in diagnostics ("timer", "observer", ...).
     static var kindName: String { get }
-    /// Where a mode keeps items of this kind.
-    static var list: WritableKeyPath<ModeState, [Self]> { get }
+    /// Adds `item` to where `mode` keeps its kind; false if it was there.
+    static func insert(_ item: Self, into mode: inout ModeState) -> Bool
+    /// Removes `item` from `mode`; false if it was not there.
+    static func remove(_ item: Self, from mode: inout ModeState) -> Bool
+    /// Whether `mode` holds `item`.
+    static func isHeld(_ item: Self, by mode: ModeState) -> Bool
+    /// Every item of the kind that `mode` holds.
+    static func all(in mode: ModeState) -> [Self]
 
     /// Items with an order are kept by ascending order, then insertion;
     /// nil keeps insertion order alone.
@@ -46,4 +52,36 @@ extension ModeItem {
 
 extension ModeItem where JoinError == Never {
     func joinedLocked(_ mode: RunLoop.Mode, _ state: inout LoopState, waiter: LoopWaiter) {}
+}
+
+/// A kind a mode keeps in an array (sources and observers; timers are kept
+/// in a heap, `TimerHeap`).
+protocol ListedModeItem: ModeItem {
+    /// Where a mode keeps items of this kind.
+    static var list: WritableKeyPath<ModeState, [Self]> { get }
+}
+
+extension ListedModeItem {
+    /// Adds `item` to its list, keeping `sortOrder` ascending and insertion
+    /// order among equals; false if it was there already.
+    static func insert(_ item: Self, into mode: inout ModeState) -> Bool {
+        if mode[keyPath: list].contains(where: { $0 === item }) { return false }
+        if let key = item.sortOrder {
+            let index = mode[keyPath: list].firstIndex { ($0.sortOrder ?? .min) > key } ?? mode[keyPath: list].endIndex
+            mode[keyPath: list].insert(item, at: index)
+        } else {
+            mode[keyPath: list].append(item)
+        }
+        return true
+    }
+
+    static func remove(_ item: Self, from mode: inout ModeState) -> Bool {
+        guard let index = mode[keyPath: list].firstIndex(where: { $0 === item }) else { return false }
+        mode[keyPath: list].remove(at: index)
+        return true
+    }
+
+    static func isHeld(_ item: Self, by mode: ModeState) -> Bool { mode[keyPath: list].contains { $0 === item } }
+
+    static func all(in mode: ModeState) -> [Self] { mode[keyPath: list] }
 }

@@ -12,7 +12,9 @@ package struct ModeSnapshot {
     /// The mode whose items these are (nil until the first refresh).
     var mode: RunLoop.Mode?
     var customSources: [CustomSource] = []
-    var timers: [Timer] = []
+    /// Whether the mode has timers: their heap stays in the loop's state
+    /// (`TimerHeap`), read under its lock only by a pass that needs it.
+    var hasTimers = false
     var observers: [RunLoopObserver] = []
     var observedActivities: RunLoop.Activity = []
     var socketSources: [SocketSource] = []
@@ -29,8 +31,6 @@ package struct ModeSnapshot {
     var monitor: (any RunLoopMonitor)?
     /// What the mode's timers and the run's deadline are measured on.
     var clock = LoopClock.real
-    /// The mode's timers by fire instant; rebuilt after a refresh.
-    var timerSchedule = TimerSchedule()
 
     /// Copies the mode's items out of the loop's state (lock held).
     mutating func copy(_ mode: RunLoop.Mode, from state: LoopState) {
@@ -40,7 +40,7 @@ package struct ModeSnapshot {
         clock = state.clock
         let items = state.modes[mode] ?? ModeState(mode: mode)
         customSources = items.customSources
-        timers = items.timers
+        hasTimers = !items.timers.isEmpty
         observers = items.observers
         socketSources = items.socketSources
         waitSet = items.waitSet
@@ -53,7 +53,6 @@ package struct ModeSnapshot {
         socketSourceIDs = Set(socketSources.map(ObjectIdentifier.init))
         stamp = Self.nextStamp.wrappingAdd(1, ordering: .relaxed).oldValue
         socketsToCheckBeforeSleeping = socketSources.filter(\.needsCheckBeforeSleeping)
-        timerSchedule.rebuild(timers)
     }
 
     /// The socket source with epoll token `token` among a mode's sources

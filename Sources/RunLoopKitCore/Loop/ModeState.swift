@@ -7,7 +7,8 @@ struct ModeState {
     /// Kept sorted by order, then insertion (S-RUN-2 step 5).
     var customSources: [CustomSource] = []
     var socketSources: [SocketSource] = []
-    var timers: [Timer] = []
+    /// By fire instant (`TimerHeap`): many timers, changed often, stay cheap.
+    var timers = TimerHeap()
     /// Kept sorted by order, then insertion (S-OBS-2).
     var observers: [RunLoopObserver] = []
     /// Made with the mode's first socket source; until then the mode
@@ -19,28 +20,11 @@ struct ModeState {
     /// S-RUN-1: observers alone do not keep a run going.
     var hasSourcesOrTimers: Bool { !customSources.isEmpty || !socketSources.isEmpty || !timers.isEmpty }
 
-    /// Adds `item` to its list, keeping `sortOrder` ascending and insertion
-    /// order among equals; false if it was there already.
-    mutating func insert<Item: ModeItem>(_ item: Item) -> Bool {
-        let list = Item.list
-        if self[keyPath: list].contains(where: { $0 === item }) { return false }
-        if let key = item.sortOrder {
-            let index = self[keyPath: list].firstIndex { ($0.sortOrder ?? .min) > key } ?? self[keyPath: list].endIndex
-            self[keyPath: list].insert(item, at: index)
-        } else {
-            self[keyPath: list].append(item)
-        }
-        return true
-    }
+    /// Adds `item` where its kind is kept; false if it was there already.
+    mutating func insert<Item: ModeItem>(_ item: Item) -> Bool { Item.insert(item, into: &self) }
 
-    /// Removes `item` from its list; false if it was not there.
-    mutating func remove<Item: ModeItem>(_ item: Item) -> Bool {
-        guard let index = self[keyPath: Item.list].firstIndex(where: { $0 === item }) else { return false }
-        self[keyPath: Item.list].remove(at: index)
-        return true
-    }
+    /// Removes `item`; false if it was not there.
+    mutating func remove<Item: ModeItem>(_ item: Item) -> Bool { Item.remove(item, from: &self) }
 
-    func contains<Item: ModeItem>(_ item: Item) -> Bool {
-        self[keyPath: Item.list].contains { $0 === item }
-    }
+    func contains<Item: ModeItem>(_ item: Item) -> Bool { Item.isHeld(item, by: self) }
 }

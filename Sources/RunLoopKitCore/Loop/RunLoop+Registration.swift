@@ -62,7 +62,7 @@ extension RunLoop {
             guard state.isAlive, state.commonModeNames.insert(mode).inserted else { return }
             let common = state.commonItems
             joinCommon(common.customSources, mode, &state, &joined)
-            joinCommon(common.timers, mode, &state, &joined)
+            joinCommon(common.timers.timers, mode, &state, &joined)
             joinCommon(common.observers, mode, &state, &joined)
             joinCommon(common.socketSources, mode, &state, &joined)
         }

@@ -84,8 +84,9 @@ extension RunLoop {
         var snapshot = ModeSnapshot()
         refresh(&snapshot, mode: mode)
         guard snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else { return nil }
+        let timers = state.withLock { $0.modes[mode]?.timers.timers ?? [] }
         var next: Timer?
-        for timer in snapshot.timers where timer.isValid {
+        for timer in timers where timer.isValid {
             if timer.nextFireInstant < (next?.nextFireInstant ?? MonotonicClock.never) { next = timer }
         }
         return next?.fireDate ?? .distantFuture
@@ -342,9 +343,9 @@ extension RunLoop {
         refresh(&snapshot, mode: mode)
         var block = block
         var timerWake = MonotonicClock.never
-        if snapshot.clock.isReal {
-            timerWake = snapshot.timerSchedule.wakeInstant()
-        } else if snapshot.timerSchedule.earliest <= snapshot.clock.now() {
+        if snapshot.hasTimers && snapshot.clock.isReal {
+            timerWake = state.withLock { $0.modes[mode]?.timers.wakeInstant() ?? MonotonicClock.never }
+        } else if snapshot.hasTimers && state.withLock({ $0.modes[mode]?.timers.earliest ?? MonotonicClock.never }) <= snapshot.clock.now() {
             // A test clock's timer that is due already (its date was set in
             // the past, or a callout advanced the clock): the timerfd cannot
             // stand for it, so look without sleeping, and fire it at step 9.
@@ -368,29 +369,50 @@ extension RunLoop {
     /// timer is never early (S-TMR-2). Returns how many fired.
     private func fireDueTimers(_ snapshot: inout ModeSnapshot, mode: Mode) -> Int {
         refresh(&snapshot, mode: mode)
-        // No clock read in the passes of a mode without timers.
-        guard snapshot.timerSchedule.earliest != MonotonicClock.never else { return 0 }
+        // No clock read and no lock in the passes of a mode without timers.
+        guard snapshot.hasTimers else { return 0 }
         let now = snapshot.clock.now()
-        guard snapshot.timerSchedule.earliest <= now else { return 0 }
-        dueTimers.removeAll(keepingCapacity: true)
-        snapshot.timerSchedule.takeDue(now: now, into: &dueTimers)
+        // The scratch list is taken out for the lock's closure and put back.
+        var scratch = dueTimers
+        dueTimers = []
+        scratch.removeAll(keepingCapacity: true)
+        state.withLock { state in
+            guard let earliest = state.modes[mode]?.timers.earliest, earliest <= now else { return }
+            state.withMode(mode) { $0.timers.takeDue(now: now, into: &scratch) }
+        }
+        guard !scratch.isEmpty else {
+            dueTimers = scratch
+            return 0
+        }
         var fired = 0
         do {
             // A copy, because a timer's block may run the loop again (S-RUN-8),
             // which reuses the scratch list; released before the scratch is
             // emptied, so that emptying it keeps its buffer.
-            let due = dueTimers
+            let due = scratch
             for (index, timer) in due.enumerated() {
                 if isStopPending {
                     // Still due: they fire in the next run.
-                    for waiting in due[index...] { snapshot.timerSchedule.insert(waiting) }
+                    timersLeftHeap(due[index...])
                     break
                 }
                 callout(.timer, snapshot, mode: mode, origin: timer.origin) { if timer.fireOnLoop(now: now) { fired += 1 } }
-                snapshot.timerSchedule.insert(timer)  // at its next fire instant, if it has one
+                timersLeftHeap(CollectionOfOne(timer))  // at its next fire instant, if it has one
             }
         }
-        dueTimers.removeAll(keepingCapacity: true)
+        scratch.removeAll(keepingCapacity: true)
+        dueTimers = scratch
         return fired
+    }
+
+    /// Puts timers taken out of the heaps to fire back in every mode they
+    /// are still in (a nested run in another of their modes may have taken
+    /// them out there too), at their next instants.
+    private func timersLeftHeap<Timers: Sequence<Timer>>(_ timers: Timers) {
+        state.withLock { state in
+            for timer in timers where timer.isValid {
+                for name in state.modes.keys { state.modes[name]?.timers.reinsert(timer) }
+            }
+        }
     }
 }

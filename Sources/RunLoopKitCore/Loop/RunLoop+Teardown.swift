@@ -9,7 +9,7 @@ extension RunLoop {
             state.lifecycle = .tornDown(warned: false)
             for items in state.modes.values {
                 departed += items.customSources.map { ($0, items.mode) }
-                departed += items.timers.map { ($0, items.mode) }
+                departed += items.timers.timers.map { ($0, items.mode) }
                 departed += items.observers.map { ($0, items.mode) }
                 departed += items.socketSources.map { ($0, items.mode) }
             }

@@ -48,4 +48,13 @@ extension RunLoop {
         if case let .manual(clock) = clock { return clock }
         return nil
     }
+
+    /// A timer's fire date was set (any thread): it moves in the heap of
+    /// every mode it is in, and the loop wakes to wait for the new instant
+    /// (S-TMR-5).
+    func timerDidMove(_ timer: Timer) {
+        changeItems { state in
+            for name in state.modes.keys { state.modes[name]?.timers.reschedule(timer) }
+        }
+    }
 }

@@ -70,7 +70,7 @@ public final class RunLoopObserver: @unchecked Sendable {
     }
 }
 
-extension RunLoopObserver: ModeItem {
+extension RunLoopObserver: ListedModeItem {
     typealias JoinError = Never
     static var kindName: String { "RunLoopObserver" }
     static var list: WritableKeyPath<ModeState, [RunLoopObserver]> { \.observers }

@@ -185,7 +185,7 @@ public final class Timer: @unchecked Sendable {
             let clock = binding.loop?.clock ?? .real
             fireDateBits.store(newValue.timeIntervalSinceReferenceDate.bitPattern, ordering: .releasing)
             fireInstant.store(clock.instant(for: newValue), ordering: .releasing)
-            binding.loop?.itemDidChange()
+            binding.loop?.timerDidMove(self)
         }
     }
 
@@ -281,11 +281,18 @@ public final class Timer: @unchecked Sendable {
 extension Timer: ModeItem {
     typealias JoinError = Never
     static var kindName: String { "Timer" }
-    static var list: WritableKeyPath<ModeState, [Timer]> { \.timers }
     var loopBinding: LoopBinding? { binding }
 
+    static func insert(_ timer: Timer, into mode: inout ModeState) -> Bool { mode.timers.insert(timer) }
+    static func remove(_ timer: Timer, from mode: inout ModeState) -> Bool { mode.timers.remove(timer) }
+    static func isHeld(_ timer: Timer, by mode: ModeState) -> Bool { mode.timers.contains(timer) }
+    static func all(in mode: ModeState) -> [Timer] { mode.timers.timers }
+
     func joinedLocked(_ mode: RunLoop.Mode, _ state: inout LoopState, waiter: LoopWaiter) {
+        // On a loop with a test clock the instant changes: the heap moves it.
+        guard !state.clock.isReal else { return }
         measure(on: state.clock)
+        state.withMode(mode) { $0.timers.reschedule(self) }
     }
 
     func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
