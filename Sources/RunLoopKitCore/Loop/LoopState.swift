@@ -45,6 +45,11 @@ struct LoopState {
         return try body(&modes[mode]!)
     }
 
+    /// The modes' names, copied out: a loop over `modes.keys` that changes a
+    /// mode would keep the dictionary's storage shared and copy the mode's
+    /// items (a timer heap of 100,000 entries) on every change.
+    var modeNames: [RunLoop.Mode] { Array(modes.keys) }
+
     /// Whether `item` is still in any mode of the loop (or its common items).
     func holds<Item: ModeItem>(_ item: Item) -> Bool {
         commonItems.contains(item) || modes.values.contains { $0.contains(item) }

@@ -142,7 +142,7 @@ extension RunLoop {
         let left: [Mode] = changeItems { state in
             _ = state.commonItems.remove(item)
             var left: [Mode] = []
-            for name in state.modes.keys where state.modes[name]?.remove(item) == true {
+            for name in state.modeNames where state.modes[name]?.remove(item) == true {
                 left.append(name)
                 item.leftLocked(name, &state)
             }

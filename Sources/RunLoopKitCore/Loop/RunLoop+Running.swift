@@ -411,7 +411,7 @@ extension RunLoop {
     private func timersLeftHeap<Timers: Sequence<Timer>>(_ timers: Timers) {
         state.withLock { state in
             for timer in timers where timer.isValid {
-                for name in state.modes.keys { state.modes[name]?.timers.reinsert(timer) }
+                for name in state.modeNames { state.modes[name]?.timers.reinsert(timer) }
             }
         }
     }

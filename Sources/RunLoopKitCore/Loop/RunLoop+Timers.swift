@@ -54,7 +54,7 @@ extension RunLoop {
     /// (S-TMR-5).
     func timerDidMove(_ timer: Timer) {
         changeItems { state in
-            for name in state.modes.keys { state.modes[name]?.timers.reschedule(timer) }
+            for name in state.modeNames { state.modes[name]?.timers.reschedule(timer) }
         }
     }
 }

@@ -170,4 +170,18 @@ void bench_install_cleanup(void);
 /// Kills (SIGKILL) and reaps every tracked child, and removes the directory, now.
 void bench_cleanup_now(void);
 
+// MARK: - Timers at scale (timer_heap.c)
+
+/// A bare timerfd + epoll loop whose timers are a binary min-heap: `far_count`
+/// one-shot timers 10 to 20 s away, a churn timer every `churn_interval_us`
+/// that removes one far timer and adds one, and `probes` one-shot timers
+/// spread over `window_ms` (from 0.2 s on), each probe's lateness (fire
+/// time - due time) written to `lateness_ns`. Returns the probes fired, or
+/// -errno; `changes_out` gets the heap changes made.
+int bench_timer_churn(int far_count, int churn_interval_us, int probes, int window_ms,
+                      uint64_t *lateness_ns, int *changes_out);
+/// With `count` timers in a binary heap, the time to make `changes` changes
+/// (half removals, half insertions, in pairs), in `nanoseconds`.
+int bench_timer_heap_changes(int count, int changes, uint64_t *nanoseconds);
+
 #endif

@@ -25,6 +25,10 @@ struct RunConfig: Sendable {
     /// Timer lateness: seconds observed per repetition, repetitions per side.
     var timerSeconds: Double { quick ? 1.2 : 2.5 }
     var timerRepetitions: Int { quick ? 1 : 2 }
+    /// Timers at scale: how long the probes of a churn round are spread over,
+    /// and the changes timed per round at each timer count.
+    var timerChurnWindow: Double { quick ? 1 : 2 }
+    var timerChanges: Int { quick ? 20_000 : 100_000 }
 
     /// Port scaling: port counts, messages per batch, batches per count.
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
@@ -68,6 +72,7 @@ let allScenarios: [any Scenario] = [
     FoundationRoundTrip(),
     IdleLoop(),
     TimerLateness(),
+    TimerChurn(),
     PortScaling(),
     MemoryFootprint(),
     TapCost(),

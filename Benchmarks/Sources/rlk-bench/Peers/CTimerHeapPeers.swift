@@ -1,0 +1,53 @@
+import CBenchPeers
+
+/// The floor for timers at scale: the same load as `RLKTimerChurn` on a
+/// bare timerfd + epoll loop in C with a binary min-heap of timers
+/// (timer_heap.c). Lateness in µs.
+final class CTimerChurn: Contender {
+    let label = "timerfd + epoll + binary heap (C)"
+    private let farCount: Int
+    private let churnInterval: Double
+    private let probes: Int
+    private let window: Double
+    private(set) var lastChanges = 0
+
+    init(farCount: Int, churnInterval: Double, probes: Int, window: Double) {
+        self.farCount = farCount
+        self.churnInterval = churnInterval
+        self.probes = probes
+        self.window = window
+    }
+
+    func measure() throws -> [Double] {
+        var lateness = [UInt64](repeating: 0, count: probes)
+        var changes: Int32 = 0
+        let fired = bench_timer_churn(Int32(farCount), Int32(churnInterval * 1e6), Int32(probes), Int32(window * 1000),
+                                      &lateness, &changes)
+        guard fired == Int32(probes) else { throw BenchError("the C timer loop fired \(fired) of \(probes) probes") }
+        lastChanges = Int(changes)
+        return lateness.map { Double($0) / 1000 }
+    }
+}
+
+/// The cost of one change in a C binary heap of `count` timers (ns), in
+/// batches as `RLKTimerChanges`.
+final class CTimerHeapChanges: Contender {
+    let label = "binary heap (C)"
+    private let count: Int
+    private let changes: Int
+    private let batches: Int
+
+    init(count: Int, changes: Int, batches: Int) {
+        self.count = count
+        self.changes = changes
+        self.batches = batches
+    }
+
+    func measure() throws -> [Double] {
+        try (0..<batches).map { _ in
+            var nanoseconds: UInt64 = 0
+            try checkC(bench_timer_heap_changes(Int32(count), Int32(changes / batches), &nanoseconds), "timer heap changes")
+            return Double(nanoseconds) / Double(changes / batches)
+        }
+    }
+}
