@@ -202,7 +202,13 @@ package enum ProcessProbe {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Whether ThreadSanitizer runs this process (it slows everything and
+    /// keeps memory of its own).
     package static var isUnderThreadSanitizer: Bool { rlk_running_under_thread_sanitizer() != 0 }
+
+    /// Whether AddressSanitizer runs this process: its quarantine holds
+    /// freed memory back (RSS grows), and LeakSanitizer checks at exit.
+    package static var isUnderAddressSanitizer: Bool { rlk_running_under_address_sanitizer() != 0 }
 }
 
 /// The error tests throw from tasks to check that it comes back unchanged.
