@@ -56,6 +56,20 @@ int rlk_running_under_thread_sanitizer(void) {
     return dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
 }
 
+int rlk_running_under_address_sanitizer(void) {
+    // This file built with -fsanitize=address says so; otherwise ask whether
+    // the runtime is in the process (a Swift target built with it, this one
+    // not).
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return 1;
+#endif
+#endif
+    return dlsym(RTLD_DEFAULT, "__asan_init") != NULL;
+}
+
 int rlk_mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline) {
     struct timespec ts;
     ts.tv_sec = (time_t)(deadline / 1000000000ull);

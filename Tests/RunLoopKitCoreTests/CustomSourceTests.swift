@@ -219,6 +219,9 @@ struct CustomSourceTests {
                 if n < 3 { me.signal() } else { loop.stop() }
             }
             selfReference.value = source
+            // Breaks the cycle source → its closure → selfReference → source,
+            // which would keep the loop alive after its thread exits.
+            defer { selfReference.value = nil }
             loop.add(source, forMode: .default)
             source.signal()
             return loop.run(mode: .default, seconds: 30)

@@ -548,6 +548,9 @@ struct RunTests {
                 events.add("sourceA ends")
             }
             selfReference.value = sourceA
+            // Breaks the cycle sourceA → its closure → selfReference →
+            // sourceA, which would keep the loop alive after its thread exits.
+            defer { selfReference.value = nil }
             loop.add(sourceA, forMode: modeA)
             sourceA.signal()
             return loop.run(mode: modeA, seconds: 10)
@@ -579,6 +582,9 @@ struct RunTests {
                 selfReference.value?.invalidate()
             }
             selfReference.value = source
+            // Breaks the cycle source → its closure → selfReference → source,
+            // which would keep the loop alive after its thread exits.
+            defer { selfReference.value = nil }
             loop.add(source, forMode: .default)
             source.signal()
             return loop.run(mode: .default, seconds: 30)

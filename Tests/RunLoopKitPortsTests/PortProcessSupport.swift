@@ -93,7 +93,10 @@ enum PortProcess {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // In place: a copy of the whole d_name reads past a short last entry.
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

@@ -152,8 +152,9 @@ package enum ProcessProbe {
         defer { closedir(directory) }
         var count = 0
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            // In place: a copy of the whole d_name reads past a short last entry.
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
             }
             if name != "." && name != ".." { count += 1 }
         }
@@ -201,7 +202,13 @@ package enum ProcessProbe {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Whether ThreadSanitizer runs this process (it slows everything and
+    /// keeps memory of its own).
     package static var isUnderThreadSanitizer: Bool { rlk_running_under_thread_sanitizer() != 0 }
+
+    /// Whether AddressSanitizer runs this process: its quarantine holds
+    /// freed memory back (RSS grows), and LeakSanitizer checks at exit.
+    package static var isUnderAddressSanitizer: Bool { rlk_running_under_address_sanitizer() != 0 }
 }
 
 /// The error tests throw from tasks to check that it comes back unchanged.

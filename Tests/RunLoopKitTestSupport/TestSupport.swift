@@ -185,7 +185,10 @@ package func openFileDescriptorCount() -> Int {
     defer { closedir(directory) }
     var count = 0
     while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        // In place: a copy of the whole d_name reads past a short last entry.
+        let name = withUnsafePointer(to: &entry.pointee.d_name) {
+            $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
+        }
         if name != "." && name != ".." { count += 1 }
     }
     return count - 1  // the fd opendir itself holds

@@ -54,8 +54,9 @@ func makeTemporaryDirectory() -> String {
 func removeTemporaryDirectory(_ path: String) {
     if let directory = opendir(path) {
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            // In place: a copy of the whole d_name reads past a short last entry.
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
             }
             if name != "." && name != ".." { unlink(path + "/" + name) }
         }

@@ -39,5 +39,8 @@ unsigned rlk_umask(unsigned mask);
 long long rlk_unread_unix_socket_bytes(void);
 /// Whether ThreadSanitizer is linked into this process.
 int rlk_running_under_thread_sanitizer(void);
+/// Whether AddressSanitizer (and with it LeakSanitizer) is linked into this
+/// process.
+int rlk_running_under_address_sanitizer(void);
 
 #endif

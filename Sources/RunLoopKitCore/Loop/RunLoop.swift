@@ -68,6 +68,10 @@ public final class RunLoop: @unchecked Sendable {
 
     /// Loops alive in this process, for leak tests.
     static let liveCount = Atomic<Int>(0)
+    /// Keeps the loop's side table visible to LeakSanitizer (loops are
+    /// weakly referenced, and some live until exit: the main loop, those of
+    /// threads that never exit).
+    private var sideTableAnchor = SideTableAnchor()
 
     init(ownerTID: Int32, threadName: String, isMain: Bool = false) throws(RunLoopError) {
         self.ownerTID = ownerTID
@@ -79,6 +83,7 @@ public final class RunLoop: @unchecked Sendable {
         waiter = try LoopWaiter()
         state = Locked(LoopState())
         Self.liveCount.wrappingAdd(1, ordering: .relaxed)
+        sideTableAnchor.hold(self)
     }
 
     deinit {

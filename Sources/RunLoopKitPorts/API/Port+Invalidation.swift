@@ -6,7 +6,10 @@ import Synchronization
 extension Port {
     /// Closes the port: a local port stops receiving, its socket and names
     /// are released, and sends to it fail with `.invalidPort`. Its
-    /// invalidation handlers run once, on the calling thread. Idempotent.
+    /// invalidation handlers run once, on the calling thread; then its
+    /// message handler is released (a handler set later is not kept), so
+    /// that what the handler holds, the port included, can be freed.
+    /// Idempotent.
     public func invalidate() { invalidate(because: nil) }
 
     func invalidate(because reason: PortError?) {
@@ -45,6 +48,10 @@ extension Port {
             return state.pendingInvalidationHandlers
         }
         for handler in handlers { handler(self) }
+        // The message handler can never run again: let it go (and what it
+        // holds: a handler that keeps messages keeps this port, which is
+        // their receivePort), here, where no library lock is held.
+        if isLocal && !isValid { setHandler(nil) }
         // Drops not yet in a log line are logged now, with no lock held.
         receiver?.drops.flush()
     }

@@ -107,6 +107,13 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")
+    /// Ports alive in this process (local ports and send rights), for leak
+    /// tests. Changed in `init` and `deinit` only, never per message.
+    static let liveCount = Atomic<Int>(0)
+    /// Keeps the port's side table visible to LeakSanitizer: every port is
+    /// weakly referenced (by the registry), and some live until exit (a send
+    /// right the registry keeps, a thread's reply port).
+    private var sideTableAnchor = SideTableAnchor()
 
     /// Makes a local port, which can receive.
     ///
@@ -130,6 +137,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
         _ = PortTap.configuredFromEnvironment
+        Self.liveCount.wrappingAdd(1, ordering: .relaxed)
+        sideTableAnchor.hold(self)
     }
 
     /// A send right to the port at `address` (in another process, or a port of
@@ -142,9 +151,12 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
             valid.store(false, ordering: .relaxed)
             state.withLock { $0.lifecycle = .invalidated(reason) }
         }
+        Self.liveCount.wrappingAdd(1, ordering: .relaxed)
+        sideTableAnchor.hold(self)
     }
 
     deinit {
+        Self.liveCount.wrappingSubtract(1, ordering: .relaxed)
         let bits = channelBits.load(ordering: .acquiring)
         // U-SEND-CHANNEL (docs/unsafe-sites.md).
         if bits != 0 { Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
@@ -203,6 +215,12 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// Sets what runs, on the port's loop thread, for each message (NSPort's
     /// delegate). Set it before scheduling: a message that arrives while
     /// there is none is dropped and logged.
+    ///
+    /// The port holds the handler until `invalidate()` (or its deinit). A
+    /// handler that keeps messages, or captures the port, keeps the port
+    /// alive (a received message holds its `receivePort`): invalidate such
+    /// a port when done with it, which releases the handler. An invalid
+    /// port keeps no handler.
     public func setMessageHandler(_ handler: (@Sendable (PortMessage) -> Void)?) {
         setHandler(handler.map { .message($0) })
     }
@@ -218,11 +236,19 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         setHandler(handler.map { .inPlace($0) })
     }
 
-    private func setHandler(_ handler: MessageHandler?) {
-        handlerLock.withLock {
-            self.handler = handler
-            handlerVersion.wrappingAdd(1, ordering: .releasing)
+    /// Replaces the handler. An invalid port keeps none: it delivers nothing
+    /// more, and what a handler holds (often the port itself, through the
+    /// messages it keeps: a received message holds its `receivePort`) would
+    /// otherwise keep the port alive for good. The handler replaced is
+    /// released after the lock: its captures' deinits are user code.
+    func setHandler(_ handler: MessageHandler?) {
+        let replaced: MessageHandler? = handlerLock.withLock {
+            defer { handlerVersion.wrappingAdd(1, ordering: .releasing) }
+            let old = self.handler
+            self.handler = isValid ? handler : nil
+            return old
         }
+        _ = replaced  // released here, outside the lock
     }
 
     /// Receives on `loop` while it runs `mode` (`.common` accepted). A local

@@ -51,8 +51,11 @@ enum RuntimeDirectory {
         guard let directory = opendir(path) else { return }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            // Read where it lies: copying the whole 256-byte d_name reads past
+            // a short entry at the end of readdir's buffer (AddressSanitizer's
+            // heap-buffer-overflow, docs/contributing.md).
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
             }
             if name.hasSuffix(".lock") {
                 let base = name.dropLast(".lock".count)

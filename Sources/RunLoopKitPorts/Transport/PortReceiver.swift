@@ -51,6 +51,9 @@ final class PortReceiver: @unchecked Sendable {
 
     /// Messages a port's receive queue holds before senders wait (ZMQ_RCVHWM).
     static let highWaterMark: Int32 = 1000
+    /// Receivers alive in this process, for leak tests. Changed in `init`
+    /// and `deinit` only, never per message.
+    static let liveCount = Atomic<Int>(0)
     private static let logger = Logger(label: "RunLoopKit.Port")
     /// umask is per process: binds that set it are serialised.
     private static let umaskLock = Lock()
@@ -68,6 +71,9 @@ final class PortReceiver: @unchecked Sendable {
         } catch {
             throw .zeroMQ(error)
         }
+        // Counted from here, where the receiver is whole: a throw below
+        // still runs deinit.
+        Self.liveCount.wrappingAdd(1, ordering: .relaxed)
         PortRegistry.shared.cleanUpAtExit()
         if let path = address.ipcPath {
             do {
@@ -78,6 +84,10 @@ final class PortReceiver: @unchecked Sendable {
             }
         }
         socket.releaseOwnership()
+    }
+
+    deinit {
+        Self.liveCount.wrappingSubtract(1, ordering: .relaxed)
     }
 
     var droppedCount: UInt64 { drops.totalCount }

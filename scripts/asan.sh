@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The whole suite under AddressSanitizer, with LeakSanitizer checking every
+# process at its exit: the test process, its exit tests' children, and the
+# programs the tests run (pingpong, ipc-demo, portsniff):
+#   ./scripts/asan.sh
+# Builds into .build/asan (the plain build stays valid), runs the suite with
+# the suppressions of scripts/lsan-suppressions.txt, and fails if a test
+# failed or if any process reported an error or a leak. docs/contributing.md,
+# "AddressSanitizer and leaks", says what is suppressed and why, and how the
+# suite proves that a leaked port is still reported.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-deps.sh
+
+scratch=.build/asan
+reports="$scratch/sanitizer-reports"
+
+echo "== swift build --sanitize=address (library, examples, tools, tests)"
+# The programs too: the tap tests run them, and they must run sanitized.
+swift build --build-tests --sanitize=address --scratch-path "$scratch" -j "${RLK_BUILD_JOBS:-2}"
+
+# Every process the suite starts inherits these, exit tests' children and
+# spawned programs alike. log_path gives each process's report a file of
+# its own (<path>.<program>.<pid>), read below: a report is seen even from a
+# child whose standard error a test reads for its own purposes, or whose
+# failure a test expects. (The planted-leak proof sends its child's report
+# to standard error instead, where it checks it: LeakSanitizerProofTests.)
+# Options already in the environment come last, so they win.
+rm -rf "$reports"
+mkdir -p "$reports"
+export ASAN_OPTIONS="detect_leaks=1:log_path=$PWD/$reports/report:log_exe_name=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+echo "== swift test --sanitize=address"
+# --disable-xctest: the package's tests are Swift Testing's; XCTest's runner
+# would run none of them and then leak its own suite tree (an XCTestSuite
+# and its XCTestSuiteRun hold each other) at its exit.
+status=0
+swift test --skip-build --sanitize=address --scratch-path "$scratch" --disable-xctest || status=$?
+
+# A file holds a report, or only the suppressions a process used.
+errors=0
+for file in $(find "$reports" -type f | sort); do
+    if grep -q "ERROR: \(AddressSanitizer\|LeakSanitizer\)" "$file"; then
+        echo "== $file"
+        cat "$file"
+        errors=$((errors + 1))
+    fi
+done
+used=$(find "$reports" -type f -exec grep -h "^ *[0-9]* *[0-9]* leak:" {} + | awk '{print $3}' | sort | uniq -c || true)
+if [ -n "$used" ]; then
+    echo "== suppressions used (processes, pattern)"
+    echo "$used"
+fi
+if [ "$errors" -ne 0 ]; then
+    echo "error: $errors process(es) reported errors or leaks under AddressSanitizer (above)" >&2
+    exit 1
+fi
+if [ "$status" -ne 0 ]; then
+    echo "error: the suite failed under AddressSanitizer (swift test exited $status)" >&2
+    exit "$status"
+fi
+echo "== AddressSanitizer: every test passed; no process reported an error or a leak"
