@@ -160,7 +160,9 @@ extension Port {
         if !isValid { return invalidError() }
         if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
             let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)
-            invalidateDeferringHandlers(because: process.isAlive ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
+            // A zombie is a dead peer (its socket file may already have been
+            // swept by another process), not a live one that closed the port.
+            invalidateDeferringHandlers(because: process.isRunning ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
             return invalidError()
         }
         return nil

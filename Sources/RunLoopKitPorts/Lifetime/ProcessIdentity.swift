@@ -16,6 +16,22 @@ struct ProcessIdentity: Hashable, Sendable {
         return Self.startTime(of: pid) == startTime
     }
 
+    /// Alive and not a zombie: a process that has exited but that its
+    /// parent has not reaped yet still has its pid and start time, yet its
+    /// sockets are gone. For telling a dead peer from a port closed by a live
+    /// one (`Port.destinationError`).
+    var isRunning: Bool {
+        guard isAlive else { return false }
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0, let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")), close + 2 < count else { return false }
+        let state = buffer[close + 2]  // "pid (comm) S ..."
+        return state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
+    }
+
     static func startTime(of pid: Int32) -> UInt64? {
         let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
