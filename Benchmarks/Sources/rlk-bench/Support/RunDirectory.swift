@@ -39,7 +39,7 @@ enum RunDirectory {
         guard let tmp = opendir("/tmp") else { return }
         defer { closedir(tmp) }
         while let entry = readdir(tmp) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = Self.entryName(entry)
             let parts = name.split(separator: "-")
             guard name.hasPrefix("rlk-bench-"), parts.count == 4, let pid = pid_t(parts[2]) else { continue }
             guard kill(pid, 0) != 0 && errno == ESRCH else { continue }
@@ -48,7 +48,7 @@ enum RunDirectory {
             guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { continue }
             if let directory = opendir(path) {
                 while let file = readdir(directory) {
-                    let fileName = withUnsafeBytes(of: file.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                    let fileName = Self.entryName(file)
                     if fileName != "." && fileName != ".." { unlink(path + "/" + fileName) }
                 }
                 closedir(directory)
@@ -59,4 +59,13 @@ enum RunDirectory {
 
     /// An `ipc://` endpoint in the directory.
     static func ipcEndpoint(_ name: String) -> String { "ipc://\(path)/\(name)" }
+
+    /// A directory entry's name, read where it lies: copying the whole
+    /// 256-byte `d_name` reads past a short entry at the end of readdir's
+    /// buffer (AddressSanitizer's heap-buffer-overflow).
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        withUnsafePointer(to: &entry.pointee.d_name) {
+            $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
+        }
+    }
 }
