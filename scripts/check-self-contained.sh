@@ -3,14 +3,15 @@
 # committed, such as docs/scaling.svg, included) cites documents that are not
 # in it. Greps the tracked files, case-sensitively, for the names of planning
 # documents kept outside the repository and for a path beside it; prints each
-# hit as path:line:text and fails. CHANGELOG.md's history is exempt, and so is
-# this script, which has to spell the names.
+# hit as path:line:text and fails. CHANGELOG.md's history is exempt.
 #   ./scripts/check-self-contained.sh        (from any directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-patterns=(-e 'DESIGN.md' -e 'STYLE.md' -e 'SEMANTICS.md' -e 'DEVELOPERS.md' -e '../shared')
-exempt=(':(exclude)CHANGELOG.md' ':(exclude)scripts/check-self-contained.sh')
+# The names are spelled in two pieces, so that this script does not cite
+# them itself and needs no exemption.
+patterns=(-e "DESI""GN.md" -e "STY""LE.md" -e "SEMAN""TICS.md" -e "DEVELO""PERS.md" -e "../sha""red")
+exempt=(':(exclude)CHANGELOG.md')
 
 count=$(git ls-files -- . "${exempt[@]}" | wc -l)
 # git grep, not grep over a file list: one process, the work tree's tracked
