@@ -69,7 +69,7 @@ final class OutboundFlush: Sendable {
     }
 
     /// What was still unwritten when the exit bound ran out.
-    struct Unwritten {
+    struct Leftover {
         /// Messages accepted by a channel that libzmq had not written, by destination.
         var messages: [(port: String, count: Int)] = []
         /// Channels whose last message was too large to count: libzmq may hold it still.
@@ -118,10 +118,10 @@ final class OutboundFlush: Sendable {
     /// is still in the kernel socket when the sender hangs up while the
     /// receiver is paused at its high-water mark (its stream engine turns
     /// the hang-up into an error once input resumes).
-    private func waitUntilWritten(_ channels: [SendChannel], deadline: UInt64) -> Unwritten {
+    private func waitUntilWritten(_ channels: [SendChannel], deadline: UInt64) -> Leftover {
         var quietChecks = 0
         while true {
-            var left = Unwritten()
+            var left = Leftover()
             var anyAccepted = false
             for channel in channels {
                 guard let held = channel.unwritten() else {
@@ -140,7 +140,7 @@ final class OutboundFlush: Sendable {
             // it is written: the kernel's count and the linger decide.
             let settled = left.messages.isEmpty && left.bytes == 0 && left.busyChannels == 0
             quietChecks = settled ? quietChecks + 1 : 0
-            if quietChecks >= 10 { return Unwritten() }
+            if quietChecks >= 10 { return Leftover() }
             if MonotonicClock.now() >= deadline { return left }
             usleep(1_000)
         }
@@ -152,7 +152,7 @@ final class OutboundFlush: Sendable {
         return Int32(clamping: (deadline - now + 999_999) / 1_000_000)
     }
 
-    private static func logLoss(_ unwritten: Unwritten, after elapsed: UInt64, bound: UInt64) {
+    private static func logLoss(_ unwritten: Leftover, after elapsed: UInt64, bound: UInt64) {
         var parts: [String] = []
         let messages = unwritten.messages.reduce(0) { $0 + $1.count }
         if messages > 0 {

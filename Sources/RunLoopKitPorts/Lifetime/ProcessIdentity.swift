@@ -21,31 +21,26 @@ struct ProcessIdentity: Hashable, Sendable {
     /// sockets are gone. For telling a dead peer from a port closed by a live
     /// one (`Port.destinationError`).
     var isRunning: Bool {
-        guard isAlive else { return false }
-        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = read(fd, &buffer, buffer.count)
-        guard count > 0, let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")), close + 2 < count else { return false }
-        let state = buffer[close + 2]  // "pid (comm) S ..."
-        return state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
+        guard isAlive, let state = Self.statFields(of: pid)?.first else { return false }
+        return !state.elementsEqual("Z".utf8) && !state.elementsEqual("X".utf8)
     }
 
     static func startTime(of pid: Int32) -> UInt64? {
+        // fields[0] is field 3 (state); starttime is field 22.
+        guard let fields = statFields(of: pid), fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+
+    /// The fields of /proc/<pid>/stat from the third (the state) on: "pid
+    /// (comm) state ppid ...", where comm may hold spaces and parentheses,
+    /// so fields are counted after the last ')'.
+    private static func statFields(of pid: Int32) -> [ArraySlice<UInt8>]? {
         let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1024)
         let count = read(fd, &buffer, buffer.count)
-        guard count > 0 else { return nil }
-        // "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-        // so fields are counted after the last ')'.
-        let text = buffer[..<count]
-        guard let close = text.lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        let fields = text[(close + 1)...].split(separator: UInt8(ascii: " "))
-        // fields[0] is field 3 (state); starttime is field 22.
-        guard fields.count > 19 else { return nil }
-        return UInt64(String(decoding: fields[19], as: UTF8.self))
+        guard count > 0, let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        return buffer[(close + 1)..<count].split(separator: UInt8(ascii: " "))
     }
 }

@@ -26,6 +26,17 @@ private final class FarTimers: @unchecked Sendable {
     }
 }
 
+/// The load of a timer-churn round, the same for both sides.
+struct TimerChurnLoad {
+    /// One-shot timers 10 to 20 s away.
+    let farCount: Int
+    /// Seconds between two changes of the churn timer (one invalidate, one add).
+    let churnInterval: Double
+    /// One-shot timers whose lateness is measured, spread over `window` seconds.
+    let probes: Int
+    let window: Double
+}
+
 /// RunLoopKit's timers at scale: `farCount` one-shot timers 10 to 20 s
 /// away on one LoopThread, a repeating timer every `churnInterval` that
 /// invalidates one of them and adds a new one (so 2 / churnInterval changes
@@ -34,20 +45,12 @@ private final class FarTimers: @unchecked Sendable {
 /// in µs). All through the public API.
 final class RLKTimerChurn: Contender {
     let label = "RunLoopKit Timer (LoopThread)"
-    private let farCount: Int
-    private let churnInterval: Double
-    private let probes: Int
-    private let window: Double
+    private let load: TimerChurnLoad
     private var thread: LoopThread?
     /// Changes made in the last measurement, for the row's notes.
     private(set) var lastChanges = 0
 
-    init(farCount: Int, churnInterval: Double, probes: Int, window: Double) {
-        self.farCount = farCount
-        self.churnInterval = churnInterval
-        self.probes = probes
-        self.window = window
-    }
+    init(_ load: TimerChurnLoad) { self.load = load }
 
     func setUp() throws {
         let thread = LoopThread(name: "bench-churn")
@@ -57,9 +60,9 @@ final class RLKTimerChurn: Contender {
 
     func measure() throws -> [Double] {
         guard let thread else { throw BenchError("not set up") }
+        let (farCount, churnInterval, probes, window) = (load.farCount, load.churnInterval, load.probes, load.window)
         let log = LatenessLog(capacity: probes)
         let far = FarTimers()
-        let (farCount, churnInterval, probes, window) = (self.farCount, self.churnInterval, self.probes, self.window)
         let lead = 0.2
         let made = try thread.performAndWait(timeout: .seconds(120)) { () throws -> [RunLoopKit.Timer] in
             let loop = RunLoop.current
@@ -90,7 +93,7 @@ final class RLKTimerChurn: Contender {
             for timer in far.timers { timer.invalidate() }
             return far.changes
         }
-        guard log.count == probes else { throw BenchError("\(log.count) of \(probes) probes fired") }
+        guard log.count == load.probes else { throw BenchError("\(log.count) of \(load.probes) probes fired") }
         return log.samples
     }
 

@@ -5,20 +5,13 @@ import CBenchPeers
 /// (timer_heap.c). Lateness in µs.
 final class CTimerChurn: Contender {
     let label = "timerfd + epoll + binary heap (C)"
-    private let farCount: Int
-    private let churnInterval: Double
-    private let probes: Int
-    private let window: Double
+    private let load: TimerChurnLoad
     private(set) var lastChanges = 0
 
-    init(farCount: Int, churnInterval: Double, probes: Int, window: Double) {
-        self.farCount = farCount
-        self.churnInterval = churnInterval
-        self.probes = probes
-        self.window = window
-    }
+    init(_ load: TimerChurnLoad) { self.load = load }
 
     func measure() throws -> [Double] {
+        let (farCount, churnInterval, probes, window) = (load.farCount, load.churnInterval, load.probes, load.window)
         var lateness = [UInt64](repeating: 0, count: probes)
         var changes: Int32 = 0
         let fired = bench_timer_churn(Int32(farCount), Int32(churnInterval * 1e6), Int32(probes), Int32(window * 1000),

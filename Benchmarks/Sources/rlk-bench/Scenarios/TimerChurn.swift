@@ -19,8 +19,9 @@ struct TimerChurn: Scenario {
     func run(_ config: RunConfig) -> [ScenarioResult] {
         var results: [ScenarioResult] = []
         let window = config.timerChurnWindow
-        let ours = RLKTimerChurn(farCount: Self.farCount, churnInterval: Self.churnInterval, probes: Self.probes, window: window)
-        let floor = CTimerChurn(farCount: Self.farCount, churnInterval: Self.churnInterval, probes: Self.probes, window: window)
+        let load = TimerChurnLoad(farCount: Self.farCount, churnInterval: Self.churnInterval, probes: Self.probes, window: window)
+        let ours = RLKTimerChurn(load)
+        let floor = CTimerChurn(load)
         let measured = interleave([ours, floor], repetitions: config.timerRepetitions, warmups: 0, better: .lower)
         let withinFive = Target(text: "p99 ≤ the C loop's p99 + 5 µs", standing: .due) { result in
             guard let ours = result.ours.summary, let peer = result.peer?.summary else { return nil }
