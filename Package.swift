@@ -81,6 +81,11 @@ let package = Package(
             ],
             path: "Tools/portsniff"
         ),
+        // The wire fuzzer: libFuzzer's entry into the production decoders
+        // (`WireFuzzing`, a package entry). Built and run by
+        // scripts/fuzz.sh (docs/fuzzing.md); a plain build makes a program
+        // that does nothing.
+        .executableTarget(name: "wire-fuzz", dependencies: ["RunLoopKitPorts"], path: "Tools/wire-fuzz"),
     ] + examples.map { name in
         .executableTarget(
             name: name,

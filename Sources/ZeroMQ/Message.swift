@@ -1,5 +1,6 @@
 internal import CZeroMQ
 public import FoundationEssentials
+internal import Glibc
 
 /// One ZeroMQ frame: a reusable `zmq_msg_t`.
 ///
@@ -40,6 +41,34 @@ public final class Message {
         }
         if let source = bytes.baseAddress, bytes.count > 0 {
             zmq_msg_data(pointer).copyMemory(from: source, byteCount: bytes.count)
+        }
+    }
+
+    /// A frame of `count` bytes in memory of its own, mapped from the kernel
+    /// (zero-filled, and costing nothing until touched), whose first bytes
+    /// `body` writes; libzmq unmaps it when the frame is done
+    /// (`zmq_msg_init_data`). How the fuzzer makes a frame over the size
+    /// limit without writing 64 MiB a time (`IncomingFrames.hold`).
+    ///
+    /// Thread rules: any thread; the message then stays on the thread that uses it.
+    /// - Precondition: the mapping succeeds (as memory for ``init(bytes:)``).
+    package init(mappedCount count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) -> Void) {
+        pointer = .allocate(capacity: 1)
+        let memory = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        guard let memory, memory != MAP_FAILED else {
+            pointer.deallocate()
+            fatalError("ZeroMQ: mmap(\(count)) failed: errno \(errno)")
+        }
+        body(UnsafeMutableRawBufferPointer(start: memory, count: count))
+        // The size rides in the hint, for munmap.
+        let unmap: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { data, hint in
+            munmap(data, Int(bitPattern: hint))
+        }
+        guard zmq_msg_init_data(pointer, memory, count, unmap, UnsafeMutableRawPointer(bitPattern: count)) == 0 else {
+            let error = ZMQError.last("zmq_msg_init_data(\(count))")
+            munmap(memory, count)
+            pointer.deallocate()
+            fatalError("ZeroMQ: \(error)")
         }
     }
 

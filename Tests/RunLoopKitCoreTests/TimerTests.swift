@@ -369,6 +369,87 @@ struct TimerTests {
         return (result, moved, fired.value)
     }
 
+    @Test("S-TMR-2, S-TMR-5, S-TMR-7 at scale: 10,000 timers in the default mode, another mode and the common modes, some moved and some invalidated before the run and more from callouts while it runs: each fires once, only while its loop runs one of its modes, never early, within one clock step when the loop runs its mode, in fire-date order")
+    func timersAtScaleInSeveralModes() throws {
+        // Dates and fire times are the clock's instants (ns): a Date, a
+        // Double of seconds since 2001, rounds them to about 0.1 µs.
+        struct Fire { let index: Int; let date: UInt64; let now: UInt64; let mode: RunLoop.Mode?; let inOtherRun: Bool }
+        final class Record: @unchecked Sendable {
+            // @unchecked Sendable: touched on the test's loop thread only.
+            var fires: [Fire] = []
+            var invalidated: Set<Int> = []
+            var timers: [RunLoopKitCore.Timer] = []
+            var inOtherRun = false
+            var generator = SystemRandomNumberGenerator()
+        }
+        let count = 10_000
+        let other = RunLoop.Mode("S-TMR-2.scale")
+        let modes: [RunLoop.Mode] = [.default, other, .common]
+        let record = try SpawnedThread<Record>(named: "tmr-scale") {
+            let clock = TestClock()
+            let loop = RunLoop.current
+            loop.use(clock)
+            let start = clock.now
+            let record = Record()
+            // A random timer other than the one firing, if still valid,
+            // moved to `now` or later (S-TMR-5), or invalidated (S-TMR-4).
+            @Sendable func changeOne(move: Bool, firing: Int? = nil) {
+                let index = Int.random(in: 0..<count, using: &record.generator)
+                let timer = record.timers[index]
+                guard timer.isValid, index != firing else { return }
+                if move {
+                    timer.fireDate = clock.now + Double.random(in: 0..<0.2, using: &record.generator)
+                } else {
+                    timer.invalidate()
+                    record.invalidated.insert(index)
+                }
+            }
+            record.timers = try (0..<count).map { index in
+                try RunLoopKitCore.Timer(fire: start + Double.random(in: 0..<1, using: &record.generator), interval: 0, repeats: false) { timer in
+                    record.fires.append(Fire(index: index, date: timer.nextFireInstant, now: clock.manual.nowInstant,
+                                             mode: loop.currentMode, inOtherRun: record.inOtherRun))
+                    if record.fires.count % 7 == 0 { changeOne(move: true, firing: index) }
+                    if record.fires.count % 11 == 0 { changeOne(move: false, firing: index) }
+                }
+            }
+            for (index, timer) in record.timers.enumerated() { loop.add(timer, forMode: modes[index % 3]) }
+            // Before the run: 1,500 moves (earlier or later), 1,000 invalidations.
+            for _ in 0..<1500 {
+                record.timers[Int.random(in: 0..<count, using: &record.generator)].fireDate = start + Double.random(in: 0..<1, using: &record.generator)
+            }
+            for _ in 0..<1000 { changeOne(move: false) }
+            // The default mode until its timers are gone (1.5 s of the
+            // clock at most), a millisecond at a time while idle; then the
+            // other mode.
+            let defaultStep = clock.advanceWhenIdle(loop, by: .milliseconds(1), mode: .default)
+            _ = loop.run(mode: .default, seconds: 1.5)
+            defaultStep.invalidate()
+            record.inOtherRun = true
+            clock.advanceWhenIdle(loop, by: .milliseconds(1), mode: other)
+            _ = loop.run(mode: other, seconds: 0.5)
+            return record
+        }.join()
+
+        let fired = record.fires.map(\.index)
+        #expect(Set(fired).count == fired.count, "a timer fired twice")
+        #expect(Set(fired) == Set(0..<count).subtracting(record.invalidated), "fired: \(fired.count), invalidated: \(record.invalidated.count) of \(count)")
+        #expect(record.invalidated.count >= 900)
+        #expect(record.fires.allSatisfy { $0.now >= $0.date }, "a timer fired early")
+        let inDefault = record.fires.filter { !$0.inOtherRun }
+        let inOther = record.fires.filter(\.inOtherRun)
+        // S-TMR-2: only in their modes. The default run lasts until no
+        // default or common-modes timer is left.
+        #expect(inDefault.allSatisfy { $0.mode == .default && $0.index % 3 != 1 })
+        #expect(inOther.allSatisfy { $0.mode == other && $0.index % 3 == 1 })
+        #expect(inOther.count > 2000)
+        // While the loop runs its mode, a timer fires within one step of its date.
+        #expect(inDefault.allSatisfy { $0.now >= $0.date && $0.now - $0.date < Self.ms }, "late by more than a clock step")
+        // In fire-date order, in each run.
+        for run in [inDefault, inOther] {
+            #expect(zip(run, run.dropFirst()).allSatisfy { $0.date <= $1.date }, "out of fire-date order")
+        }
+    }
+
     @Test("S-TMR-2, S-TMR-3: the loop's timer heap, after inserts, removals and moved fire dates, finds the due timers earliest first (equal instants in joining order) and the same wake-up as looking at every timer")
     func heapMatchesLookingAtEveryTimer() throws {
         var generator = SystemRandomNumberGenerator()

@@ -59,7 +59,11 @@ final class PortRegistry: Sendable {
         }
     }
 
-    func resolve(_ address: PortAddress) -> Port {
+    /// The send right to `address`: the local port, or the one send right
+    /// shared by every holder of that remote port. A new remote port's
+    /// owner is watched for exit (S-PORT-5) unless `watchingOwner` is false
+    /// (the fuzzer resolves made-up owners by the million).
+    func resolve(_ address: PortAddress, watchingOwner: Bool = true) -> Port {
         if address.isInThisProcess {
             if let port = tables.withLock({ $0.local[address.portID]?.port }) { return port }
             // Its port is gone: a send right that can only fail, clearly.
@@ -80,7 +84,7 @@ final class PortRegistry: Sendable {
             return (made, true)
         }
         _ = evicted  // released here, outside the lock
-        if isNew { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
+        if isNew && watchingOwner { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
         return port
     }
 

@@ -10,6 +10,13 @@ import Glibc
 struct DescriptorCache {
     private static let capacity = 8
     private var entries: [(bytes: [UInt8], port: Port)] = []
+    /// Whether a newly resolved remote port's owner is watched for exit:
+    /// always, but in the fuzzer (`WireFuzzing`).
+    private let watchesOwners: Bool
+
+    init(watchesOwners: Bool = true) {
+        self.watchesOwners = watchesOwners
+    }
 
     /// The port `bytes` names, from the cache or decoded and resolved.
     mutating func port(for bytes: UnsafeRawBufferPointer) throws(WireFormat.DecodeError) -> Port {
@@ -17,7 +24,7 @@ struct DescriptorCache {
             if index != 0 { entries.insert(entries.remove(at: index), at: 0) }
             return entries[0].port
         }
-        let port = Port.resolve(try WireFormat.decodeDescriptor(bytes))
+        let port = PortRegistry.shared.resolve(try WireFormat.decodeDescriptor(bytes), watchingOwner: watchesOwners)
         entries.insert((Array(bytes), port), at: 0)
         if entries.count > Self.capacity { entries.removeLast() }
         return port

@@ -48,24 +48,71 @@ final class IncomingFrames {
     func receive(from socket: Socket) throws(ZMQError) -> Bool {
         clear()
         guard try socket.receive(into: first, dontWait: true) else { return false }
-        firstBytes = first.unsafeBytes
-        keptCount = 1
-        frameCount = 1
-        totalBytes = firstBytes.count
+        firstArrived()
         // A packed message, the usual case, is one frame: nothing more to read.
         guard first.hasMore else { return true }
         var more = true
         while more {
-            let keep = keptCount < Self.maxKept && totalBytes <= WireFormat.maxMessageBytes
-            if keep && keptCount - 1 == rest.count { rest.append(Message()) }
-            let frame = keep ? rest[keptCount - 1] : scratch
+            let (frame, keep) = nextSlot()
             guard try socket.receive(into: frame, dontWait: true) else { break }
-            if keep { keptCount += 1 }
-            frameCount += 1
-            totalBytes += frame.count
+            arrived(frame, kept: keep)
             more = frame.hasMore
         }
         return true
+    }
+
+    /// Holds the message whose frames `frames` gives, as `receive` would
+    /// hold it had they arrived from a socket: the same frames kept, the
+    /// same counted only. How the fuzzer and its corpus test feed the
+    /// decoders (`WireFuzzing`). A frame is its leading bytes and its
+    /// length: a frame longer than its bytes (one over the size limit) is
+    /// zero-filled past them, in memory that costs nothing until read; a
+    /// frame that would not be kept is counted without being made.
+    package func hold(_ frames: [FuzzInput.Frame]) {
+        clear()
+        guard let head = frames.first else { return }
+        Self.fill(first, with: head)
+        firstArrived()
+        for frame in frames.dropFirst() {
+            let (slot, keep) = nextSlot()
+            if keep {
+                Self.fill(slot, with: frame)
+                arrived(slot, kept: true)
+            } else {
+                frameCount += 1
+                totalBytes += frame.length
+            }
+        }
+    }
+
+    private static func fill(_ message: Message, with frame: FuzzInput.Frame) {
+        guard frame.length > frame.bytes.count else { return Message(bytes: frame.bytes).moveContent(to: message) }
+        Message(mappedCount: frame.length) { buffer in
+            if !frame.bytes.isEmpty { buffer.copyMemory(from: frame.bytes) }
+        }.moveContent(to: message)
+    }
+
+    /// The first frame is in `first`.
+    private func firstArrived() {
+        firstBytes = first.unsafeBytes
+        keptCount = 1
+        frameCount = 1
+        totalBytes = firstBytes.count
+    }
+
+    /// Where the next frame after the first goes: a kept frame, or the
+    /// scratch frame once `maxKept` frames or `maxMessageBytes` are held.
+    private func nextSlot() -> (frame: Message, keep: Bool) {
+        let keep = keptCount < Self.maxKept && totalBytes <= WireFormat.maxMessageBytes
+        if keep && keptCount - 1 == rest.count { rest.append(Message()) }
+        return (keep ? rest[keptCount - 1] : scratch, keep)
+    }
+
+    /// A frame after the first has arrived in `frame` (`nextSlot`'s).
+    private func arrived(_ frame: Message, kept: Bool) {
+        if kept { keptCount += 1 }
+        frameCount += 1
+        totalBytes += frame.count
     }
 
     /// Moves the message held into `holder` (its old message released),

@@ -14,7 +14,7 @@ struct MessageDecoder {
     /// Descriptors decoded recently, and the ports they named: the same
     /// reply port comes back message after message, so it is decoded once,
     /// not once per message (and its send channel stays open meanwhile).
-    private var cache = DescriptorCache()
+    private var cache: DescriptorCache
     /// The components array a port's batch writes its messages into, kept
     /// here between batches (`lend`, `takeBack`): a message whose handler
     /// let it go leaves its array and the bytes of its data components to
@@ -28,6 +28,12 @@ struct MessageDecoder {
     /// The last message decoded was over `WireFormat.packLimit` (multipart,
     /// or a peer's large packed frame): its array is not kept.
     private var lastWasLarge = false
+
+    /// `watchesOwners`: whether the owner of a newly resolved remote port
+    /// is watched for exit; false only in the fuzzer (`WireFuzzing`).
+    init(watchesOwners: Bool = true) {
+        cache = DescriptorCache(watchesOwners: watchesOwners)
+    }
 
     /// Lends the kept components array to `message`, a batch's fresh inbox
     /// (one that holds no array yet); a nested batch finds none to take.

@@ -2,27 +2,55 @@ import Dispatch
 import Glibc
 import RunLoopKit
 
-/// The far timers of a churn run, replaced one by one by the churn timer's
-/// block: the loop thread's alone.
+/// The far timers of a churn run, changed one by one by the churn timer's
+/// block: the loop thread's alone. They are spread over three kinds of
+/// mode, so that the loop keeps a heap per mode and a common-modes timer
+/// sits in several heaps at once: the default mode (the one the loop
+/// runs), another mode the loop never runs, and the common modes.
 private final class FarTimers: @unchecked Sendable {
     // @unchecked Sendable: made, changed and invalidated on the loop thread only.
     var timers: [RunLoopKit.Timer] = []
     var changes = 0
     var generator = SystemRandomNumberGenerator()
+    static let otherMode = RunLoop.Mode("bench-other")
 
     /// A one-shot timer 10 to 20 s away that does nothing.
     func farTimer() throws -> RunLoopKit.Timer {
-        try RunLoopKit.Timer(fire: Date() + 10 + Double.random(in: 0..<10, using: &generator), interval: 0, repeats: false) { _ in }
+        try RunLoopKit.Timer(fire: farDate(), interval: 0, repeats: false) { _ in }
     }
 
-    /// One change of the load: a random far timer out (invalidated), a new one in.
+    func farDate() -> Date { Date() + 10 + Double.random(in: 0..<10, using: &generator) }
+
+    /// Where the timer at `index` goes: default, another mode, or the common modes.
+    static func mode(for index: Int) -> RunLoop.Mode {
+        switch index % 3 {
+        case 0: .default
+        case 1: otherMode
+        default: .common
+        }
+    }
+
+    /// Schedules every far timer in its mode.
+    func schedule(on loop: RunLoop) {
+        for (index, timer) in timers.enumerated() { loop.add(timer, forMode: Self.mode(for: index)) }
+    }
+
+    /// One change of the churn: a random far timer out (invalidated) and a
+    /// new one in its place, in the same mode (two changes, as the C peer's
+    /// remove and insert).
     func replaceOne(on loop: RunLoop) throws {
         let index = Int.random(in: 0..<timers.count, using: &generator)
         timers[index].invalidate()
         let made = try farTimer()
-        loop.add(made, forMode: .default)
+        loop.add(made, forMode: Self.mode(for: index))
         timers[index] = made
         changes += 2
+    }
+
+    /// A random far timer's fire date moved (S-TMR-5): one change.
+    func moveOne() {
+        timers[Int.random(in: 0..<timers.count, using: &generator)].fireDate = farDate()
+        changes += 1
     }
 }
 
@@ -38,9 +66,9 @@ struct TimerChurnLoad {
 }
 
 /// RunLoopKit's timers at scale: `farCount` one-shot timers 10 to 20 s
-/// away on one LoopThread, a repeating timer every `churnInterval` that
-/// invalidates one of them and adds a new one (so 2 / churnInterval changes
-/// a second), and `probes` one-shot timers spread over `window` seconds,
+/// away on one LoopThread, in three kinds of mode (`FarTimers`), a
+/// repeating timer every `churnInterval` that invalidates one of them and
+/// adds a new one in its mode (so 2 / churnInterval changes a second), and `probes` one-shot timers spread over `window` seconds,
 /// each recording its lateness (fire time − its date, on CLOCK_MONOTONIC,
 /// in µs). All through the public API.
 final class RLKTimerChurn: Contender {
@@ -67,11 +95,11 @@ final class RLKTimerChurn: Contender {
         let made = try thread.performAndWait(timeout: .seconds(120)) { () throws -> [RunLoopKit.Timer] in
             let loop = RunLoop.current
             far.timers = try (0..<farCount).map { _ in try far.farTimer() }
-            for timer in far.timers { loop.add(timer, forMode: .default) }
+            far.schedule(on: loop)
             let churn = try RunLoopKit.Timer(timeInterval: churnInterval, repeats: true) { _ in
                 try? far.replaceOne(on: RunLoop.current)
             }
-            loop.add(churn, forMode: .default)
+            loop.add(churn, forMode: .common)
             // Probe dates and their monotonic times read back to back (as timer-lateness).
             let baseDate = Date()
             let base = Double(monotonicNanoseconds()) / 1000
@@ -82,7 +110,9 @@ final class RLKTimerChurn: Contender {
                 let probe = try RunLoopKit.Timer(fire: baseDate + offset, interval: 0, repeats: false) { _ in
                     log.append(Double(monotonicNanoseconds()) / 1000 - due)
                 }
-                loop.add(probe, forMode: .default)
+                // Half the probes in the common modes: fired from the
+                // default mode's heap, which holds them beside its own.
+                loop.add(probe, forMode: index % 2 == 0 ? .default : .common)
                 timers.append(probe)
             }
             return timers
@@ -104,9 +134,10 @@ final class RLKTimerChurn: Contender {
 }
 
 /// The cost of one timer change through the public API with `count` timers
-/// on the loop: on the loop's thread, pairs of `invalidate()` on a random
-/// timer and `add` of a new one; each sample is one batch's time per change
-/// (ns).
+/// on the loop, spread over three kinds of mode as in the churn: on the
+/// loop's thread, `invalidate()` of a random timer, `add` of a new one and
+/// a moved `fireDate` (S-TMR-5), in turn; each sample is one batch's time
+/// per change (ns).
 final class RLKTimerChanges: Contender {
     let label = "RunLoopKit (invalidate + add)"
     private let count: Int
@@ -133,12 +164,17 @@ final class RLKTimerChanges: Contender {
             let loop = RunLoop.current
             let far = FarTimers()
             far.timers = try (0..<count).map { _ in try far.farTimer() }
-            for timer in far.timers { loop.add(timer, forMode: .default) }
+            far.schedule(on: loop)
             var samples: [Double] = []
             for _ in 0..<batches {
                 let before = monotonicNanoseconds()
-                for _ in 0..<(changes / batches / 2) { try far.replaceOne(on: loop) }
-                samples.append(Double(monotonicNanoseconds() - before) / Double(changes / batches))
+                let changesBefore = far.changes
+                // Two in three changes an invalidate or an add, one a move.
+                while far.changes - changesBefore < changes / batches {
+                    try far.replaceOne(on: loop)
+                    far.moveOne()
+                }
+                samples.append(Double(monotonicNanoseconds() - before) / Double(far.changes - changesBefore))
             }
             for timer in far.timers { timer.invalidate() }
             return samples

@@ -30,7 +30,7 @@ struct TimerChurn: Scenario {
         results.append(ScenarioResult(
             name: "timer-churn-\(Self.farCount)", title: "probe lateness, \(Self.farCount) timers, 10,000 adds and 10,000 removes a second",
             unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: withinFive,
-            notes: ["\(Self.farCount) one-shot timers 10–20 s away; every \(Int(Self.churnInterval * 1e6)) µs a repeating timer invalidates one and adds one (ours: \(ours.lastChanges), C: \(floor.lastChanges) changes in the last round); \(Self.probes) probes over \(format(window)) s; \(config.timerRepetitions) round(s) per side",
+            notes: ["\(Self.farCount) one-shot timers 10–20 s away; ours spread over the default mode, another mode and the common modes (the churn timer and half the probes in the common modes), the loop running the default mode; every \(Int(Self.churnInterval * 1e6)) µs a repeating timer invalidates one and adds one (ours: \(ours.lastChanges), C: \(floor.lastChanges) changes in the last round); \(Self.probes) probes over \(format(window)) s; \(config.timerRepetitions) round(s) per side",
                     "the C loop: one timerfd re-armed to the heap's earliest, epoll_wait, pop what is due"],
             chartGroup: "timer lateness"))
 
@@ -42,9 +42,9 @@ struct TimerChurn: Scenario {
                                       repetitions: config.timerRepetitions, better: .lower)
             growth.append((count, measured[0].summary?.median, measured[1].summary?.median))
             results.append(ScenarioResult(
-                name: "timer-change-\(count)", title: "one timer change (invalidate or add) with \(count) timers on the loop",
+                name: "timer-change-\(count)", title: "one timer change (invalidate, add or move) with \(count) timers on the loop",
                 unit: "ns", better: .lower, ours: measured[0], peer: measured[1], target: nil,
-                notes: ["\(changes) changes in 5 batches per round, on the loop's thread, through the public API (a new Timer made for each add); the C heap removes and inserts an index"]))
+                notes: ["\(changes) changes in 5 batches per round, on the loop's thread, through the public API (a new Timer made for each add; invalidate, add and a moved fireDate in turn), the timers in three kinds of mode as in the churn; the C heap removes and inserts an index"]))
         }
         if let first = growth.first, let last = growth.last, let oursFirst = first.ours, let oursLast = last.ours,
            let floorFirst = first.floor, let floorLast = last.floor {

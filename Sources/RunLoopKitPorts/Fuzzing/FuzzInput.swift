@@ -1,0 +1,77 @@
+import ZeroMQ
+
+/// What one fuzzer input asks for, read from its bytes (docs/fuzzing.md,
+/// "Input format"): a name file's bytes, or messages' frames to decode one
+/// after another with the same decoder, as a port receives them.
+///
+/// Every byte string is a valid input: whatever is cut short ends where
+/// the bytes end. A frame can be marked oversized, so that a small input
+/// reaches the size limits.
+package enum FuzzInput {
+    /// A frame: its leading bytes, and its length (their count, or one
+    /// byte over the frame limit).
+    package typealias Frame = (bytes: UnsafeRawBufferPointer, length: Int)
+
+    /// The bytes of a name file (`<name>.lock`), as a lookup reads them.
+    case nameFile(UnsafeRawBufferPointer)
+    /// Messages, each its frames, in the order they arrive.
+    case messages([[Frame]])
+
+    /// A frame's length field with its top bit set makes the frame one
+    /// byte over the frame limit, its given bytes first: all the size
+    /// limits need (a frame over 64 MiB, a message over 256 MiB).
+    static let oversizedFlag: UInt16 = 0x8000
+    static let oversizedLength = WireFormat.maxFrameBytes + 1
+
+    /// Reads `input`: its first byte's low bit chooses a name file (1) or
+    /// messages (0).
+    ///
+    /// Messages: each is a 2-byte little-endian frame count, then that many
+    /// frames; each frame a 2-byte little-endian length field, whose low 15
+    /// bits are `n` (its top bit: the frame is oversized), then `n` bytes.
+    package init(_ input: UnsafeRawBufferPointer) {
+        var reader = Reader(input)
+        let target = reader.byte() ?? 0
+        guard target & 1 == 0 else {
+            self = .nameFile(reader.rest())
+            return
+        }
+        var messages: [[Frame]] = []
+        while let count = reader.uint16() {
+            var frames: [Frame] = []
+            for _ in 0..<count {
+                guard let field = reader.uint16() else { break }
+                let bytes = reader.bytes(Int(field & ~Self.oversizedFlag))
+                frames.append((bytes, field & Self.oversizedFlag == 0 ? bytes.count : Self.oversizedLength))
+            }
+            if !frames.isEmpty { messages.append(frames) }
+        }
+        self = .messages(messages)
+    }
+
+    /// Reads fields off the front of the input; nil once it runs out.
+    private struct Reader {
+        private var remaining: UnsafeRawBufferPointer
+
+        init(_ input: UnsafeRawBufferPointer) { remaining = input }
+
+        mutating func byte() -> UInt8? {
+            guard !remaining.isEmpty else { return nil }
+            return bytes(1)[0]
+        }
+
+        mutating func uint16() -> UInt16? {
+            guard remaining.count >= 2 else { return nil }
+            return UInt16(littleEndian: bytes(2).loadUnaligned(as: UInt16.self))
+        }
+
+        /// The next `count` bytes, or all that are left.
+        mutating func bytes(_ count: Int) -> UnsafeRawBufferPointer {
+            let taken = UnsafeRawBufferPointer(rebasing: remaining.prefix(count))
+            remaining = UnsafeRawBufferPointer(rebasing: remaining.dropFirst(taken.count))
+            return taken
+        }
+
+        mutating func rest() -> UnsafeRawBufferPointer { bytes(remaining.count) }
+    }
+}

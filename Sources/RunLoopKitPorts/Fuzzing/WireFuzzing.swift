@@ -1,0 +1,153 @@
+import Foundation
+@_spi(RunLoopKitInternals) import RunLoopKitCore
+
+/// The production decoders, fed from bytes instead of a socket: the entry
+/// of the fuzzer (`Tools/wire-fuzz`) and of the test that replays its
+/// corpus (docs/fuzzing.md). Nothing here is a copy: a message's frames
+/// are held by `IncomingFrames.hold`, exactly as a receive holds them,
+/// then decoded by one `MessageDecoder` both ways a port decodes (the
+/// record walk into a `PortMessage`, and in place for a
+/// `PortMessageView`), and a name file's bytes go through the reading a
+/// lookup does. Ports are resolved through the registry as a receiver
+/// resolves them, except that their made-up owners are not watched.
+///
+/// Beyond "no crash, no leak, no hang" (what the sanitizers and libFuzzer
+/// check), it checks that the two decoders agree: both accept a message
+/// and read the same msgid, components, reply port and trace id, or both
+/// refuse it with the same error; a disagreement traps, so that the
+/// fuzzer reports it.
+package enum WireFuzzing {
+    /// What an input reached: which decode errors, which descriptor
+    /// versions (in messages or name files), how many messages decoded.
+    package struct Outcome: Sendable {
+        package var decodedMessages = 0
+        package var refusedMessages = 0
+        package var errors: Set<String> = []
+        package var descriptorVersions: Set<UInt8> = []
+
+        package mutating func merge(_ other: Outcome) {
+            decodedMessages += other.decodedMessages
+            refusedMessages += other.refusedMessages
+            errors.formUnion(other.errors)
+            descriptorVersions.formUnion(other.descriptorVersions)
+        }
+    }
+
+    /// The name of every `WireFormat.DecodeError` case: what the corpus
+    /// must reach, one input or another. (A new case fails to compile in
+    /// `name(of:)` below until it is named there: add it here too.)
+    package static let errorNames = [
+        "shortFrame", "badMagic", "unsupportedVersion", "unknownFlags", "unknownComponentKind",
+        "tooManyComponents", "frameCountMismatch", "frameTooLarge", "badPackedRecords",
+        "messageTooLarge", "badDescriptor",
+    ]
+
+    /// Decodes what `input` holds (`FuzzInput`) and says what it reached.
+    @discardableResult
+    package static func run(_ input: UnsafeRawBufferPointer) -> Outcome {
+        switch FuzzInput(input) {
+        case let .nameFile(bytes): readNameFile(bytes)
+        case let .messages(messages): decode(messages)
+        }
+    }
+
+    /// A name file's bytes, read as a lookup reads them: at most one byte
+    /// over the longest name file (`NameLock.readDescriptor`).
+    private static func readNameFile(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        var outcome = Outcome()
+        let read = UnsafeRawBufferPointer(rebasing: bytes.prefix(WireFormat.maxNameFileBytes + 1))
+        do throws(WireFormat.DecodeError) {
+            let holder = try WireFormat.decodeNameFile(read)
+            outcome.descriptorVersions.insert(holder.hostID == nil ? WireFormat.version : WireFormat.descriptorVersionWithHost)
+        } catch {
+            outcome.errors.insert(name(of: error))
+        }
+        return outcome
+    }
+
+    /// Each message decoded by the record walk and then in place, by the
+    /// same decoder (as a receiver's one decoder serves both kinds of
+    /// handler), into an inbox and an in-place message kept across the
+    /// input's messages, as a batch keeps them.
+    private static func decode(_ messages: [[FuzzInput.Frame]]) -> Outcome {
+        var outcome = Outcome()
+        var decoder = MessageDecoder(watchesOwners: false)
+        let frames = IncomingFrames()
+        let inPlace = InPlaceMessage()
+        var inbox = PortMessage()
+        var batchReplyPort: Port?
+        for message in messages {
+            frames.hold(message)
+            let walked: Result<UInt64?, WireFormat.DecodeError>
+            do throws(WireFormat.DecodeError) {
+                walked = .success(try decoder.decode(frames, into: &inbox))
+            } catch {
+                walked = .failure(error)
+            }
+            frames.clear()
+            inPlace.forgetDecoded()
+            inPlace.frames.hold(message)
+            var inPlaceError: WireFormat.DecodeError?
+            do throws(WireFormat.DecodeError) {
+                try decoder.decodeInPlace(inPlace, replyPort: &batchReplyPort)
+            } catch {
+                inPlaceError = error
+                inPlace.clear()
+            }
+            switch (walked, inPlaceError) {
+            case let (.success(traceID), nil):
+                requireSame(inbox, traceID, inPlace, batchReplyPort)
+                outcome.decodedMessages += 1
+                let ports = inbox.components.compactMap { component -> Port? in
+                    if case let .port(port) = component { port } else { nil }
+                }
+                for port in ports + [inbox.sendPort].compactMap({ $0 }) {
+                    outcome.descriptorVersions.insert(port.address.hostID == nil ? WireFormat.version : WireFormat.descriptorVersionWithHost)
+                }
+            case let (.failure(error), inPlaceError?) where error == inPlaceError:
+                outcome.refusedMessages += 1
+                outcome.errors.insert(name(of: error))
+            default:
+                fatalError("the decoders disagree: the record walk gives \(walked), the in-place decoder \(inPlaceError.map { "\($0)" } ?? "a message")")
+            }
+        }
+        return outcome
+    }
+
+    /// Traps unless the in-place decoder read what the record walk did.
+    private static func requireSame(_ inbox: PortMessage, _ traceID: UInt64?, _ inPlace: InPlaceMessage, _ replyPort: Port?) {
+        let header = inPlace.header
+        precondition(inbox.msgid == header.msgid, "the decoders disagree on the msgid")
+        precondition(traceID == header.traceID, "the decoders disagree on the trace id")
+        precondition(inbox.components.count == header.componentCount, "the decoders disagree on the component count")
+        precondition(inbox.sendPort?.address == replyPort?.address, "the decoders disagree on the reply port")
+        for (index, component) in inbox.components.enumerated() {
+            switch component {
+            case let .data(data):
+                precondition(!inPlace.isPort(index), "component \(index): data to one decoder, a port to the other")
+                let bytes = inPlace.bytes(ofComponent: index)
+                precondition(data.elementsEqual(bytes), "component \(index): the decoders read different bytes")
+            case let .port(port):
+                precondition(inPlace.isPort(index), "component \(index): a port to one decoder, data to the other")
+                precondition(port.address == inPlace.port(ofComponent: index).address, "component \(index): the decoders resolved different ports")
+            }
+        }
+    }
+
+    /// The case's name, without its payload.
+    private static func name(of error: WireFormat.DecodeError) -> String {
+        switch error {
+        case .shortFrame: "shortFrame"
+        case .badMagic: "badMagic"
+        case .unsupportedVersion: "unsupportedVersion"
+        case .unknownFlags: "unknownFlags"
+        case .unknownComponentKind: "unknownComponentKind"
+        case .tooManyComponents: "tooManyComponents"
+        case .frameCountMismatch: "frameCountMismatch"
+        case .frameTooLarge: "frameTooLarge"
+        case .badPackedRecords: "badPackedRecords"
+        case .messageTooLarge: "messageTooLarge"
+        case .badDescriptor: "badDescriptor"
+        }
+    }
+}

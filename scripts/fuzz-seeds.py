@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Writes the wire fuzzer's seeds (docs/fuzzing.md) into the folder given:
+the golden examples of docs/wire-format.md, as they are and combined, and
+one input per size limit, which random mutation would hardly reach.
+
+    scripts/fuzz-seeds.py OUTDIR
+
+Each seed is in the fuzzer's input format (docs/fuzzing.md, "Input format").
+The examples are read from the document itself, so that a change to them
+changes the seeds."""
+import os
+import re
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OVERSIZED = 0x8000
+
+
+def example(text, heading):
+    """The frames of the example under `heading`: each `frame N (...)`
+    line starts one, and the hex lines after it continue it."""
+    block = text.split(heading, 1)[1].split("```", 2)[1]
+    frames = []
+    for line in block.strip().splitlines():
+        if line.startswith("frame"):
+            frames.append(bytearray())
+            line = line.split(":", 1)[1]
+        frames[-1] += bytes.fromhex("".join(re.findall(r"[0-9A-F]{2}", line)))
+    return [bytes(frame) for frame in frames]
+
+
+def frame(data, oversized=False):
+    """A frame; an oversized one is a byte over the 64 MiB frame limit."""
+    return struct.pack("<H", len(data) | (OVERSIZED if oversized else 0)) + data
+
+
+def message(*frames):
+    return struct.pack("<H", len(frames)) + b"".join(frames)
+
+
+def messages(*encoded):
+    return b"\x00" + b"".join(encoded)
+
+
+def name_file(data):
+    return b"\x01" + data
+
+
+def header(version, flags, kinds, msgid=7):
+    return b"RLKP" + bytes([version, flags]) + struct.pack("<HI", len(kinds), msgid) + bytes(kinds)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(ROOT, "docs", "wire-format.md")) as f:
+        text = f.read()
+    multipart = example(text, "## Example, multipart")
+    (packed,) = example(text, "## Example, packed")
+    (descriptor_v2,) = example(text, "## Example, a version-2 descriptor")
+    descriptor_v1 = multipart[2]
+    record = lambda data: struct.pack("<I", len(data)) + data
+    seeds = {
+        "doc-multipart": messages(message(*map(frame, multipart))),
+        "doc-packed": messages(message(frame(packed))),
+        "doc-multipart-v2-reply": messages(message(frame(multipart[0]), frame(multipart[1]), frame(descriptor_v2))),
+        "doc-packed-v2-reply": messages(message(frame(header(2, 1, [0]) + record(b"hi") + record(descriptor_v2)))),
+        # A stream, as a port receives it: the decoder's kept state (its
+        # components array, its descriptor cache) between messages.
+        "doc-stream": messages(message(frame(packed)), message(frame(packed)),
+                               message(*map(frame, multipart)), message(frame(packed))),
+        "doc-name-file-v1": name_file(descriptor_v1),
+        "doc-name-file-v2": name_file(descriptor_v2),
+        # A port component, not only a reply port.
+        "port-component": messages(message(frame(header(2, 0, [1, 0]) + record(descriptor_v2) + record(b"x")))),
+        # The limits, out of mutation's reach: a frame over 64 MiB, a
+        # message over 256 MiB, over 256 components and over the frames kept.
+        "frame-too-large": messages(message(frame(header(1, 0, [0])), frame(b"", oversized=True))),
+        "message-too-large": messages(message(frame(header(1, 0, [0] * 5)),
+                                              *[frame(b"", oversized=True) for _ in range(5)])),
+        "too-many-components": messages(message(frame(header(2, 0, [0] * 257)))),
+        "too-many-frames": messages(message(frame(header(1, 0, [0] * 256)), *[frame(b"") for _ in range(300)])),
+    }
+    for name, seed in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(seed)
+
+
+if __name__ == "__main__":
+    main()
