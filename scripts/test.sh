@@ -8,6 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
 
+# Each part is timed and printed, so that CI shows the plain run and the
+# ThreadSanitizer run as steps of their own.
+part_start=$SECONDS
+part() {
+    echo "== $1 (part done in $((SECONDS - part_start)) s)"
+    part_start=$SECONDS
+}
+
 echo "== swift build (library, examples, tools)"
 # No warning from the build's own set-up: libzmq's pkg-config flags used to
 # make SwiftPM print "prohibited flag(s)" in every client's build.
@@ -22,11 +30,13 @@ echo "== Foundation beside RunLoopKit: every clashing name covered by both recip
 swift run --skip-build foundation-interop
 echo "== swift test"
 swift test
+part "plain build and tests passed"
 if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then
     echo "== swift test --sanitize=thread"
     # A build directory of its own, so that the plain build stays valid; the
     # programs too, because the portsniff tests run them.
     swift build --sanitize=thread --scratch-path .build/tsan
     swift test --sanitize=thread --scratch-path .build/tsan
+    part "ThreadSanitizer build and tests passed"
 fi
 echo "== all tests passed"

@@ -1,5 +1,6 @@
 /// Sizes of a run: the full run (docs/performance.md) or `--quick` (CI,
-/// under a minute). Every scenario reads its counts from here, so that what
+/// about a minute, with enough batches that a row's ratio moves less than
+/// 20 % between runs: `scripts/quick-stability.py` checks). Every scenario reads its counts from here, so that what
 /// --quick shrinks is in one place and each row can say so.
 struct RunConfig: Sendable {
     let quick: Bool
@@ -7,15 +8,15 @@ struct RunConfig: Sendable {
     let placement: Placement
 
     /// Round trips: repetitions, and round trips timed per repetition.
-    var roundTripRepetitions: Int { quick ? 2 : 5 }
-    var roundTripIterations: Int { quick ? 1_000 : 4_000 }
+    var roundTripRepetitions: Int { 5 }
+    var roundTripIterations: Int { quick ? 2_000 : 4_000 }
     /// Round trips dropped at the start of each repetition.
     var roundTripWarmup: Int { 200 }
     /// Foundation's SocketPort is slow; fewer round trips for it and ours beside it.
     var socketPortIterations: Int { quick ? 400 : 2_000 }
 
     /// Throughput: timed batches per side, and messages per batch.
-    var throughputRepetitions: Int { quick ? 3 : 10 }
+    var throughputRepetitions: Int { quick ? 7 : 10 }
     var throughputMessages: Int { quick ? 50_000 : 300_000 }
     var performMessages: Int { quick ? 100_000 : 500_000 }
 
@@ -24,7 +25,7 @@ struct RunConfig: Sendable {
 
     /// Timer lateness: seconds observed per repetition, repetitions per side.
     var timerSeconds: Double { quick ? 1.2 : 2.5 }
-    var timerRepetitions: Int { quick ? 1 : 2 }
+    var timerRepetitions: Int { 2 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
     var timerChurnWindow: Double { quick ? 1 : 2 }
@@ -37,11 +38,11 @@ struct RunConfig: Sendable {
 
     /// Memory: units made per measurement, measurements per side.
     var memoryUnits: Int { quick ? 200 : 1_000 }
-    var memoryRepetitions: Int { quick ? 1 : 3 }
+    var memoryRepetitions: Int { quick ? 2 : 3 }
 
     /// Tap: messages per batch, batches per side.
-    var tapMessages: Int { quick ? 10_000 : 100_000 }
-    var tapRepetitions: Int { quick ? 2 : 6 }
+    var tapMessages: Int { quick ? 30_000 : 100_000 }
+    var tapRepetitions: Int { quick ? 5 : 6 }
 
     /// Keep-alive churn: LoopThreads started and stopped.
     var churnCount: Int { quick ? 2_000 : 100_000 }

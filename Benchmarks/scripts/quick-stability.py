@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""How much each row of `rlk-bench --quick` moves between runs.
+
+    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--filter NAME]...
+
+Runs the quick benchmark RUNS times (the release build in Benchmarks/.build,
+built first) and prints, per row, its ratio in each run and the spread
+(largest over smallest, minus one); a row whose ratio moves by 20 % or more
+is marked. The quick run must measure enough that no row does
+(docs/performance.md, "Quick runs"). Rows without a ratio are skipped.
+Exits 1 when a row moved by 20 % or more."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.dirname(HERE)
+LIMIT = 0.20
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--placement", default="cross")
+    parser.add_argument("--filter", action="append", default=[])
+    args = parser.parse_args()
+    subprocess.run(["swift", "build", "-c", "release", "--product", "rlk-bench"], cwd=PACKAGE, check=True,
+                   stdout=subprocess.DEVNULL)
+    command = [os.path.join(PACKAGE, ".build", "release", "rlk-bench"), "--quick", "--json", "--placement", args.placement]
+    for name in args.filter:
+        command += ["--filter", name]
+    runs = []
+    for index in range(args.runs):
+        output = subprocess.run(command, cwd=PACKAGE, check=True, capture_output=True, text=True).stdout
+        document = json.loads(output)
+        runs.append({row["name"]: row["ratio"] for row in document["scenarios"]})
+        print(f"run {index + 1}: {document['seconds']:.0f} s", file=sys.stderr)
+    names = [name for name in runs[0] if all(run.get(name) for run in runs)]
+    moved = []
+    print(f"{'row':34} " + " ".join(f"{'run ' + str(i + 1):>9}" for i in range(args.runs)) + "   spread")
+    for name in names:
+        ratios = [run[name] for run in runs]
+        spread = max(ratios) / min(ratios) - 1
+        mark = "  MOVED" if spread >= LIMIT else ""
+        if spread >= LIMIT:
+            moved.append(name)
+        print(f"{name:34} " + " ".join(f"{ratio:9.3f}" for ratio in ratios) + f"   {spread * 100:5.1f} %{mark}")
+    print(f"placement {args.placement}: {len(moved)} of {len(names)} rows moved by {LIMIT * 100:.0f} % or more" +
+          (": " + ", ".join(moved) if moved else ""))
+    sys.exit(1 if moved else 0)
+
+
+if __name__ == "__main__":
+    main()
