@@ -34,7 +34,7 @@ struct RunConfig: Sendable {
     /// Port scaling: port counts, messages per batch, batches per count.
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
     var scalingMessages: Int { quick ? 100_000 : 200_000 }
-    var scalingRepetitions: Int { 5 }
+    var scalingRepetitions: Int { quick ? 11 : 5 }
 
     /// Memory: units made per measurement, measurements per side.
     var memoryUnits: Int { quick ? 200 : 1_000 }
