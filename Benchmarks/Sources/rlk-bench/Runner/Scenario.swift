@@ -28,7 +28,7 @@ struct RunConfig: Sendable {
     var timerRepetitions: Int { 2 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
-    var timerChurnWindow: Double { quick ? 1 : 2 }
+    var timerChurnWindow: Double { 2 }
     var timerChanges: Int { quick ? 20_000 : 100_000 }
 
     /// Port scaling: port counts, messages per batch, batches per count.
