@@ -22,13 +22,14 @@ struct BlockQueue {
     /// Takes the first block, among the first `limit`, that may run in
     /// `mode` (the lowest order first while ordered blocks wait). Blocks
     /// queued after a drain began sit behind its `limit`, so that they wait
-    /// for the next pass, as CFRunLoop's do.
-    mutating func popFirst(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int) -> PendingBlock? {
+    /// for the next pass, as CFRunLoop's do. Without `jobs`, executor jobs
+    /// are passed over (one is running: S-EXEC-1's one job at a time).
+    mutating func popFirst(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int, jobs: Bool = true) -> PendingBlock? {
         let end = min(storage.count, head + limit)
-        if orderedCount > 0 { return popLowestOrder(matching: mode, isCommon: isCommon, end: end) }
+        if orderedCount > 0 { return popLowestOrder(matching: mode, isCommon: isCommon, end: end, jobs: jobs) }
         var index = head
         while index < end {
-            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon) {
+            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon), jobs || !block.isJob {
                 if index == head {
                     storage[index] = nil
                     head += 1
@@ -45,11 +46,11 @@ struct BlockQueue {
 
     /// The ordered case of `popFirst`: the matching block of lowest order
     /// before `end`, the first queued among equals.
-    private mutating func popLowestOrder(matching mode: RunLoop.Mode, isCommon: Bool, end: Int) -> PendingBlock? {
+    private mutating func popLowestOrder(matching mode: RunLoop.Mode, isCommon: Bool, end: Int, jobs: Bool) -> PendingBlock? {
         var best: Int?
         var index = head
         while index < end {
-            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon),
+            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon), jobs || !block.isJob,
                best.map({ block.order < storage[$0]!.order }) ?? true {
                 best = index
             }
@@ -74,6 +75,22 @@ struct BlockQueue {
             guard let block, block.request?.isCancelled != true else { return false }
             return block.modes.matches(mode, isCommon: isCommon)
         }
+    }
+
+    /// Whether a job waits, in any mode.
+    var containsJob: Bool { storage[head...].contains { $0?.isJob == true } }
+
+    /// Takes every queued job out, in queue order, leaving the blocks.
+    mutating func removeJobs() -> [PendingBlock] {
+        var jobs: [PendingBlock] = []
+        var kept: [PendingBlock?] = []
+        for case let block? in storage[head...] {
+            if block.isJob { jobs.append(block) } else { kept.append(block) }
+        }
+        guard !jobs.isEmpty else { return [] }
+        storage = kept
+        head = 0
+        return jobs
     }
 
     /// Removes the blocks queued with `tag`, returning them in queue order.

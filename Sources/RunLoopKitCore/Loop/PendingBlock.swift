@@ -1,12 +1,44 @@
 /// A block queued with `perform` (S-BLK-1): it runs once, or, if its loop
 /// goes first or its tag is cancelled, `discarded` tells whoever waits for
-/// it why (`.loopGone`, `.cancelled`).
+/// it why (`.loopGone`, `.cancelled`). Or a job of the loop's executor
+/// (S-EXEC-1), in the same queue so that blocks and jobs run in the order
+/// they came: a job is never discarded (a LoopThread's stop runs it).
 struct PendingBlock {
+    /// What runs: a closure, or a Swift concurrency job, kept as the
+    /// runtime gave it (no closure is made per job). One word for a job,
+    /// so that the enum is no larger than the closure: a plain perform
+    /// copies nothing more (the executor it runs on is the loop's,
+    /// `LoopState.jobExecutor`).
+    enum Work {
+        case closure(@Sendable () -> Void)
+        case job(UnownedJob)
+    }
+
     let modes: ModeSelector
-    let body: @Sendable () -> Void
+    let work: Work
     let discarded: (@Sendable (RunLoopError) -> Void)?
     /// Who queued it, for the monitor's `CalloutReport.origin`.
     let origin: BlockOrigin
+
+    init(modes: ModeSelector, body: @escaping @Sendable () -> Void, discarded: (@Sendable (RunLoopError) -> Void)?, origin: BlockOrigin) {
+        self.modes = modes
+        work = .closure(body)
+        self.discarded = discarded
+        self.origin = origin
+    }
+
+    /// A job of the loop's executor, run in `modes`.
+    init(job: UnownedJob, modes: ModeSelector) {
+        self.modes = modes
+        work = .job(job)
+        discarded = nil
+        origin = BlockOrigin.executorJob
+    }
+
+    var isJob: Bool {
+        if case .job = work { return true }
+        return false
+    }
 
     /// Foundation's performer order: at a block step, lower orders run
     /// first, equal orders in the order queued. 0 for a plain perform.
@@ -32,6 +64,9 @@ struct BlockOrigin: Sendable {
     let tag: String?
     let file: StaticString
     let line: UInt
+
+    /// A job's: the runtime queued it, from no call site of the user's.
+    static let executorJob = BlockOrigin(tag: nil, file: "(Swift concurrency job)", line: 0)
 
     /// The form a monitor sees. Makes a `String`: call it only for a monitor.
     var calloutOrigin: RunLoop.CalloutOrigin {
