@@ -59,5 +59,25 @@ struct WireFuzzCorpusTests {
         #expect(input(components: 5).withUnsafeBytes { WireFuzzing.run($0) }.errors == ["messageTooLarge"])
     }
 
+    @Test("S-PORT-8, a finding of the corpus: a descriptor that claims a known port's identity at another path gets a send right of its own, and later descriptors of the real port still resolve to the first")
+    func claimedIdentityAtAnotherPathDoesNotRedirect() {
+        // The corpus test once ran beside WireFormatTests in one process and
+        // resolved, through the process's registry, a made-up descriptor with
+        // the document example's pid, start time and port id at another
+        // path; the example's own descriptor, decoded later, resolved to
+        // that send right and its path. Now each fuzz input has a registry
+        // of its own, and a registry tells ports apart by path as well.
+        let registry = PortRegistry(watchesOwners: false)
+        let real = PortAddress(pid: 4242, startTime: 987_654, portID: 3, ipcPath: "/run/user/1000/runloopkit/p4242-3.sock")
+        let claimed = PortAddress(pid: 4242, startTime: 987_654, portID: 3, ipcPath: "/tmp/elsewhere.sock")
+        let first = registry.resolve(real)
+        let liar = registry.resolve(claimed)
+        #expect(liar !== first)
+        #expect(liar.address.ipcPath == "/tmp/elsewhere.sock")
+        #expect(registry.resolve(real) === first)
+        #expect(registry.resolve(real).address.ipcPath == real.ipcPath)
+        #expect(liar != first, "two destinations compare unequal")
+    }
+
     static func littleEndian16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
 }

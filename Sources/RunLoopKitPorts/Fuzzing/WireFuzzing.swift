@@ -8,8 +8,11 @@ import Foundation
 /// then decoded by one `MessageDecoder` both ways a port decodes (the
 /// record walk into a `PortMessage`, and in place for a
 /// `PortMessageView`), and a name file's bytes go through the reading a
-/// lookup does. Ports are resolved through the registry as a receiver
-/// resolves them, except that their made-up owners are not watched.
+/// lookup does. Ports are resolved as a receiver resolves them, through a
+/// `PortRegistry`, but one made for the input, which does not watch their
+/// made-up owners: each input decodes the same whatever ran before it (the
+/// process's registry, shared, once let a made-up descriptor decide what a
+/// later test's real one resolved to), so that a finding reproduces.
 ///
 /// Beyond "no crash, no leak, no hang" (what the sanitizers and libFuzzer
 /// check), it checks that the two decoders agree: both accept a message
@@ -71,7 +74,7 @@ package enum WireFuzzing {
     /// input's messages, as a batch keeps them.
     private static func decode(_ messages: [[FuzzInput.Frame]]) -> Outcome {
         var outcome = Outcome()
-        var decoder = MessageDecoder(watchesOwners: false)
+        var decoder = MessageDecoder(registry: PortRegistry(watchesOwners: false))
         let frames = IncomingFrames()
         let inPlace = InPlaceMessage()
         var inbox = PortMessage()

@@ -28,14 +28,20 @@ struct PortAddress: Hashable, Sendable, CustomStringConvertible {
     var ipcEndpoint: String? { ipcPath.map { "ipc://" + $0 } }
     var isInThisProcess: Bool { pid == ProcessIdentity.current.pid && startTime == ProcessIdentity.current.startTime }
 
+    /// The same port: its identity (process and port id) and its ipc path.
+    /// Two descriptors that claim one identity at two paths name two
+    /// destinations (one of them lies), which must not share a send right.
+    /// The host id is left out: a version-1 descriptor of a port does not
+    /// carry it, a version-2 one does, and both name that port.
     static func == (lhs: PortAddress, rhs: PortAddress) -> Bool {
-        lhs.pid == rhs.pid && lhs.startTime == rhs.startTime && lhs.portID == rhs.portID
+        lhs.pid == rhs.pid && lhs.startTime == rhs.startTime && lhs.portID == rhs.portID && lhs.ipcPath == rhs.ipcPath
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(pid)
         hasher.combine(startTime)
         hasher.combine(portID)
+        hasher.combine(ipcPath)
     }
 
     var description: String { ipcPath.map { "\(pid)/\(portID) at \($0)" } ?? "\(pid)/\(portID) (inproc)" }

@@ -8,6 +8,15 @@ import Glibc
 final class PortRegistry: Sendable {
     static let shared = PortRegistry()
 
+    /// Whether a newly resolved remote port's owner is watched for exit
+    /// (S-PORT-5): always, but in the fuzzer's registries (`WireFuzzing`),
+    /// which resolve made-up owners by the million.
+    private let watchesOwners: Bool
+
+    init(watchesOwners: Bool = true) {
+        self.watchesOwners = watchesOwners
+    }
+
     private struct WeakPort {
         weak var port: Port?
     }
@@ -60,10 +69,12 @@ final class PortRegistry: Sendable {
     }
 
     /// The send right to `address`: the local port, or the one send right
-    /// shared by every holder of that remote port. A new remote port's
-    /// owner is watched for exit (S-PORT-5) unless `watchingOwner` is false
-    /// (the fuzzer resolves made-up owners by the million).
-    func resolve(_ address: PortAddress, watchingOwner: Bool = true) -> Port {
+    /// shared by every holder of that remote port (the same identity at the
+    /// same ipc path: a descriptor that claims a known port's identity with
+    /// another path gets a send right of its own, and changes nothing for
+    /// the holders of the first). A new remote port's owner is watched for
+    /// exit, in a registry that watches owners.
+    func resolve(_ address: PortAddress) -> Port {
         if address.isInThisProcess {
             if let port = tables.withLock({ $0.local[address.portID]?.port }) { return port }
             // Its port is gone: a send right that can only fail, clearly.
@@ -84,7 +95,7 @@ final class PortRegistry: Sendable {
             return (made, true)
         }
         _ = evicted  // released here, outside the lock
-        if isNew && watchingOwner { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
+        if isNew && watchesOwners { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
         return port
     }
 

@@ -10,12 +10,12 @@ import Glibc
 struct DescriptorCache {
     private static let capacity = 8
     private var entries: [(bytes: [UInt8], port: Port)] = []
-    /// Whether a newly resolved remote port's owner is watched for exit:
-    /// always, but in the fuzzer (`WireFuzzing`).
-    private let watchesOwners: Bool
+    /// Where descriptors resolve: the process's registry, or in the fuzzer
+    /// (`WireFuzzing`) one of its own for each input.
+    private let registry: PortRegistry
 
-    init(watchesOwners: Bool = true) {
-        self.watchesOwners = watchesOwners
+    init(registry: PortRegistry = .shared) {
+        self.registry = registry
     }
 
     /// The port `bytes` names, from the cache or decoded and resolved.
@@ -24,7 +24,7 @@ struct DescriptorCache {
             if index != 0 { entries.insert(entries.remove(at: index), at: 0) }
             return entries[0].port
         }
-        let port = PortRegistry.shared.resolve(try WireFormat.decodeDescriptor(bytes), watchingOwner: watchesOwners)
+        let port = registry.resolve(try WireFormat.decodeDescriptor(bytes))
         entries.insert((Array(bytes), port), at: 0)
         if entries.count > Self.capacity { entries.removeLast() }
         return port

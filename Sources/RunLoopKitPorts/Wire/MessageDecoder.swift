@@ -29,10 +29,10 @@ struct MessageDecoder {
     /// or a peer's large packed frame): its array is not kept.
     private var lastWasLarge = false
 
-    /// `watchesOwners`: whether the owner of a newly resolved remote port
-    /// is watched for exit; false only in the fuzzer (`WireFuzzing`).
-    init(watchesOwners: Bool = true) {
-        cache = DescriptorCache(watchesOwners: watchesOwners)
+    /// `registry`: where descriptors resolve; the process's, but in the
+    /// fuzzer (`WireFuzzing`), which gives each input a registry of its own.
+    init(registry: PortRegistry = .shared) {
+        cache = DescriptorCache(registry: registry)
     }
 
     /// Lends the kept components array to `message`, a batch's fresh inbox
