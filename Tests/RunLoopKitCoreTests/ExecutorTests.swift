@@ -62,6 +62,12 @@ actor WorkerActor {
 
 @WorkerActor func threadOfGlobalActor() -> String? { LoopThread.currentName }
 
+/// Collects the kinds of the callouts a loop reports.
+final class CalloutKinds: RunLoopMonitor {
+    let kinds = Locked<[RunLoop.CalloutKind]>([])
+    func runLoop(_ loop: RunLoop, didFinish callout: RunLoop.CalloutReport) { kinds.withLock { $0.append(callout.kind) } }
+}
+
 @Suite("LoopThread as a serial executor (S-EXEC-1)")
 struct ExecutorTests {
     /// What an exit test does off the thread (synchronous: assumeIsolated
@@ -107,6 +113,14 @@ struct ExecutorTests {
         #expect(threads.count == 200)
         #expect(threads.allSatisfy { $0 == "exec-pin" })
         #expect(await recorder.events.count == 200)
+        // A monitor sees the jobs as callouts of their own kind.
+        let monitor = CalloutKinds()
+        worker.runLoop?.monitor = monitor
+        await recorder.record("monitored")
+        // The report comes once the job's callout returned: a task queued
+        // after it runs after that.
+        try await worker.performAndAwait {}
+        #expect(monitor.kinds.value.contains(.job))
         #expect(await threadOfGlobalActor() == "exec-global")
     }
 

@@ -10,6 +10,9 @@ struct BlockQueue {
     /// How many queued blocks have an order other than 0: while none, a pop
     /// is the plain FIFO's.
     private var orderedCount = 0
+    /// The modes the loop's executor runs its jobs in (S-EXEC-1):
+    /// `LoopThread.executorModes`.
+    var jobModes = ModeSelector.common
 
     var count: Int { storage.count - head }
     var isEmpty: Bool { head == storage.count }
@@ -29,7 +32,7 @@ struct BlockQueue {
         if orderedCount > 0 { return popLowestOrder(matching: mode, isCommon: isCommon, end: end, jobs: jobs) }
         var index = head
         while index < end {
-            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon), jobs || !block.isJob {
+            if let block = storage[index], matches(block, mode, isCommon: isCommon, jobs: jobs) {
                 if index == head {
                     storage[index] = nil
                     head += 1
@@ -50,7 +53,7 @@ struct BlockQueue {
         var best: Int?
         var index = head
         while index < end {
-            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon), jobs || !block.isJob,
+            if let block = storage[index], matches(block, mode, isCommon: isCommon, jobs: jobs),
                best.map({ block.order < storage[$0]!.order }) ?? true {
                 best = index
             }
@@ -73,8 +76,16 @@ struct BlockQueue {
     func containsBlock(for mode: RunLoop.Mode, isCommon: Bool) -> Bool {
         storage[head...].contains { block in
             guard let block, block.request?.isCancelled != true else { return false }
-            return block.modes.matches(mode, isCommon: isCommon)
+            return matches(block, mode, isCommon: isCommon, jobs: true)
         }
+    }
+
+    /// Whether `block` may run in `mode`: a block by its own modes, a job by
+    /// the executor's, and only if `jobs` (no job is running).
+    @inline(__always)
+    private func matches(_ block: PendingBlock, _ mode: RunLoop.Mode, isCommon: Bool, jobs: Bool) -> Bool {
+        guard block.isJob else { return block.modes.matches(mode, isCommon: isCommon) }
+        return jobs && jobModes.matches(mode, isCommon: isCommon)
     }
 
     /// Whether a job waits, in any mode.

@@ -18,9 +18,6 @@ struct LoopState {
     /// mode marked common later.
     var commonItems = ModeState(mode: .common)
     var blocks = BlockQueue()
-    /// The modes the loop's executor runs its jobs in (S-EXEC-1):
-    /// `LoopThread.executorModes`.
-    var jobModes = ModeSelector.common
     /// The executor whose jobs the loop runs: its LoopThread, set by the
     /// first job it queues.
     var jobExecutor: UnownedSerialExecutor?

@@ -4,39 +4,41 @@
 /// (S-EXEC-1), in the same queue so that blocks and jobs run in the order
 /// they came: a job is never discarded (a LoopThread's stop runs it).
 struct PendingBlock {
-    /// What runs: a closure, or a Swift concurrency job, kept as the
-    /// runtime gave it (no closure is made per job). One word for a job,
-    /// so that the enum is no larger than the closure: a plain perform
-    /// copies nothing more (the executor it runs on is the loop's,
-    /// `LoopState.jobExecutor`).
-    enum Work {
-        case closure(@Sendable () -> Void)
-        case job(UnownedJob)
-    }
-
     let modes: ModeSelector
-    let work: Work
+    let body: @Sendable () -> Void
     let discarded: (@Sendable (RunLoopError) -> Void)?
     /// Who queued it, for the monitor's `CalloutReport.origin`.
     let origin: BlockOrigin
 
     init(modes: ModeSelector, body: @escaping @Sendable () -> Void, discarded: (@Sendable (RunLoopError) -> Void)?, origin: BlockOrigin) {
         self.modes = modes
-        work = .closure(body)
+        self.body = body
         self.discarded = discarded
         self.origin = origin
     }
 
-    /// A job of the loop's executor, run in `modes`.
-    init(job: UnownedJob, modes: ModeSelector) {
-        self.modes = modes
-        work = .job(job)
+    /// A job of the loop's executor. The job rides in `modes` (one word:
+    /// no closure is made per job, and a plain perform's block is no larger
+    /// than before); it runs in the executor's modes
+    /// (`BlockQueue.jobModes`), on the loop's executor (`LoopState.jobExecutor`).
+    init(job: UnownedJob) {
+        modes = .job(job)
+        body = Self.noBody
         discarded = nil
         origin = BlockOrigin.executorJob
     }
 
+    /// A job's body: never called (the job runs instead).
+    private static let noBody: @Sendable () -> Void = {}
+
+    /// The job, if this is one.
+    var job: UnownedJob? {
+        if case let .job(job) = modes { return job }
+        return nil
+    }
+
     var isJob: Bool {
-        if case .job = work { return true }
+        if case .job = modes { return true }
         return false
     }
 

@@ -220,7 +220,7 @@ extension RunLoop {
 
     /// The modes the loop's executor runs its jobs in, for jobs queued after.
     func setJobModes(_ modes: ModeSelector) {
-        state.withLock { $0.jobModes = modes }
+        state.withLock { $0.blocks.jobModes = modes }
     }
 
     /// Queues a job of the loop's executor in the executor's modes and
@@ -230,7 +230,7 @@ extension RunLoop {
         let accepted: Bool = state.withLock { state in
             guard state.isAlive else { return false }
             state.jobExecutor = executor
-            state.blocks.append(PendingBlock(job: job, modes: state.jobModes))
+            state.blocks.append(PendingBlock(job: job))
             pendingBlockCount.wrappingAdd(1, ordering: .releasing)
             return true
         }

@@ -300,14 +300,13 @@ extension RunLoop {
                 if !jobs { warnIfAJobWaits() }
                 return ran
             }
-            switch block.work {
-            case let .closure(body):
+            if let job = block.job {
+                callout(.job, snapshot, mode: mode) { runJob(job, on: executor!) }
+            } else {
                 // A block whose request was cancelled is dropped unrun; taking
                 // it here makes a later `cancel()` return false.
                 if let request = block.request, !request.begin() { continue }
-                callout(.block, snapshot, mode: mode, origin: block.origin) { body() }
-            case let .job(job):
-                callout(.job, snapshot, mode: mode) { runJob(job, on: executor!) }
+                callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
             }
             ran = true
         }

@@ -14,7 +14,7 @@ extension RunLoop {
         var pending: [PendingBlock]?
         repeat {
             for job in jobs {
-                if case let .job(job) = job.work, let executor { runJob(job, on: executor) }
+                if let job = job.job, let executor { runJob(job, on: executor) }
             }
             (jobs, executor, pending) = tearDownUnlessJobsWait(&departed)
         } while !jobs.isEmpty
