@@ -10,6 +10,9 @@ struct BlockQueue {
     /// How many queued blocks have an order other than 0: while none, a pop
     /// is the plain FIFO's.
     private var orderedCount = 0
+    /// The modes the loop's executor runs its jobs in (S-EXEC-1):
+    /// `LoopThread.executorModes`.
+    var jobModes = ModeSelector.common
 
     var count: Int { storage.count - head }
     var isEmpty: Bool { head == storage.count }
@@ -22,13 +25,14 @@ struct BlockQueue {
     /// Takes the first block, among the first `limit`, that may run in
     /// `mode` (the lowest order first while ordered blocks wait). Blocks
     /// queued after a drain began sit behind its `limit`, so that they wait
-    /// for the next pass, as CFRunLoop's do.
-    mutating func popFirst(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int) -> PendingBlock? {
+    /// for the next pass, as CFRunLoop's do. Without `jobs`, executor jobs
+    /// are passed over (one is running: S-EXEC-1's one job at a time).
+    mutating func popFirst(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int, jobs: Bool = true) -> PendingBlock? {
         let end = min(storage.count, head + limit)
-        if orderedCount > 0 { return popLowestOrder(matching: mode, isCommon: isCommon, end: end) }
+        if orderedCount > 0 { return popLowestOrder(matching: mode, isCommon: isCommon, end: end, jobs: jobs) }
         var index = head
         while index < end {
-            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon) {
+            if let block = storage[index], matches(block, mode, isCommon: isCommon, jobs: jobs) {
                 if index == head {
                     storage[index] = nil
                     head += 1
@@ -45,11 +49,11 @@ struct BlockQueue {
 
     /// The ordered case of `popFirst`: the matching block of lowest order
     /// before `end`, the first queued among equals.
-    private mutating func popLowestOrder(matching mode: RunLoop.Mode, isCommon: Bool, end: Int) -> PendingBlock? {
+    private mutating func popLowestOrder(matching mode: RunLoop.Mode, isCommon: Bool, end: Int, jobs: Bool) -> PendingBlock? {
         var best: Int?
         var index = head
         while index < end {
-            if let block = storage[index], block.modes.matches(mode, isCommon: isCommon),
+            if let block = storage[index], matches(block, mode, isCommon: isCommon, jobs: jobs),
                best.map({ block.order < storage[$0]!.order }) ?? true {
                 best = index
             }
@@ -72,8 +76,32 @@ struct BlockQueue {
     func containsBlock(for mode: RunLoop.Mode, isCommon: Bool) -> Bool {
         storage[head...].contains { block in
             guard let block, block.request?.isCancelled != true else { return false }
-            return block.modes.matches(mode, isCommon: isCommon)
+            return matches(block, mode, isCommon: isCommon, jobs: true)
         }
+    }
+
+    /// Whether `block` may run in `mode`: a block by its own modes, a job by
+    /// the executor's, and only if `jobs` (no job is running).
+    @inline(__always)
+    private func matches(_ block: PendingBlock, _ mode: RunLoop.Mode, isCommon: Bool, jobs: Bool) -> Bool {
+        guard block.isJob else { return block.modes.matches(mode, isCommon: isCommon) }
+        return jobs && jobModes.matches(mode, isCommon: isCommon)
+    }
+
+    /// Whether a job waits, in any mode.
+    var containsJob: Bool { storage[head...].contains { $0?.isJob == true } }
+
+    /// Takes every queued job out, in queue order, leaving the blocks.
+    mutating func removeJobs() -> [PendingBlock] {
+        var jobs: [PendingBlock] = []
+        var kept: [PendingBlock?] = []
+        for case let block? in storage[head...] {
+            if block.isJob { jobs.append(block) } else { kept.append(block) }
+        }
+        guard !jobs.isEmpty else { return [] }
+        storage = kept
+        head = 0
+        return jobs
     }
 
     /// Removes the blocks queued with `tag`, returning them in queue order.

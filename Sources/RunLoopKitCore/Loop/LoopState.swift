@@ -18,6 +18,9 @@ struct LoopState {
     /// mode marked common later.
     var commonItems = ModeState(mode: .common)
     var blocks = BlockQueue()
+    /// The executor whose jobs the loop runs: its LoopThread, set by the
+    /// first job it queues.
+    var jobExecutor: UnownedSerialExecutor?
     /// The modes of the runs in progress, innermost last.
     var modeStack: [RunLoop.Mode] = []
     /// epoll token -> socket source, for every socket source of this loop.

@@ -11,18 +11,24 @@ enum ModeSelector: Sendable {
     case list([RunLoop.Mode])
     /// A block queued with `perform(order:inModes:…)`: its modes, order and request.
     case ordered(OrderedBlock)
+    /// A job of the loop's executor (S-EXEC-1): it runs in the executor's
+    /// modes, which the queue keeps (`BlockQueue.jobModes`).
+    case job(UnownedJob)
 
     init(_ modes: [RunLoop.Mode]) {
         self = modes.count == 1 ? (modes[0] == .common ? .common : .single(modes[0])) : .list(modes)
     }
 
-    /// `isCommon`: whether `mode` is one of the loop's common modes.
+    /// `isCommon`: whether `mode` is one of the loop's common modes. A job
+    /// matches nothing here: the queue matches it against its executor's
+    /// modes (`BlockQueue.matches`).
     func matches(_ mode: RunLoop.Mode, isCommon: Bool) -> Bool {
         switch self {
         case .common: return isCommon
         case let .single(only): return only == mode || (only == .common && isCommon)
         case let .list(modes): return modes.contains { $0 == mode || ($0 == .common && isCommon) }
         case let .ordered(ordered): return ordered.modes.matches(mode, isCommon: isCommon)
+        case .job: return false
         }
     }
 }

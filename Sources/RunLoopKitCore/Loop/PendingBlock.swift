@@ -1,12 +1,46 @@
 /// A block queued with `perform` (S-BLK-1): it runs once, or, if its loop
 /// goes first or its tag is cancelled, `discarded` tells whoever waits for
-/// it why (`.loopGone`, `.cancelled`).
+/// it why (`.loopGone`, `.cancelled`). Or a job of the loop's executor
+/// (S-EXEC-1), in the same queue so that blocks and jobs run in the order
+/// they came: a job is never discarded (a LoopThread's stop runs it).
 struct PendingBlock {
     let modes: ModeSelector
     let body: @Sendable () -> Void
     let discarded: (@Sendable (RunLoopError) -> Void)?
     /// Who queued it, for the monitor's `CalloutReport.origin`.
     let origin: BlockOrigin
+
+    init(modes: ModeSelector, body: @escaping @Sendable () -> Void, discarded: (@Sendable (RunLoopError) -> Void)?, origin: BlockOrigin) {
+        self.modes = modes
+        self.body = body
+        self.discarded = discarded
+        self.origin = origin
+    }
+
+    /// A job of the loop's executor. The job rides in `modes` (one word:
+    /// no closure is made per job, and a plain perform's block is no larger
+    /// than before); it runs in the executor's modes
+    /// (`BlockQueue.jobModes`), on the loop's executor (`LoopState.jobExecutor`).
+    init(job: UnownedJob) {
+        modes = .job(job)
+        body = Self.noBody
+        discarded = nil
+        origin = BlockOrigin.executorJob
+    }
+
+    /// A job's body: never called (the job runs instead).
+    private static let noBody: @Sendable () -> Void = {}
+
+    /// The job, if this is one.
+    var job: UnownedJob? {
+        if case let .job(job) = modes { return job }
+        return nil
+    }
+
+    var isJob: Bool {
+        if case .job = modes { return true }
+        return false
+    }
 
     /// Foundation's performer order: at a block step, lower orders run
     /// first, equal orders in the order queued. 0 for a plain perform.
@@ -32,6 +66,9 @@ struct BlockOrigin: Sendable {
     let tag: String?
     let file: StaticString
     let line: UInt
+
+    /// A job's: the runtime queued it, from no call site of the user's.
+    static let executorJob = BlockOrigin(tag: nil, file: "(Swift concurrency job)", line: 0)
 
     /// The form a monitor sees. Makes a `String`: call it only for a monitor.
     var calloutOrigin: RunLoop.CalloutOrigin {

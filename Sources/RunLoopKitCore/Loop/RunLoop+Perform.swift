@@ -218,6 +218,26 @@ extension RunLoop {
         return accepted
     }
 
+    /// The modes the loop's executor runs its jobs in, for jobs queued after.
+    func setJobModes(_ modes: ModeSelector) {
+        state.withLock { $0.blocks.jobModes = modes }
+    }
+
+    /// Queues a job of the loop's executor in the executor's modes and
+    /// wakes the loop; false if the loop's thread has exited (decided under
+    /// the same lock as the thread's last drain of jobs, S-EXEC-1).
+    func enqueueJob(_ job: UnownedJob, executor: UnownedSerialExecutor) -> Bool {
+        let accepted: Bool = state.withLock { state in
+            guard state.isAlive else { return false }
+            state.jobExecutor = executor
+            state.blocks.append(PendingBlock(job: job))
+            pendingBlockCount.wrappingAdd(1, ordering: .releasing)
+            return true
+        }
+        if accepted { wakeUp() }
+        return accepted
+    }
+
     /// Whether a block waits for `mode`: it keeps the mode from being empty (S-RUN-1).
     func hasBlocks(for mode: Mode, isCommon: Bool) -> Bool {
         guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }

@@ -268,7 +268,8 @@ extension RunLoop {
     package var isStopPending: Bool { stopRequested.load(ordering: .relaxed) }
 
     /// Step 4 and 10: runs the blocks queued for this mode, oldest first
-    /// (S-BLK-4). Blocks queued while draining wait for the next pass, and a
+    /// (S-BLK-4), and the executor's jobs among them in the same order
+    /// (S-EXEC-1). Blocks queued while draining wait for the next pass, and a
     /// stop ends the drain after the block in progress. Returns whether any ran.
     private func drainBlocks(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
         // Most passes find no block: an atomic load instead of the lock.
@@ -276,27 +277,60 @@ extension RunLoop {
         var ran = false
         var remaining = -1
         let isCommon = snapshot.isCommon
+        // A run nested in a job runs no other job of the executor.
+        let jobs = !jobRunning.load(ordering: .relaxed)
         while true {
             // Checked before each block: a stop that came during an earlier
             // callout of this pass must not start another (LoopThread.stop
             // discards the rest).
             if isStopPending { return ran }
+            var executor: UnownedSerialExecutor?
             let next: PendingBlock? = state.withLock { state in
                 if remaining < 0 { remaining = state.blocks.count }
-                guard remaining > 0, let block = state.blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining) else {
+                guard remaining > 0,
+                      let block = state.blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining, jobs: jobs) else {
                     return nil
                 }
                 remaining -= 1
                 pendingBlockCount.wrappingSubtract(1, ordering: .releasing)
+                if block.isJob { executor = state.jobExecutor }
                 return block
             }
-            guard let block = next else { return ran }
-            // A block whose request was cancelled is dropped unrun; taking
-            // it here makes a later `cancel()` return false.
-            if let request = block.request, !request.begin() { continue }
-            callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
+            guard let block = next else {
+                if !jobs { warnIfAJobWaits() }
+                return ran
+            }
+            if let job = block.job {
+                callout(.job, snapshot, mode: mode) { runJob(job, on: executor!) }
+            } else {
+                // A block whose request was cancelled is dropped unrun; taking
+                // it here makes a later `cancel()` return false.
+                if let request = block.request, !request.begin() { continue }
+                callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
+            }
             ran = true
         }
+    }
+
+    /// Runs one job of the loop's executor, marking it as running so that
+    /// a run nested in it runs no other job of the executor.
+    func runJob(_ job: UnownedJob, on executor: UnownedSerialExecutor) {
+        jobRunning.store(true, ordering: .relaxed)
+        job.runSynchronously(on: executor)
+        jobRunning.store(false, ordering: .relaxed)
+        warnedAboutBlockedJob.store(false, ordering: .relaxed)
+    }
+
+    /// In a run nested in a job: a job of the executor waits and cannot run
+    /// until the running one returns. If the running job waits for it in
+    /// this nested run, it waits forever: warned once per running job.
+    private func warnIfAJobWaits() {
+        guard !warnedAboutBlockedJob.load(ordering: .relaxed), state.withLock({ $0.blocks.containsJob }) else { return }
+        warnedAboutBlockedJob.store(true, ordering: .relaxed)
+        logger.warning("""
+            LoopThread '\(threadName)': a job of its executor is queued while another job of it runs the loop nested; \
+            it runs only after the running job returns, so a job that waits for it in a nested run waits forever
+            """)
     }
 
     /// Step 5: performs every signalled custom source of the mode, in order;

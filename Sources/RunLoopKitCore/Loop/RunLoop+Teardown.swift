@@ -2,10 +2,46 @@
 /// on its own thread, and every later add or perform is refused.
 extension RunLoop {
     /// Releases everything the loop holds; on the loop's thread, at its exit.
-    func tearDown() {
+    /// Queued jobs of the loop's executor run first (a job has no discarded
+    /// path, S-EXEC-1), and those they queue, until none is left: the loop
+    /// is marked dead under the lock that found no job, so that a later job
+    /// is refused (and traps, naming the thread), never lost. `dead` runs
+    /// right after that (the thread's slot emptied).
+    func tearDown(dead: () -> Void = {}) {
         var departed: [(any ModeItem, Mode)] = []
-        let pending: [PendingBlock]? = state.withLock { state in
-            guard state.isAlive else { return nil }
+        var jobs: [PendingBlock] = []
+        var executor: UnownedSerialExecutor?
+        var pending: [PendingBlock]?
+        repeat {
+            for job in jobs {
+                if let job = job.job, let executor { runJob(job, on: executor) }
+            }
+            (jobs, executor, pending) = tearDownUnlessJobsWait(&departed)
+        } while !jobs.isEmpty
+        dead()
+        guard let pending else { return }
+        waiter.close()
+        for (item, mode) in departed { item.loopDidTearDown(self, mode: mode) }
+        for block in pending { block.discarded?(.loopGone(threadName: threadName)) }
+        dueTimers.removeAll()
+        if !pending.isEmpty {
+            logger.debug("run loop torn down at thread exit; \(pending.count) queued block(s) discarded")
+        }
+    }
+
+    /// Under the lock: the queued jobs, if any, taken out to run; else the
+    /// loop marked dead, its items in `departed` and its queued blocks
+    /// returned to be discarded (nil if it was dead already).
+    private func tearDownUnlessJobsWait(
+        _ departed: inout [(any ModeItem, Mode)]
+    ) -> ([PendingBlock], UnownedSerialExecutor?, [PendingBlock]?) {
+        state.withLock { state in
+            guard state.isAlive else { return ([], nil, nil) }
+            let jobs = state.blocks.removeJobs()
+            if !jobs.isEmpty {
+                pendingBlockCount.wrappingSubtract(jobs.count, ordering: .releasing)
+                return (jobs, state.jobExecutor, [])
+            }
             state.lifecycle = .tornDown(warned: false)
             for items in state.modes.values {
                 departed += items.customSources.map { ($0, items.mode) }
@@ -21,15 +57,7 @@ extension RunLoop {
             state.monitor = nil
             bumpItemsVersion()
             pendingBlockCount.store(0, ordering: .releasing)
-            return state.blocks.removeAll()
-        }
-        guard let pending else { return }
-        waiter.close()
-        for (item, mode) in departed { item.loopDidTearDown(self, mode: mode) }
-        for block in pending { block.discarded?(.loopGone(threadName: threadName)) }
-        dueTimers.removeAll()
-        if !pending.isEmpty {
-            logger.debug("run loop torn down at thread exit; \(pending.count) queued block(s) discarded")
+            return ([], nil, state.blocks.removeAll())
         }
     }
 }

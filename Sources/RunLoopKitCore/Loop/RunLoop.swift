@@ -65,6 +65,11 @@ public final class RunLoop: @unchecked Sendable {
     /// no block queued (most passes) skips the lock. Changed under the lock.
     let pendingBlockCount = Atomic<Int>(0)
     private let ownedByLoopThread = Atomic<Bool>(false)
+    /// Loop thread only: a job of the loop's executor is running, so a run
+    /// nested in it runs no other (S-EXEC-1); and whether that job's nested
+    /// runs were already warned about a job they cannot run.
+    let jobRunning = Atomic<Bool>(false)
+    let warnedAboutBlockedJob = Atomic<Bool>(false)
 
     /// Loops alive in this process, for leak tests.
     static let liveCount = Atomic<Int>(0)
@@ -138,11 +143,14 @@ public final class RunLoop: @unchecked Sendable {
 
     /// Tears down the calling thread's loop now rather than at thread exit,
     /// so that its fds are closed before whoever joins the thread returns.
+    /// The slot is emptied once the loop is dead: the jobs that run first
+    /// (S-EXEC-1) still find their loop as `RunLoop.current`.
     static func tearDownCurrentThreadLoop() {
         guard let existing = pthread_getspecific(currentLoopKey) else { return }
-        pthread_setspecific(currentLoopKey, nil)
         // U-LOOP-SLOT (docs/unsafe-sites.md).
-        Unmanaged<RunLoop>.fromOpaque(existing).takeRetainedValue().tearDown()
+        Unmanaged<RunLoop>.fromOpaque(existing).takeRetainedValue().tearDown {
+            pthread_setspecific(currentLoopKey, nil)
+        }
     }
 
     /// Every loop but the main one is made on its own thread and kept in that

@@ -11,6 +11,9 @@ extension RunLoop {
         case socketSource
         /// A block queued with `perform`.
         case block
+        /// A Swift concurrency job of the loop's executor: a slice of an
+        /// actor's method, or of a task, on a `LoopThread` (S-EXEC-1).
+        case job
 
         /// The kind's name, as in logs: `observer(beforeWaiting)`, `timer`, …
         public var description: String {
@@ -20,6 +23,7 @@ extension RunLoop {
             case .customSource: "customSource"
             case .socketSource: "socketSource"
             case .block: "block"
+            case .job: "job"
             }
         }
     }

@@ -31,7 +31,7 @@ import Synchronization
 public final class LoopThread: Sendable {
     /// The thread's name, as given; the OS shows its first 15 bytes (S-THR-5).
     public let name: String
-    private let core: LoopThreadCore
+    let core: LoopThreadCore
 
     /// A thread named `name` (Linux shows its first 15 bytes), not yet started.
     public init(name: String) {

@@ -29,6 +29,13 @@ final class LoopThreadCore: Sendable {
     let clock: LoopClock
     let quitRequested = Atomic<Bool>(false)
     private let ready = Completion<RunLoop>()
+    /// The thread's loop, set once when it is ready and kept after it ends:
+    /// what the executor enqueues on without any lock of its own (the
+    /// loop's lock decides whether it still takes work, S-EXEC-1).
+    let executorLoop = AtomicLazyReference<RunLoop>()
+    /// `LoopThread.executorModes`, kept here so that a value set before
+    /// `start()` applies from the start.
+    let executorModes = Locked<[RunLoop.Mode]>([.common])
 
     /// Serialises start and stop from threads other than the loop thread;
     /// guards no state of its own.
@@ -124,6 +131,8 @@ final class LoopThreadCore: Sendable {
         let keepAlive = CustomSource(order: .max) {}
         loop.add(keepAlive, forMode: .common)
         state.withLock { $0.tid = ThreadIdentity.currentTID }
+        loop.setJobModes(ModeSelector(executorModes.withLock { $0 }))
+        _ = executorLoop.storeIfNil(loop)
         ready.fill(.success(loop))
         while !quitRequested.load(ordering: .acquiring) {
             loop.run(mode: .default, seconds: .infinity)
