@@ -306,4 +306,32 @@ struct ExecutorTests {
         }
         #expect(String(decoding: result.standardErrorContent, as: UTF8.self).contains("before start(): start it"))
     }
+
+    @Test("S-EXEC-2: withTaskExecutorPreference(worker) runs nonisolated async code on the thread, also after it suspends; an actor pinned to the thread runs its jobs as serial jobs beside it")
+    func taskExecutorPreference() async throws {
+        let worker = LoopThread(name: "exec-task")
+        try worker.start()
+        defer { worker.stop() }
+        let recorder = PinnedRecorder(on: worker)
+        let monitor = CalloutKinds()
+        worker.runLoop?.monitor = monitor
+        let (before, after, actorThread) = await withTaskExecutorPreference(worker) {
+            let before = LoopThread.currentName
+            try? await Task.sleep(for: .milliseconds(5))
+            let after = LoopThread.currentName
+            // A serial job of the pinned actor, from a task that prefers the thread.
+            let actorThread = await recorder.record("from the preferring task")
+            return (before, after, actorThread)
+        }
+        #expect(before == "exec-task")
+        #expect(after == "exec-task")
+        #expect(actorThread == "exec-task")
+        try await worker.performAndAwait {}
+        #expect(monitor.kinds.value.contains(.job))
+        // Off the preference, the same code runs elsewhere.
+        #expect(await Self.nonisolatedThreadName() == nil)
+    }
+
+    /// Nonisolated async code: where it runs depends on the task's preference.
+    nonisolated static func nonisolatedThreadName() async -> String? { LoopThread.currentName }
 }

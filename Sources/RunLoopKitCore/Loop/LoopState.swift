@@ -18,9 +18,9 @@ struct LoopState {
     /// mode marked common later.
     var commonItems = ModeState(mode: .common)
     var blocks = BlockQueue()
-    /// The executor whose jobs the loop runs: its LoopThread, set by the
-    /// first job it queues.
-    var jobExecutor: UnownedSerialExecutor?
+    /// The executors whose jobs the loop runs (its LoopThread's serial and
+    /// task executors), set by the first job each queues.
+    var jobExecutors = JobExecutors()
     /// The modes of the runs in progress, innermost last.
     var modeStack: [RunLoop.Mode] = []
     /// epoll token -> socket source, for every socket source of this loop.
@@ -36,6 +36,12 @@ struct LoopState {
     /// Whether anything was ever scheduled on the loop: after that, its
     /// clock can no longer change.
     var hasScheduled = false
+
+    /// A LoopThread's two executors, as a job runs on them (S-EXEC-1, S-EXEC-2).
+    struct JobExecutors {
+        var serial: UnownedSerialExecutor?
+        var task: UnownedTaskExecutor?
+    }
 
     var isAlive: Bool {
         if case .alive = lifecycle { return true }

@@ -12,8 +12,11 @@ enum ModeSelector: Sendable {
     /// A block queued with `perform(order:inModes:…)`: its modes, order and request.
     case ordered(OrderedBlock)
     /// A job of the loop's executor (S-EXEC-1): it runs in the executor's
-    /// modes, which the queue keeps (`BlockQueue.jobModes`).
+    /// modes, which the queue keeps (`BlockQueue.jobModes`). An actor's job
+    /// came through the thread's serial executor; a task job through its
+    /// task executor (S-EXEC-2), and runs as one.
     case job(UnownedJob)
+    case taskJob(UnownedJob)
 
     init(_ modes: [RunLoop.Mode]) {
         self = modes.count == 1 ? (modes[0] == .common ? .common : .single(modes[0])) : .list(modes)
@@ -28,7 +31,7 @@ enum ModeSelector: Sendable {
         case let .single(only): return only == mode || (only == .common && isCommon)
         case let .list(modes): return modes.contains { $0 == mode || ($0 == .common && isCommon) }
         case let .ordered(ordered): return ordered.modes.matches(mode, isCommon: isCommon)
-        case .job: return false
+        case .job, .taskJob: return false
         }
     }
 }

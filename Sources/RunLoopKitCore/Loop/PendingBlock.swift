@@ -20,9 +20,9 @@ struct PendingBlock {
     /// A job of the loop's executor. The job rides in `modes` (one word:
     /// no closure is made per job, and a plain perform's block is no larger
     /// than before); it runs in the executor's modes
-    /// (`BlockQueue.jobModes`), on the loop's executor (`LoopState.jobExecutor`).
-    init(job: UnownedJob) {
-        modes = .job(job)
+    /// (`BlockQueue.jobModes`), on the loop's executors (`LoopState.jobExecutors`).
+    init(job: UnownedJob, asTaskJob: Bool) {
+        modes = asTaskJob ? .taskJob(job) : .job(job)
         body = Self.noBody
         discarded = nil
         origin = BlockOrigin.executorJob
@@ -31,15 +31,20 @@ struct PendingBlock {
     /// A job's body: never called (the job runs instead).
     private static let noBody: @Sendable () -> Void = {}
 
-    /// The job, if this is one.
-    var job: UnownedJob? {
-        if case let .job(job) = modes { return job }
-        return nil
+    /// The job, if this is one, and whether it came as a task job.
+    var job: (job: UnownedJob, isTaskJob: Bool)? {
+        switch modes {
+        case let .job(job): (job, false)
+        case let .taskJob(job): (job, true)
+        default: nil
+        }
     }
 
     var isJob: Bool {
-        if case .job = modes { return true }
-        return false
+        switch modes {
+        case .job, .taskJob: true
+        default: false
+        }
     }
 
     /// Foundation's performer order: at a block step, lower orders run

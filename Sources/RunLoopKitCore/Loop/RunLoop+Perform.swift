@@ -223,14 +223,24 @@ extension RunLoop {
         state.withLock { $0.blocks.jobModes = modes }
     }
 
-    /// Queues a job of the loop's executor in the executor's modes and
-    /// wakes the loop; false if the loop's thread has exited (decided under
-    /// the same lock as the thread's last drain of jobs, S-EXEC-1).
+    /// Queues a job of the loop's serial executor (an actor's) in the
+    /// executor's modes and wakes the loop; false if the loop's thread has
+    /// exited (decided under the same lock as the thread's last drain of
+    /// jobs, S-EXEC-1).
     func enqueueJob(_ job: UnownedJob, executor: UnownedSerialExecutor) -> Bool {
+        enqueueJob(PendingBlock(job: job, asTaskJob: false)) { $0.serial = executor }
+    }
+
+    /// The same for a job of the loop's task executor (S-EXEC-2).
+    func enqueueTaskJob(_ job: UnownedJob, executor: UnownedTaskExecutor) -> Bool {
+        enqueueJob(PendingBlock(job: job, asTaskJob: true)) { $0.task = executor }
+    }
+
+    private func enqueueJob(_ job: PendingBlock, setExecutor: (inout LoopState.JobExecutors) -> Void) -> Bool {
         let accepted: Bool = state.withLock { state in
             guard state.isAlive else { return false }
-            state.jobExecutor = executor
-            state.blocks.append(PendingBlock(job: job))
+            setExecutor(&state.jobExecutors)
+            state.blocks.append(job)
             pendingBlockCount.wrappingAdd(1, ordering: .releasing)
             return true
         }

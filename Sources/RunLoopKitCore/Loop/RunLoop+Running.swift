@@ -284,7 +284,7 @@ extension RunLoop {
             // callout of this pass must not start another (LoopThread.stop
             // discards the rest).
             if isStopPending { return ran }
-            var executor: UnownedSerialExecutor?
+            var executors = LoopState.JobExecutors()
             let next: PendingBlock? = state.withLock { state in
                 if remaining < 0 { remaining = state.blocks.count }
                 guard remaining > 0,
@@ -293,15 +293,15 @@ extension RunLoop {
                 }
                 remaining -= 1
                 pendingBlockCount.wrappingSubtract(1, ordering: .releasing)
-                if block.isJob { executor = state.jobExecutor }
+                if block.isJob { executors = state.jobExecutors }
                 return block
             }
             guard let block = next else {
                 if !jobs { warnIfAJobWaits() }
                 return ran
             }
-            if let job = block.job {
-                callout(.job, snapshot, mode: mode) { runJob(job, on: executor!) }
+            if let (job, isTaskJob) = block.job {
+                callout(.job, snapshot, mode: mode) { runJob(job, isTaskJob: isTaskJob, on: executors) }
             } else {
                 // A block whose request was cancelled is dropped unrun; taking
                 // it here makes a later `cancel()` return false.
@@ -312,11 +312,12 @@ extension RunLoop {
         }
     }
 
-    /// Runs one job of the loop's executor, marking it as running so that
-    /// a run nested in it runs no other job of the executor.
-    func runJob(_ job: UnownedJob, on executor: UnownedSerialExecutor) {
+    /// Runs one job of the loop's executors, an actor's on the serial
+    /// executor and a task job on the task executor, marking it as running
+    /// so that a run nested in it runs no other job.
+    func runJob(_ job: UnownedJob, isTaskJob: Bool, on executors: LoopState.JobExecutors) {
         jobRunning.store(true, ordering: .relaxed)
-        job.runSynchronously(on: executor)
+        if isTaskJob { job.runSynchronously(on: executors.task!) } else { job.runSynchronously(on: executors.serial!) }
         jobRunning.store(false, ordering: .relaxed)
         warnedAboutBlockedJob.store(false, ordering: .relaxed)
     }

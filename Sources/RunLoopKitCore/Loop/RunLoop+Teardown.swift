@@ -10,13 +10,13 @@ extension RunLoop {
     func tearDown(dead: () -> Void = {}) {
         var departed: [(any ModeItem, Mode)] = []
         var jobs: [PendingBlock] = []
-        var executor: UnownedSerialExecutor?
+        var executors = LoopState.JobExecutors()
         var pending: [PendingBlock]?
         repeat {
             for job in jobs {
-                if let job = job.job, let executor { runJob(job, on: executor) }
+                if let (job, isTaskJob) = job.job { runJob(job, isTaskJob: isTaskJob, on: executors) }
             }
-            (jobs, executor, pending) = tearDownUnlessJobsWait(&departed)
+            (jobs, executors, pending) = tearDownUnlessJobsWait(&departed)
         } while !jobs.isEmpty
         dead()
         guard let pending else { return }
@@ -34,13 +34,13 @@ extension RunLoop {
     /// returned to be discarded (nil if it was dead already).
     private func tearDownUnlessJobsWait(
         _ departed: inout [(any ModeItem, Mode)]
-    ) -> ([PendingBlock], UnownedSerialExecutor?, [PendingBlock]?) {
+    ) -> ([PendingBlock], LoopState.JobExecutors, [PendingBlock]?) {
         state.withLock { state in
-            guard state.isAlive else { return ([], nil, nil) }
+            guard state.isAlive else { return ([], LoopState.JobExecutors(), nil) }
             let jobs = state.blocks.removeJobs()
             if !jobs.isEmpty {
                 pendingBlockCount.wrappingSubtract(jobs.count, ordering: .releasing)
-                return (jobs, state.jobExecutor, [])
+                return (jobs, state.jobExecutors, [])
             }
             state.lifecycle = .tornDown(warned: false)
             for items in state.modes.values {
@@ -57,7 +57,7 @@ extension RunLoop {
             state.monitor = nil
             bumpItemsVersion()
             pendingBlockCount.store(0, ordering: .releasing)
-            return ([], nil, state.blocks.removeAll())
+            return ([], LoopState.JobExecutors(), state.blocks.removeAll())
         }
     }
 }

@@ -1,6 +1,8 @@
 /// A LoopThread is a serial executor (S-EXEC-1): an actor that returns
 /// the thread's `asUnownedSerialExecutor()` from its `unownedExecutor`
-/// runs only on that thread, between the loop's other work.
+/// runs only on that thread, between the loop's other work. It is a task
+/// executor too (S-EXEC-2): `withTaskExecutorPreference(worker) { … }` runs
+/// nonisolated async code on the thread.
 ///
 /// ```swift
 /// actor Counter {
@@ -28,36 +30,36 @@
 /// lock that queues jobs: a job queued after that (a continuation of an
 /// actor method that was suspended when the thread stopped, say) traps,
 /// naming the thread, rather than being lost with its task waiting forever.
-extension LoopThread: SerialExecutor {
-    /// Queues `job` on the thread's loop. Called by the Swift runtime; any thread.
+extension LoopThread: SerialExecutor, TaskExecutor {
+    /// Queues `job` as a task job (S-EXEC-2): what the runtime calls for a
+    /// task that prefers this thread (`withTaskExecutorPreference(worker)`).
+    /// An actor's jobs come through `asUnownedSerialExecutor()`, which is
+    /// the thread's serial side (`LoopThreadSerialExecutor`): the two
+    /// protocols share this one requirement, so two objects are how a job
+    /// keeps which way it came, and runs as such. Any thread.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        guard let loop = core.executorLoop.load() else {
-            fatalError("LoopThread '\(name)' was given a Swift concurrency job before start(): start it before an actor or task uses it as its executor")
-        }
-        guard loop.enqueueJob(job, executor: asUnownedSerialExecutor()) else {
-            fatalError("LoopThread '\(name)' was given a Swift concurrency job after it stopped: its thread has ended, and the job's task could never resume. Stop a LoopThread only once the actors it runs are done with it")
+        core.enqueue(UnownedJob(job), name: name) { loop, job in
+            loop.enqueueTaskJob(job, executor: asUnownedTaskExecutor())
         }
     }
 
-    /// The executor, unowned, for an actor's `unownedExecutor`.
+    /// The thread's serial executor, unowned, for an actor's `unownedExecutor`.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
+        serialExecutor.asUnownedSerialExecutor()
     }
 
-    /// Traps unless called on the thread: what `assumeIsolated` asks of an
-    /// actor pinned to this thread when it is called outside one of its
-    /// jobs (from a perform block or a timer on the thread, it succeeds).
-    public func checkIsolated() {
-        precondition(isCurrentThread, "not on LoopThread '\(name)': the code assumed the isolation of an actor whose executor is this thread")
+    /// The thread as a task executor, unowned.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
+
+    /// Traps unless called on the thread (see `LoopThreadSerialExecutor`).
+    public func checkIsolated() { serialExecutor.checkIsolated() }
 
     /// Whether the calling thread is this LoopThread's, while it runs.
-    public func isIsolatingCurrentContext() -> Bool? {
-        isCurrentThread
-    }
+    public func isIsolatingCurrentContext() -> Bool? { serialExecutor.isIsolatingCurrentContext() }
 
-    /// The modes the thread's loop runs this executor's jobs in, `.common`
+    /// The modes the thread's loop runs its executors' jobs in, `.common`
     /// (the default) standing for the common modes: a job for a mode of
     /// your own waits while the loop runs other modes, as a task does
     /// (`perform(inModes:)`). Any thread; applies to jobs queued after.
@@ -69,6 +71,37 @@ extension LoopThread: SerialExecutor {
             core.executorLoop.load()?.setJobModes(ModeSelector(newValue))
         }
     }
+}
+
+/// A LoopThread's serial side (S-EXEC-1): what an actor pinned to the
+/// thread gets from `asUnownedSerialExecutor()`. Its jobs are an actor's,
+/// and run isolated to it; the LoopThread itself takes task jobs
+/// (S-EXEC-2). Kept by the LoopThread, and keeping only its core (which
+/// keeps nothing back), so that no cycle forms.
+final class LoopThreadSerialExecutor: SerialExecutor {
+    private let core: LoopThreadCore
+
+    init(core: LoopThreadCore) { self.core = core }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        core.enqueue(UnownedJob(job), name: core.name) { loop, job in
+            loop.enqueueJob(job, executor: asUnownedSerialExecutor())
+        }
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// Traps unless called on the thread: what `assumeIsolated` asks of an
+    /// actor pinned to this thread on a runtime that does not ask
+    /// `isIsolatingCurrentContext` (from a perform block or a timer on the
+    /// thread, it passes).
+    func checkIsolated() {
+        precondition(isCurrentThread, "not on LoopThread '\(core.name)': the code assumed the isolation of an actor whose executor is this thread")
+    }
+
+    func isIsolatingCurrentContext() -> Bool? { isCurrentThread }
 
     private var isCurrentThread: Bool {
         guard let loop = core.executorLoop.load() else { return false }

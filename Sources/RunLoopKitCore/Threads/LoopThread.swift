@@ -32,11 +32,14 @@ public final class LoopThread: Sendable {
     /// The thread's name, as given; the OS shows its first 15 bytes (S-THR-5).
     public let name: String
     let core: LoopThreadCore
+    /// The thread's serial executor, for actors (S-EXEC-1; LoopThread+Executor.swift).
+    let serialExecutor: LoopThreadSerialExecutor
 
     /// A thread named `name` (Linux shows its first 15 bytes), not yet started.
     public init(name: String) {
         self.name = name
         core = LoopThreadCore(name: name, clock: .real)
+        serialExecutor = LoopThreadSerialExecutor(core: core)
     }
 
     /// A thread whose loop measures its timers, `perform(afterDelay:)` and
@@ -45,6 +48,7 @@ public final class LoopThread: Sendable {
     package init(name: String, loopClock: LoopClock) {
         self.name = name
         core = LoopThreadCore(name: name, clock: loopClock)
+        serialExecutor = LoopThreadSerialExecutor(core: core)
     }
 
     deinit { core.stop(draining: false, fromDeinit: true) }

@@ -47,6 +47,19 @@ final class LoopThreadCore: Sendable {
         self.clock = clock
     }
 
+    /// Queues a job through `enqueue` on the thread's loop: only the loop's
+    /// lock is taken, and the loop decides there whether it still takes
+    /// work. A job before `start()` or after the thread ended traps, naming
+    /// the thread (a job cannot be refused without its task hanging).
+    func enqueue(_ job: UnownedJob, name: String, _ enqueue: (RunLoop, UnownedJob) -> Bool) {
+        guard let loop = executorLoop.load() else {
+            fatalError("LoopThread '\(name)' was given a Swift concurrency job before start(): start it before an actor or task uses it as its executor")
+        }
+        guard enqueue(loop, job) else {
+            fatalError("LoopThread '\(name)' was given a Swift concurrency job after it stopped: its thread has ended, and the job's task could never resume. Stop a LoopThread only once the actors and tasks it runs are done with it")
+        }
+    }
+
     var runningLoop: RunLoop? {
         state.withLock {
             if case let .running(loop) = $0.lifecycle { return loop }
