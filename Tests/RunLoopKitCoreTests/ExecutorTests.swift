@@ -76,6 +76,13 @@ struct ExecutorTests {
         _ = recorder.assumeIsolated { $0.events.count }
     }
 
+    /// A started LoopThread named `name` and an actor pinned to it.
+    static func startedRecorder(_ name: String) throws -> (LoopThread, PinnedRecorder) {
+        let worker = LoopThread(name: name)
+        try worker.start()
+        return (worker, PinnedRecorder(on: worker))
+    }
+
     /// How many blocks and jobs wait in `worker`'s loop.
     static func queued(on worker: LoopThread) -> Int {
         worker.runLoop?.pendingBlockCount.load(ordering: .acquiring) ?? -1
@@ -102,10 +109,8 @@ struct ExecutorTests {
 
     @Test("S-EXEC-1: an actor pinned to a LoopThread runs only on that thread, one job at a time, from many tasks")
     func actorRunsOnItsThread() async throws {
-        let worker = LoopThread(name: "exec-pin")
-        try worker.start()
+        let (worker, recorder) = try Self.startedRecorder("exec-pin")
         defer { worker.stop() }
-        let recorder = PinnedRecorder(on: worker)
         let threads = await withTaskGroup(of: String?.self) { group in
             for index in 0..<200 { group.addTask { await recorder.record("\(index)") } }
             return await group.reduce(into: [String?]()) { $0.append($1) }
@@ -126,10 +131,8 @@ struct ExecutorTests {
 
     @Test("S-EXEC-1: jobs and perform blocks run in the order they were queued, whatever the jobs' priorities")
     func jobsRunInEnqueueOrder() async throws {
-        let worker = LoopThread(name: "exec-order")
-        try worker.start()
+        let (worker, recorder) = try Self.startedRecorder("exec-order")
         defer { worker.stop() }
-        let recorder = PinnedRecorder(on: worker)
         let order = Locked<[String]>([])
         // Hold the loop so that everything below queues behind this block.
         let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
@@ -154,10 +157,8 @@ struct ExecutorTests {
 
     @Test("S-EXEC-1: a run nested in a job runs no other job of the executor; the queued job starts once the first returns")
     func nestedRunRunsNoOtherJob() async throws {
-        let worker = LoopThread(name: "exec-nest")
-        try worker.start()
+        let (worker, recorder) = try Self.startedRecorder("exec-nest")
         defer { worker.stop() }
-        let recorder = PinnedRecorder(on: worker)
         let nesting = DispatchSemaphore(value: 0)
         let second = Task.detached {
             // Queued while the first job runs the loop nested.
@@ -212,10 +213,8 @@ struct ExecutorTests {
 
     @Test("S-EXEC-1: assumeIsolated succeeds from a perform block and a timer on the thread")
     func assumeIsolatedOnTheThread() async throws {
-        let worker = LoopThread(name: "exec-assume")
-        try worker.start()
+        let (worker, recorder) = try Self.startedRecorder("exec-assume")
         defer { worker.stop() }
-        let recorder = PinnedRecorder(on: worker)
         await recorder.record("before")
         let fromBlock = try await worker.performAndAwait { recorder.assumeIsolated { $0.events.count } }
         #expect(fromBlock == 1)
@@ -309,10 +308,8 @@ struct ExecutorTests {
 
     @Test("S-EXEC-2: withTaskExecutorPreference(worker) runs nonisolated async code on the thread, also after it suspends; an actor pinned to the thread runs its jobs as serial jobs beside it")
     func taskExecutorPreference() async throws {
-        let worker = LoopThread(name: "exec-task")
-        try worker.start()
+        let (worker, recorder) = try Self.startedRecorder("exec-task")
         defer { worker.stop() }
-        let recorder = PinnedRecorder(on: worker)
         let monitor = CalloutKinds()
         worker.runLoop?.monitor = monitor
         let (before, after, actorThread) = await withTaskExecutorPreference(worker) {
