@@ -446,6 +446,10 @@ struct PortIPCTests {
         let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [name = name as String, style = style as ExitStyle] in
             await PortChild.run {
+                // The subject is the flush to a peer that reads, not the
+                // exit bound (ExitBoundTests): a bound that a sanitized,
+                // loaded machine cannot run out of.
+                Port.exitBound = .seconds(120)
                 let server = try PortNameServer.lookup(name, timeout: .seconds(60))
                 for sequence in 0..<PortIPCTests.flushCount {
                     // Small messages: at exit, thousands are still queued.

@@ -202,6 +202,12 @@ public final class LoopThread: Sendable {
     /// Runs `task` on the thread and awaits its result or error, without
     /// blocking the caller's thread. Any thread or task.
     ///
+    /// Cancelling the awaiting task ends the wait at once with
+    /// `CancellationError` (S-ASYNC-1), as `Task.sleep` does: a task still
+    /// queued is withdrawn and never runs; one that has started finishes on
+    /// the thread, and its result is dropped. A task cancelled before the
+    /// call queues nothing.
+    ///
     /// - Parameters:
     ///   - modes: the modes of the thread's loop the task may run in
     ///     (`.common`, the default, accepted).
@@ -211,22 +217,33 @@ public final class LoopThread: Sendable {
     ///   - line: the call site's `#line`; leave the default.
     ///   - task: the work, run once on the thread; its result or error
     ///     comes back to the awaiting caller.
-    /// - Throws: what `task` throws, or `RunLoopError.notStarted` / `.loopGone`.
+    /// - Throws: what `task` throws, `CancellationError`, or
+    ///   `RunLoopError.notStarted` / `.loopGone`.
     public func performAndAwait<T: Sendable>(
         inModes modes: [RunLoop.Mode] = [.common],
         tag: String? = nil, file: StaticString = #fileID, line: UInt = #line,
         _ task: @escaping @Sendable () throws -> T
     ) async throws -> T {
+        try Task.checkCancellation()
         let loop = try core.loopAcceptingWork()
         let name = self.name
-        return try await withCheckedThrowingContinuation { continuation in
-            let accepted = loop.enqueue(PendingBlock(
-                modes: ModeSelector(modes),
-                body: core.wrap({ continuation.resume(with: Result { try task() }) }, on: loop),
-                discarded: { error in continuation.resume(throwing: error) },
-                origin: BlockOrigin(tag: tag, file: file, line: line)
-            ))
-            if !accepted { continuation.resume(throwing: RunLoopError.loopGone(threadName: name)) }
+        let outcome = ResumeOnce<T>()
+        // Withdrawn if the awaiting task is cancelled before it starts.
+        let request = PerformRequest()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.arm(continuation)
+                let accepted = loop.enqueue(PendingBlock(
+                    modes: .ordered(OrderedBlock(modes: ModeSelector(modes), order: 0, request: request)),
+                    body: core.wrap({ outcome.finish(Result { try task() }) }, on: loop),
+                    discarded: { error in outcome.finish(.failure(error)) },
+                    origin: BlockOrigin(tag: tag, file: file, line: line)
+                ))
+                if !accepted { outcome.finish(.failure(RunLoopError.loopGone(threadName: name))) }
+            }
+        } onCancel: {
+            request.cancel()
+            outcome.finish(.failure(CancellationError()))
         }
     }
 

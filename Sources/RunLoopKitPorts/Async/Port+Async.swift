@@ -9,20 +9,30 @@ extension Port {
     /// Sends a request with a fresh reply port and awaits the reply, without
     /// blocking any thread: the reply port receives on RunLoopKit's
     /// `rlk-async-ports` loop thread.
-    /// - Throws: what `send` throws; `.timedOut` after `timeout`; `.peerDied`
-    ///   / `.invalidPort` if this port becomes invalid first.
+    ///
+    /// Cancelling the awaiting task ends the wait at once with
+    /// `CancellationError` (S-ASYNC-1), as `Task.sleep` does: the reply
+    /// port is invalidated and everything the request registered (its
+    /// timer, its handler on this port) is removed, so a reply that comes
+    /// later is dropped. A task cancelled before the call sends nothing.
+    /// - Throws: `CancellationError` if the task is cancelled; otherwise a
+    ///   `PortError`: what `send` throws, `.timedOut` after `timeout`,
+    ///   `.peerDied` / `.invalidPort` if this port becomes invalid first.
     public func request(
         msgid: UInt32, components: [PortMessage.Component] = [], timeout: Duration
-    ) async throws(PortError) -> PortMessage {
+    ) async throws -> PortMessage {
+        try Task.checkCancellation()
         let deadline: UInt64
-        do { deadline = try MonotonicClock.instant(after: timeout, "request timeout") } catch { throw .runLoop(error) }
+        do { deadline = try MonotonicClock.instant(after: timeout, "request timeout") } catch { throw PortError.runLoop(error) }
         let loop = try AsyncPorts.loop()
         let replyPort = try Port(transport: address.isInThisProcess ? .inproc : .ipc)
         defer { replyPort.invalidate() }
         let outcome = AsyncOutcome()
-        do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PortMessage, any Error>) in
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PortMessage, any Error>) in
+                // A cancellation that came first resumes it here, at once.
                 outcome.arm(continuation)
+                guard !outcome.isFinished else { return }
                 replyPort.setMessageHandler { reply in outcome.finish(.success(reply)) }
                 // On the port's death, a reply the peer sent just before may
                 // still be on its way: fail only after a short grace.
@@ -45,10 +55,8 @@ extension Port {
                     outcome.finish(.failure(error))
                 }
             }
-        } catch let error as PortError {
-            throw error
-        } catch {
-            throw .invalidPort("\(self): \(error)")
+        } onCancel: {
+            outcome.cancel()
         }
     }
 
@@ -58,14 +66,31 @@ extension Port {
     /// receives on RunLoopKit's `rlk-async-ports` loop thread; the sequence
     /// ends when the port is invalidated. Messages are buffered without
     /// bound until iterated (nothing is dropped). Replaces any message handler.
+    ///
+    /// Ending the iteration (leaving the loop, or cancelling the iterating
+    /// task, which ends it as for any AsyncStream: S-ASYNC-1) or dropping
+    /// the sequence stops the port feeding it: on its loop thread the port
+    /// is taken off the loop, then its handler cleared. Later messages wait
+    /// in the port for whoever schedules it next.
     /// - Throws: `.notLocal`, `.invalidPort`, `.scheduledOnAnotherLoop`.
     public func messages() throws(PortError) -> AsyncStream<PortMessage> {
         guard isLocal else { throw .notLocal(description) }
+        let loop = try AsyncPorts.loop()
         let (stream, continuation) = AsyncStream.makeStream(of: PortMessage.self, bufferingPolicy: .unbounded)
         setMessageHandler { continuation.yield($0) }
         let token = addInvalidationHandler { _ in continuation.finish() }
+        // Weak: the port's handler holds the continuation, which holds this.
+        continuation.onTermination = { [weak self] _ in
+            guard let port = self else { return }
+            // On the loop thread: no batch of this port is in progress there.
+            loop.perform {
+                port.removeInvalidationHandler(token)
+                port.remove(from: loop, forMode: .default)
+                port.setMessageHandler(nil)
+            }
+        }
         do {
-            try schedule(in: try AsyncPorts.loop(), forMode: .default)
+            try schedule(in: loop, forMode: .default)
         } catch {
             // Leave the port as it was: no handler feeding a stream nobody holds.
             removeInvalidationHandler(token)
