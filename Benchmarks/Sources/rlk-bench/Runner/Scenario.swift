@@ -69,6 +69,7 @@ let allScenarios: [any Scenario] = [
     RoundTripIPC(),
     ThroughputIPC(),
     PerformRoundTrip(),
+    ActorHop(),
     PerformThroughput(),
     FoundationRoundTrip(),
     IdleLoop(),

@@ -72,6 +72,12 @@ enum Workload {
         Entry(name: "perform-roundtrip-nio", summary: "SwiftNIO: N EventLoop.execute round trips between two event loops") {
             NIOExecutePingPong(iterations: $0, warmup: 0, timeout: timeout, placement: placement)
         },
+        Entry(name: "actor-hop", summary: "RunLoopKit: N actor calls to an actor on another LoopThread and back (actor-hop)") {
+            ActorHopRoundTrip(.loopThreads, iterations: $0, warmup: 0, timeout: timeout, placement: placement)
+        },
+        Entry(name: "actor-hop-nio", summary: "SwiftNIO: N actor calls to an actor on another event loop and back") {
+            ActorHopRoundTrip(.nioEventLoops, iterations: $0, warmup: 0, timeout: timeout, placement: placement)
+        },
         Entry(name: "send-only", summary: "RunLoopKit: N 64 B sends to a port that is not scheduled (nothing delivered; N < 2,000, the queue's room)") {
             SendOnly(count: $0, timeout: timeout)
         },
