@@ -12,6 +12,14 @@ struct ChildOptions: Sendable {
     /// coordinator that failed to end it: it exits.
     var lifetimeLimit: Double
 
+    /// The name of a child's control port, registered so that at a
+    /// checkpoint every child can resolve a send right into every other.
+    static func controlName(coordinatorPID: Int32, incarnation: UInt32) -> String {
+        "soak\(coordinatorPID)-c\(incarnation)"
+    }
+
+    var controlName: String { Self.controlName(coordinatorPID: coordinatorPID, incarnation: incarnation) }
+
     var arguments: [String] {
         ["child", "--incarnation", "\(incarnation)", "--coordinator-pid", "\(coordinatorPID)",
          "--coordinator", coordinatorName, "--threads", "\(threads)", "--ports", "\(portsPerWorker)",

@@ -14,6 +14,8 @@ final class ChildProcess: @unchecked Sendable {
     private let chaos: ChaosSchedule
     private var controlPort: Port?
     private let finished = DispatchSemaphore(value: 0)
+    /// The ports this child hosts for the coordinator's checkpoint.
+    private var ballast: RegistryBallast?
 
     private static let drainLimit = 60.0
 
@@ -60,6 +62,7 @@ final class ChildProcess: @unchecked Sendable {
             }
         }
         try port.schedule(in: RunLoop.current, forMode: .default)
+        try PortNameServer.register(port, name: context.options.controlName)
         controlPort = port
         for _ in 0..<context.options.threads { workers.startNew() }
         chaos.start()
@@ -72,12 +75,21 @@ final class ChildProcess: @unchecked Sendable {
             context.remotePorts.update(directory)
             let fresh = context.learnDead(directory.deadIncarnations)
             if !fresh.isEmpty { for endpoint in context.localEndpoints.all { endpoint.forgetSenders(of: fresh) } }
-        case .pause:
+        case let .pause(lookUp, host, tag):
             pause()
-            context.send(.paused(incarnation: context.incarnation))
+            let hosted = host ? hostBallast(tag: tag) : []
+            do { try RegistryBallast.lookUp(lookUp) } catch {
+                context.violations.record("checkpoint: cannot look up the coordinator's ballast: \(error)")
+            }
+            context.send(.paused(incarnation: context.incarnation, ballast: hosted))
         case .measure:
-            context.send(.sample(incarnation: context.incarnation, ProcessProbe.settledSample()))
+            var sample = ProcessProbe.settledSample()
+            sample.soakObjects = ["endpoints": Endpoint.alive.load(ordering: .relaxed),
+                                  "live endpoints": context.localEndpoints.all.count]
+            context.send(.sample(incarnation: context.incarnation, sample))
         case .resume:
+            ballast?.invalidate()
+            ballast = nil
             _ = workers.forEach("resume") { $0.resume() }
             chaos.start()
         case .stopSending:
@@ -114,6 +126,22 @@ final class ChildProcess: @unchecked Sendable {
             } catch {
                 context.violations.record("probe of endpoint \(Identifiers.describe(endpoint.id)) failed: \(error)")
             }
+        }
+    }
+
+    private func hostBallast(tag: String) -> [String] {
+        do {
+            let hosted = try RegistryBallast(tag: tag)
+            ballast = hosted
+            // The coordinator's control port keeps the last few reply ports
+            // it was sent (with their send channels): fill that cache too.
+            for port in hosted.ports.prefix(RegistryBallast.descriptorCacheFill) {
+                try ControlMessage.descriptorBallast.send(to: context.coordinator, replyPort: port)
+            }
+            return hosted.names
+        } catch {
+            context.violations.record("checkpoint: cannot host a ballast: \(error)")
+            return []
         }
     }
 

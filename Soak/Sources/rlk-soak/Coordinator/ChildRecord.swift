@@ -49,7 +49,11 @@ final class ChildRecord: Sendable {
         state.withLock { $0.control = control }
         control.addInvalidationHandler { [self] _ in
             let now = MonotonicTime.now()
-            state.withLock { $0.controlInvalidInstant = $0.controlInvalidInstant ?? now }
+            state.withLock { state in
+                state.controlInvalidInstant = state.controlInvalidInstant ?? now
+                // Let the send right go: a dead child's must not stay open.
+                state.control = nil
+            }
             // A child that died by itself: let its task collect the status.
             give(.release)
         }

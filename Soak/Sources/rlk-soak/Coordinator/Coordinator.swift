@@ -11,6 +11,8 @@ final class Coordinator: @unchecked Sendable {
     private let options: SoakOptions
     private let name = "rlk-soak-\(getpid())"
     private let control = LoopThread(name: "soak-coord")
+    /// Kept for the whole run: a port nobody holds is gone, and its name with it.
+    private var controlPort: Port?
     private let inbox = ControlInbox()
     private let directory = DirectoryKeeper()
     private let table = Mutex([UInt32: ChildRecord]())
@@ -18,6 +20,7 @@ final class Coordinator: @unchecked Sendable {
     private var nextIncarnation: UInt32 = 1
     private var generator: SeededGenerator
     private var gathered = Gathered()
+    private var checkpoints = 0
 
     private static let answerLimit = 120.0
     private static let broadcastInterval = 0.25
@@ -62,6 +65,7 @@ final class Coordinator: @unchecked Sendable {
                 }
             }
             try port.schedule(in: RunLoop.current, forMode: .default)
+            controlPort = port
             let broadcast = try Timer(timeInterval: Self.broadcastInterval, repeats: true) { [self] _ in broadcastDirectory() }
             RunLoop.current.add(broadcast, forMode: .default)
         }
@@ -77,6 +81,9 @@ final class Coordinator: @unchecked Sendable {
             record.helloReceived(control: replyPort)
         case let .endpointsChanged(_, added, removed):
             directory.change(added: added, removed: removed)
+        case .descriptorBallast:
+            // Its reply port is all it brings (see RegistryBallast).
+            break
         default:
             inbox.post(message)
         }
@@ -173,8 +180,16 @@ final class Coordinator: @unchecked Sendable {
 
     /// Brings every process to the quiet state and samples it.
     private func checkpoint(resuming: Bool) throws -> [UInt32: ResourceSample] {
-        broadcast(.pause)
-        _ = try collect("paused") { if case let .paused(incarnation) = $0 { incarnation } else { nil } }
+        checkpoints += 1
+        let ownBallast = try RegistryBallast(tag: "\(name)-b0-\(checkpoints)")
+        defer { ownBallast.invalidate() }
+        let anchor = slots[0].incarnation
+        for record in liveChildren {
+            let others = liveChildren.filter { $0 !== record }.map { ChildOptions.controlName(coordinatorPID: getpid(), incarnation: $0.incarnation) }
+            send(.pause(lookUp: others + ownBallast.names, host: record.incarnation == anchor, tag: "\(name)-b\(anchor)-\(checkpoints)"), to: record)
+        }
+        let paused = try collect("paused") { if case let .paused(incarnation, ballast) = $0 { (incarnation, ballast) } else { nil } }
+        try RegistryBallast.lookUp(paused[anchor] ?? [])
         broadcast(.measure)
         let own = ProcessProbe.settledSample()
         var samples = try collect("sample") { if case let .sample(incarnation, sample) = $0 { (incarnation, sample) } else { nil } }
@@ -245,10 +260,6 @@ final class Coordinator: @unchecked Sendable {
             }
         }
         return answers
-    }
-
-    private func collect(_ what: String, _ match: (ControlMessage) -> UInt32?) throws -> Set<UInt32> {
-        Set(try collect(what) { message -> (UInt32, Bool)? in match(message).map { ($0, true) } }.keys)
     }
 
     private func unexpected(_ message: ControlMessage) {

@@ -103,7 +103,7 @@ struct Verdict {
             let growth = (Double(final.residentBytes) / Double(base.residentBytes) - 1) * 100
             resourceLines.append("\(who): fds \(base.openDescriptors) -> \(final.openDescriptors), RSS \(String(format1: base.residentMiB)) -> \(String(format1: final.residentMiB)) MiB (\(growth >= 0 ? "+" : "")\(String(format1: growth)) %)")
             if final.openDescriptors != base.openDescriptors {
-                problems.append("\(who): \(final.openDescriptors) fds open at the end, \(base.openDescriptors) after the warm-up")
+                problems.append("\(who): \(final.openDescriptors) fds open at the end, \(base.openDescriptors) after the warm-up (\(final.descriptorChanges(since: base)); soak objects \(base.soakObjects) -> \(final.soakObjects))")
             }
             if growth > 10 {
                 problems.append("\(who): RSS grew \(String(format1: growth)) % after the warm-up (limit 10 %)")

@@ -7,15 +7,23 @@ enum ControlMessage: Codable, Sendable {
     // Child to coordinator.
     case hello(incarnation: UInt32, pid: Int32)
     case endpointsChanged(incarnation: UInt32, added: [DirectoryEntry], removed: [UInt64])
-    case paused(incarnation: UInt32)
+    /// Quiet; with the names of the ballast it hosts, if asked to host one.
+    case paused(incarnation: UInt32, ballast: [String])
     case sample(incarnation: UInt32, ResourceSample)
     case stopReport(StopReport)
     case drainReport(DrainReport)
     case failure(incarnation: UInt32, String)
+    /// Carries one of the first child's ballast ports as its reply port, to
+    /// fill the coordinator's control port's cache of descriptors.
+    case descriptorBallast
 
     // Coordinator to child.
     case directory(Directory)
-    case pause
+    /// Come to the quiet state of a checkpoint: look up every name of
+    /// `lookUp` (the other children's control ports, so that every live
+    /// process is watched, then the coordinator's ballast, which fills the
+    /// send-right cache); host a ballast of your own if `host`.
+    case pause(lookUp: [String], host: Bool, tag: String)
     case measure
     case resume
     case stopSending

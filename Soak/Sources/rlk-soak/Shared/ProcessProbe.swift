@@ -15,6 +15,31 @@ enum ProcessProbe {
         return count - 1
     }
 
+    /// The open descriptors by kind (what each links to, with the socket
+    /// and pipe inode numbers left out: "socket", "anon_inode:[eventfd]",
+    /// a path), so that a change in the count says what changed.
+    static func descriptorKinds() -> [String: Int] {
+        guard let directory = opendir("/proc/self/fd") else { return [:] }
+        defer { closedir(directory) }
+        let own = dirfd(directory)
+        var kinds: [String: Int] = [:]
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let number = Int32(name), number != own else { continue }
+            var target = [CChar](repeating: 0, count: 4096)
+            let length = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
+            guard length > 0 else { continue }
+            var kind = String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let bracket = kind.firstIndex(of: ":"), kind.hasPrefix("socket") || kind.hasPrefix("pipe") {
+                kind = String(kind[..<bracket])
+            }
+            // A name's lock file is one per name, whichever the name.
+            if kind.hasSuffix(".lock"), let slash = kind.lastIndex(of: "/") { kind = kind[..<slash] + "/*.lock" }
+            kinds[kind, default: 0] += 1
+        }
+        return kinds
+    }
+
     /// The resident set in bytes: the second field of /proc/self/statm, in pages.
     static func residentBytes() -> Int {
         guard let file = fopen("/proc/self/statm", "r") else { return -1 }
@@ -48,6 +73,6 @@ enum ProcessProbe {
                 steadySince = MonotonicTime.now()
             }
         }
-        return ResourceSample(openDescriptors: last, residentBytes: residentBytes())
+        return ResourceSample(openDescriptors: last, residentBytes: residentBytes(), descriptorKinds: descriptorKinds())
     }
 }
