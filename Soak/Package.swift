@@ -24,9 +24,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
+        // glibc's malloc_trim and mallinfo2 (malloc.h), which Glibc's module
+        // does not export: the resource samples read the heap through them.
+        .target(name: "CMallocInfo", path: "Sources/CMallocInfo"),
         .executableTarget(
             name: "rlk-soak",
             dependencies: [
+                "CMallocInfo",
                 .product(name: "RunLoopKit", package: rootIdentity),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -14,12 +14,22 @@ enum ChildLauncher {
         return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
+    /// `RLK_SOAK_ANCHOR_PREFIX`, a command (and its arguments) the first
+    /// child, the one never killed, runs under: `heaptrack`, say, to see
+    /// what holds its memory.
+    private static let anchorPrefix: [String] = {
+        guard let prefix = getenv("RLK_SOAK_ANCHOR_PREFIX") else { return [] }
+        return String(cString: prefix).split(separator: " ").map(String.init)
+    }()
+
     static func launch(_ record: ChildRecord, options: ChildOptions) {
-        let executable = Self.executable
+        var command = [Self.executable] + options.arguments
+        if record.slot == 0 && record.incarnation == 1 { command = Self.anchorPrefix + command }
         Task.detached {
             do {
                 let result = try await run(
-                    .path(FilePath(executable)), arguments: Arguments(options.arguments),
+                    command.count > options.arguments.count + 1 ? .name(command[0]) : .path(FilePath(command[0])),
+                    arguments: Arguments(Array(command.dropFirst())),
                     input: .none, output: .currentStandardOutput, error: .currentStandardError
                 ) { execution in
                     record.started(pid: execution.processIdentifier.value)

@@ -97,11 +97,11 @@ struct Verdict {
         for (incarnation, final) in gathered.finals.sorted(by: { $0.key < $1.key }) {
             let who = incarnation == 0 ? "coordinator" : "child \(incarnation)"
             guard let base = gathered.baselines[incarnation] else {
-                resourceLines.append("\(who): started after the warm-up: fds \(final.openDescriptors), RSS \(String(format1: final.residentMiB)) MiB (not checked)")
+                resourceLines.append("\(who): started after the warm-up: fds \(final.openDescriptors), RSS \(String(format1: final.residentMiB)) MiB, heap in use \(String(format1: final.heapInUseMiB)) MiB (not checked)")
                 continue
             }
             let growth = (Double(final.residentBytes) / Double(base.residentBytes) - 1) * 100
-            resourceLines.append("\(who): fds \(base.openDescriptors) -> \(final.openDescriptors), RSS \(String(format1: base.residentMiB)) -> \(String(format1: final.residentMiB)) MiB (\(growth >= 0 ? "+" : "")\(String(format1: growth)) %)")
+            resourceLines.append("\(who): fds \(base.openDescriptors) -> \(final.openDescriptors), RSS \(String(format1: base.residentMiB)) -> \(String(format1: final.residentMiB)) MiB (\(growth >= 0 ? "+" : "")\(String(format1: growth)) %), heap in use \(String(format1: base.heapInUseMiB)) -> \(String(format1: final.heapInUseMiB)) MiB")
             if final.openDescriptors != base.openDescriptors {
                 problems.append("\(who): \(final.openDescriptors) fds open at the end, \(base.openDescriptors) after the warm-up (\(final.descriptorChanges(since: base)); soak objects \(base.soakObjects) -> \(final.soakObjects))")
             }

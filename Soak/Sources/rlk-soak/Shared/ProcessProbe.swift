@@ -1,3 +1,4 @@
+import CMallocInfo
 import Glibc
 
 /// What the leak checks read of the calling process: its open file
@@ -73,6 +74,11 @@ enum ProcessProbe {
                 steadySince = MonotonicTime.now()
             }
         }
-        return ResourceSample(openDescriptors: last, residentBytes: residentBytes(), descriptorKinds: descriptorKinds())
+        // Free pages the allocator still keeps go back first: the resident
+        // set is then what the process holds, not what it once touched.
+        malloc_trim(0)
+        let heap = mallinfo2()
+        return ResourceSample(openDescriptors: last, residentBytes: residentBytes(), heapInUseBytes: Int(heap.uordblks + heap.hblkhd),
+                              descriptorKinds: descriptorKinds())
     }
 }

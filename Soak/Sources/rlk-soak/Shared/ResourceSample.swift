@@ -3,6 +3,9 @@
 struct ResourceSample: Codable, Sendable {
     var openDescriptors: Int
     var residentBytes: Int
+    /// What malloc has handed out and not had back (mallinfo2: arena
+    /// chunks in use and mmapped blocks), the memory the process holds.
+    var heapInUseBytes: Int
     /// The descriptors by kind (ProcessProbe.descriptorKinds), to say what changed.
     var descriptorKinds: [String: Int]
     /// The soak's own objects still alive (a child's endpoints), to tell
@@ -19,4 +22,5 @@ struct ResourceSample: Codable, Sendable {
     }
 
     var residentMiB: Double { Double(residentBytes) / 1_048_576 }
+    var heapInUseMiB: Double { Double(heapInUseBytes) / 1_048_576 }
 }
