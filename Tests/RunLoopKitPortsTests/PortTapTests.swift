@@ -114,6 +114,31 @@ struct PortTapTests {
         }
     }
 
+    @Test("tap: a process that only sends (it looks a port up and never makes one) is tapped under RUNLOOPKIT_TAP: every send is an event")
+    func sendOnlyProcessIsTapped() async throws {
+        let name = PortProcess.uniqueName("tap-send-only")
+        let inbox = try IPCInbox("tap-send-only", keepMessages: false)
+        try PortNameServer.register(inbox.port, name: name)
+        defer {
+            inbox.close()
+            PortProcess.removeNameFiles(name)
+        }
+        await #expect(processExitsWith: .success) { [name = name as String] in
+            let directory = makeTemporaryDirectory()
+            defer { PortProcess.removeTree(directory) }
+            let endpoint = "ipc://\(directory)/tap.sock"
+            // Listening before the variable is read, as a sniffer started first would.
+            let sniffer = try RawSniffer(endpoint: endpoint)
+            setenv("RUNLOOPKIT_TAP", endpoint, 1)
+            let server = try PortNameServer.lookup(name, timeout: .seconds(60))
+            try PortTapTests.require(PortTap.isEnabled, "a lookup alone must read RUNLOOPKIT_TAP")
+            for index in 0..<5 { try server.send(msgid: UInt32(100 + index), before: Date() + 10) }
+            let events = sniffer.receive(5, timeout: 30)
+            try PortTapTests.require(events.map(\.msgid) == [100, 101, 102, 103, 104] && events.allSatisfy { $0.kind == .send },
+                                     "the sends of a process with no port of its own: \(events.map(\.msgid))")
+        }
+    }
+
     @Test("tap: off by default; RUNLOOPKIT_TAP unset means no events and no trace ids")
     func offByDefault() {
         #expect(getenv("RUNLOOPKIT_TAP") != nil || !PortTap.isEnabled)

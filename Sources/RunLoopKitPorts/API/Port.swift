@@ -147,6 +147,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.address = address
         descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = nil
+        // A process that only sends (it looks a port up and never makes one
+        // of its own) is tapped too (S-TAP-1).
+        _ = PortTap.configuredFromEnvironment
         if let reason {
             valid.store(false, ordering: .relaxed)
             state.withLock { $0.lifecycle = .invalidated(reason) }

@@ -52,7 +52,8 @@ public enum PortTap {
 
     static let active = Atomic<Bool>(false)
 
-    /// Reads RUNLOOPKIT_TAP once, when the first port is made.
+    /// Reads RUNLOOPKIT_TAP once, when the first port or send right is made:
+    /// a process that only sends is tapped as well as one that receives.
     static let configuredFromEnvironment: Bool = {
         guard let raw = getenv("RUNLOOPKIT_TAP"), raw.pointee != 0 else { return false }
         let value = String(cString: raw)
