@@ -16,9 +16,9 @@ struct RunConfig: Sendable {
     var socketPortIterations: Int { quick ? 400 : 2_000 }
 
     /// Throughput: timed batches per side, and messages per batch.
-    var throughputRepetitions: Int { quick ? 7 : 10 }
+    var throughputRepetitions: Int { quick ? 9 : 10 }
     var throughputMessages: Int { quick ? 50_000 : 300_000 }
-    var performMessages: Int { quick ? 100_000 : 500_000 }
+    var performMessages: Int { quick ? 200_000 : 500_000 }
 
     /// The idle loop's observation window.
     var idleSeconds: Double { quick ? 2 : 10 }
@@ -29,7 +29,7 @@ struct RunConfig: Sendable {
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
     var timerChurnWindow: Double { 2 }
-    var timerChanges: Int { quick ? 20_000 : 100_000 }
+    var timerChanges: Int { quick ? 60_000 : 100_000 }
 
     /// Port scaling: port counts, messages per batch, batches per count.
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
@@ -45,7 +45,7 @@ struct RunConfig: Sendable {
     var tapRepetitions: Int { quick ? 5 : 6 }
 
     /// Keep-alive churn: LoopThreads started and stopped.
-    var churnCount: Int { quick ? 2_000 : 100_000 }
+    var churnCount: Int { quick ? 6_000 : 100_000 }
 
     /// How long any single wait for the code under test may take.
     var timeoutSeconds: Double { 60 }
