@@ -160,6 +160,22 @@ struct PortTapTests {
         #expect(help.output.contains("--count <N>"), "\(help.output)")
     }
 
+    @Test("portsniff's socket file is 0600 while it listens, and removed when it stops (Ctrl-C)",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func snifferSocketFileIsPrivateAndRemoved() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let path = "\(directory)/tap.sock"
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", "ipc://\(path)"], in: directory)
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        var info = stat()
+        #expect(stat(path, &info) == 0, "no socket file at \(path)")
+        #expect(info.st_mode & 0o777 == 0o600, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        kill(sniff.pid, SIGINT)
+        #expect(sniff.waitForExit(timeout: 30) != nil)
+        #expect(access(path, F_OK) != 0, "the socket file was left behind")
+    }
+
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {

@@ -59,8 +59,22 @@ final class SpawnedProgram: Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
+        // As from a shell: no signal blocked or ignored. The spawning
+        // thread may be one of Dispatch's, which block every signal, and a
+        // child inherits the mask (portsniff would never see its Ctrl-C).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, nil, argv, envp)
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         guard rc == 0 else { throw PortError.systemCall(SystemCallError(call: "posix_spawn(\(path))", errno: rc)) }
         pid = child
     }

@@ -111,7 +111,15 @@ final class Sniffer: @unchecked Sendable {
         }
         let socket = try ZMQContext.shared.makeSocket(.pull)
         try socket.setLinger(milliseconds: 0)
+        // An ipc socket file readable and writable by this user only, as
+        // the docs state (the process is single-threaded here, so the
+        // umask's change is seen by nothing else), and removed at the end.
+        let previousMask = umask(0o177)
+        defer { _ = umask(previousMask) }
         try socket.bind(endpoint)
+        _ = umask(previousMask)
+        let socketFile = endpoint.hasPrefix("ipc://") ? String(endpoint.dropFirst("ipc://".count)) : nil
+        defer { if let socketFile { unlink(socketFile) } }
         let loop = RunLoop.current
         let source = SocketSource(socket: socket) { [self] _, socket in
             while let frames = try? socket.receiveMultipart(dontWait: true) {
