@@ -160,6 +160,21 @@ struct PortTapTests {
         #expect(help.output.contains("--count <N>"), "\(help.output)")
     }
 
+    @Test("portsniff --read of a file that is not a recording fails with a clear error and a non-zero status",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func readingGarbageFails() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let path = "\(directory)/garbage.txt"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = "this is not a recording\n".withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        let read = try SpawnedProgram("portsniff", ["--read", path], in: directory)
+        let status = read.waitForExit(timeout: 30)
+        #expect(status != nil && status != 0)
+        #expect(read.errorOutput.contains("\(path):1: not a portsniff recording"), "\(read.errorOutput)")
+    }
+
     @Test("portsniff's socket file is 0600 while it listens, and removed when it stops (Ctrl-C)",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func snifferSocketFileIsPrivateAndRemoved() throws {

@@ -156,8 +156,11 @@ final class Sniffer: @unchecked Sendable {
             bytes += buffer[..<count]
         }
         var lastTime: Int64?
-        for line in bytes.split(separator: UInt8(ascii: "\n")) {
-            guard let event = try? decoder.decode(PortTapEvent.self, from: Data(line)) else { continue }
+        for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+            // A file that is not a recording is an error, not "0 events".
+            guard let event = try? decoder.decode(PortTapEvent.self, from: Data(line)) else {
+                throw ValidationError("\(path):\(index + 1): not a portsniff recording (--write writes one JSON event per line)")
+            }
             if view == .stats, statsView.isDue(at: event.time) {
                 emit(statsView.table(seconds: 1, clock: LiveView.clock(event.time)))
             }
