@@ -62,7 +62,7 @@ final class RemotePorts: Sendable {
         guard let entry else { return nil }
         if let cached, cached.port.isValid { return cached }
         guard let port = try? PortNameServer.lookup(entry.name) else { return nil }
-        let right = Right(port: port, endpointID: entry.endpointID, watch: notices.watch(port))
+        let right = Right(port: port, endpointID: entry.endpointID, watch: notices.watch(port, owner: Identifiers.incarnation(of: entry.endpointID)))
         let kept: Right = state.withLock { state in
             if let existing = state.rights[entry.name], existing.port.isValid { return existing }
             state.rights[entry.name] = right

@@ -75,7 +75,7 @@ struct Verdict {
             noticesChecked += 1
             if latest == nil { problems.append("the coordinator's send right to killed child \(kill.incarnation) never became invalid") }
             for report in gathered.drainReports {
-                guard let record = report.notices.first(where: { $0.pid == kill.pid }), record.held > 0 else { continue }
+                guard let record = report.notices.first(where: { $0.incarnation == kill.incarnation }), record.held > 0 else { continue }
                 noticesChecked += record.held
                 if record.noticed < record.held {
                     problems.append("child \(report.incarnation): \(record.held - record.noticed) of \(record.held) send rights to killed child \(kill.incarnation) (pid \(kill.pid)) never became invalid")

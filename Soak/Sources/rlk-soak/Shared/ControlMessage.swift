@@ -114,6 +114,8 @@ struct ExpectationResult: Codable, Sendable {
 /// How the send rights of one process to the ports of one other process
 /// learnt of its death.
 struct NoticeRecord: Codable, Sendable {
+    /// The child whose ports these send rights name (its pid may be reused).
+    var incarnation: UInt32
     var pid: Int32
     /// Send rights to the process's ports this child held (and had not let go).
     var held: Int
