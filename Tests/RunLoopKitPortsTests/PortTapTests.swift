@@ -276,6 +276,22 @@ struct PortTapTests {
         #expect(demo.waitForExit() == 0)
         #expect(sniff.waitForExit(timeout: 30) == 0)
         #expect(sniff.output.split(separator: "\n").count == 22, "the live view prints one line per event")
+        // The recording: one event a line, no blank line, keys in one (sorted) order, paths unescaped.
+        let lines = SpawnedProgram.read(recording).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(lines.count == 22 && lines.allSatisfy { !$0.isEmpty }, "\(lines.count) lines, blank ones included")
+        let keys = ["\"components\"", "\"destination\"", "\"dropped\"", "\"kind\"", "\"msgid\"", "\"pid\"", "\"thread\"", "\"time\""]
+        for line in lines {
+            // Each key after the one before it (a component's own "kind" comes
+            // inside "components", first of all).
+            var from = line.startIndex
+            let inOrder = keys.allSatisfy { key in
+                guard let found = line.range(of: key, range: from..<line.endIndex) else { return false }
+                from = found.upperBound
+                return true
+            }
+            #expect(inOrder, "keys out of order: \(line)")
+            #expect(!line.contains("\\/"), "an escaped slash: \(line)")
+        }
 
         let replay = try SpawnedProgram("portsniff", ["--read", recording, "--json", "--msgid", "99"], in: directory)
         #expect(replay.waitForExit() == 0)

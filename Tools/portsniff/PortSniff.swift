@@ -124,7 +124,8 @@ final class Sniffer: @unchecked Sendable {
         let source = SocketSource(socket: socket) { [self] _, socket in
             while let frames = try? socket.receiveMultipart(dontWait: true) {
                 guard let line = frames.first else { continue }
-                if recording >= 0 { writeAll(recording, line + [UInt8(ascii: "\n")]) }
+                // One event a line: the tap's lines end with their newline already.
+                if recording >= 0 { writeAll(recording, line.last == UInt8(ascii: "\n") ? Array(line) : Array(line) + [UInt8(ascii: "\n")]) }
                 guard let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
                 if handle(event) {
                     finish(loop)

@@ -34,7 +34,13 @@ final class TapPipeline: @unchecked Sendable {
     /// Leading bytes of each data component an event carries.
     private let dataBytes = Atomic<Int>(16)
     private let dropped = Atomic<UInt64>(0)
-    private let encoder = JSONEncoder()
+    /// One form for every event: keys sorted, slashes as they are (a
+    /// port's path reads as a path).
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
     /// Serialises use of the socket: the tap thread's drains, and the last
     /// drain at process exit.
     private let drainLock = Lock()
