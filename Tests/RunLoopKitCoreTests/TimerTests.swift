@@ -398,7 +398,10 @@ struct TimerTests {
                 let timer = record.timers[index]
                 guard timer.isValid, index != firing else { return }
                 if move {
-                    timer.fireDate = clock.now + Double.random(in: 0..<0.2, using: &record.generator)
+                    // At least a step ahead: a Date rounds the clock's
+                    // instant to about 0.1 µs, and a date that lands on the
+                    // very instant being fired is taken at the next step.
+                    timer.fireDate = clock.now + Double.random(in: 0.001..<0.2, using: &record.generator)
                 } else {
                     timer.invalidate()
                     record.invalidated.insert(index)
@@ -445,7 +448,8 @@ struct TimerTests {
         #expect(inOther.allSatisfy { $0.mode == other && $0.index % 3 == 1 })
         #expect(inOther.count > 2000)
         // While the loop runs its mode, a timer fires within one step of its date.
-        #expect(inDefault.allSatisfy { $0.now >= $0.date && $0.now - $0.date < Self.ms }, "late by more than a clock step")
+        let late = inDefault.filter { !($0.now >= $0.date && $0.now - $0.date < Self.ms) }
+        #expect(late.isEmpty, "late by more than a clock step: \(late.prefix(3).map { "timer \($0.index) (mode \($0.index % 3)) due \($0.date) fired \($0.now)" })")
         // In fire-date order, in each run.
         for run in [inDefault, inOther] {
             #expect(zip(run, run.dropFirst()).allSatisfy { $0.date <= $1.date }, "out of fire-date order")
