@@ -3,7 +3,7 @@
 /// (S-ASYNC-1). An outcome that comes before the continuation is armed (a
 /// cancellation handler runs at once for a task cancelled already) is kept
 /// and resumes it as it is armed: never lost, never twice.
-final class ResumeOnce<T: Sendable>: Sendable {
+package final class ResumeOnce<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var result: Result<T, any Error>?
@@ -11,7 +11,9 @@ final class ResumeOnce<T: Sendable>: Sendable {
 
     private let state = Locked(State())
 
-    func arm(_ continuation: CheckedContinuation<T, any Error>) {
+    package init() {}
+
+    package func arm(_ continuation: CheckedContinuation<T, any Error>) {
         let early: Result<T, any Error>? = state.withLock { state in
             guard let result = state.result else {
                 state.continuation = continuation
@@ -24,7 +26,7 @@ final class ResumeOnce<T: Sendable>: Sendable {
 
     /// Resumes with `result` unless something came first; false then.
     @discardableResult
-    func finish(_ result: Result<T, any Error>) -> Bool {
+    package func finish(_ result: Result<T, any Error>) -> Bool {
         let (continuation, first): (CheckedContinuation<T, any Error>?, Bool) = state.withLock { state in
             guard state.result == nil else { return (nil, false) }
             state.result = result
