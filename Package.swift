@@ -63,8 +63,15 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(
             name: "RunLoopKitCoreTests",
-            dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport"]
+            dependencies: [
+                "RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport",
+                "main-loop-checks",
+            ]
         ),
+        // RunLoop.main on the main thread of a program with a synchronous
+        // main (the test runner parks its own in dispatch_main): the
+        // checks MainLoopTests starts and reads.
+        .executableTarget(name: "main-loop-checks", dependencies: ["RunLoopKit"], path: "Tests/MainLoopChecks"),
         .testTarget(
             name: "RunLoopKitPortsTests",
             dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport"]

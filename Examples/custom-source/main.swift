@@ -63,4 +63,9 @@ print("main:     still signalled: \(source.isSignalled); a polling run returned 
 print("\n== done")
 signaller.stop()
 source.invalidate()  // removes it from every mode of every loop, calling cancel (S-SRC0-3)
-print("source is valid: \(source.isValid); a run now finds the mode empty: .\(loop.run(mode: .default, seconds: 1))")
+print("source is valid: \(source.isValid); still in .default: \(loop.contains(source, inMode: .default))")
+// On a secondary thread's loop, a run would now find the mode empty and
+// return .finished. The main thread's .default is a common mode, which
+// stands for DispatchQueue.main there (S-EXEC-3, S-RUN-1), as on Apple's
+// systems: a poll runs and times out instead.
+print("a poll of the main loop's .default: .\(loop.run(mode: .default, seconds: 0)) (it serves DispatchQueue.main)")

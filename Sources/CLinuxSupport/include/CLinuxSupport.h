@@ -43,4 +43,13 @@ int rlk_running_under_thread_sanitizer(void);
 /// process.
 int rlk_running_under_address_sanitizer(void);
 
+// libdispatch's run-loop hooks for the main queue, exported by Linux's
+// libdispatch.so for CoreFoundation (not in its public headers): the main
+// queue's eventfd, readable while blocks wait on DispatchQueue.main, and
+// the drain that runs them on the calling (main) thread. The handle is -1
+// once the main thread is parked in dispatch_main(), where libdispatch
+// drains the queue itself (docs/design.md, "The main queue").
+int _dispatch_get_main_queue_handle_4CF(void);
+void _dispatch_main_queue_callback_4CF(void *message);
+
 #endif

@@ -54,7 +54,7 @@ public final class SocketSource: @unchecked Sendable {
 
     /// The epoll token that identifies this source in its loop's wait sets.
     let token: UInt64 = SocketSource.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
-    private static let nextToken = Atomic<UInt64>(2)  // 0 and 1: the loop's own fds
+    private static let nextToken = Atomic<UInt64>(3)  // 0 to 2: the loop's own fds (WaitSet)
 
     /// The `readyID` of the loop whose ready list holds this source, or 0:
     /// the loop asks this, not a set, on every socket event. Atomic because

@@ -36,6 +36,9 @@ struct LoopState {
     /// Whether anything was ever scheduled on the loop: after that, its
     /// clock can no longer change.
     var hasScheduled = false
+    /// The main loop's, once it first ran on the main thread: the main
+    /// queue's eventfd, in the wait set of every common mode (S-EXEC-3).
+    var mainQueueDescriptor: Int32?
 
     /// A LoopThread's two executors, as a job runs on them (S-EXEC-1, S-EXEC-2).
     struct JobExecutors {

@@ -24,6 +24,9 @@ package struct ModeSnapshot {
     private static let nextStamp = Atomic<UInt64>(1)
     /// Whether the mode is one of the loop's common modes.
     var isCommon = false
+    /// Whether the mode is a common mode of the main loop once it took the
+    /// main queue (S-EXEC-3): its wait set holds the queue's eventfd.
+    var holdsMainQueue = false
     /// Socket sources whose type can send (see `SocketSource.needsCheckBeforeSleeping`).
     var socketsToCheckBeforeSleeping: [SocketSource] = []
     var waitSet: WaitSet?
@@ -36,6 +39,7 @@ package struct ModeSnapshot {
     mutating func copy(_ mode: RunLoop.Mode, from state: LoopState) {
         self.mode = mode
         isCommon = state.commonModeNames.contains(mode)
+        holdsMainQueue = isCommon && state.mainQueueDescriptor != nil
         monitor = state.monitor
         clock = state.clock
         let items = state.modes[mode] ?? ModeState(mode: mode)

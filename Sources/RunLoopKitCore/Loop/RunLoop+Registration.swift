@@ -65,6 +65,7 @@ extension RunLoop {
             joinCommon(common.timers.timers, mode, &state, &joined)
             joinCommon(common.observers, mode, &state, &joined)
             joinCommon(common.socketSources, mode, &state, &joined)
+            if let descriptor = state.mainQueueDescriptor { mainQueueJoins(mode, descriptor, &state) }
         }
         for item in joined { item.didJoin(self, mode: mode) }
     }
@@ -178,6 +179,18 @@ extension RunLoop {
                 _ = state.withMode(mode) { $0.remove(item) }
                 logger.error("addCommonMode(\(mode)): a \(Item.kindName) could not join the new common mode: \(error)")
             }
+        }
+    }
+
+    /// The main queue's eventfd joins a common mode's wait set (S-EXEC-3).
+    /// Under the loop's lock.
+    func mainQueueJoins(_ mode: Mode, _ descriptor: Int32, _ state: inout LoopState) {
+        do {
+            try state.withMode(mode) { (items) throws(RunLoopError) in
+                try waiter.register(descriptor, token: WaitSet.mainQueueToken, edgeTriggered: false, in: &items.waitSet)
+            }
+        } catch {
+            logger.error("the main queue could not join common mode \(mode): DispatchQueue.main blocks will not run while it runs: \(error)")
         }
     }
 

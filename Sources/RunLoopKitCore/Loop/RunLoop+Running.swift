@@ -11,6 +11,8 @@ extension RunLoop {
     ///
     /// Returns `.finished` at once, notifying no observer, if the mode has no
     /// source, timer or pending block (S-RUN-1) or is `.common` (S-MODE-4).
+    /// On the main thread, `RunLoop.main`'s common modes are never empty:
+    /// they run `DispatchQueue.main` and its `@MainActor` jobs (S-EXEC-3).
     /// A `seconds` of zero or less polls: one pass without sleeping (S-RUN-3).
     /// Runs may nest (S-RUN-8). Only the loop's own thread may call it.
     ///
@@ -44,7 +46,8 @@ extension RunLoop {
 
     /// Runs the default mode until it has nothing left (NSRunLoop `run`):
     /// `stop()` does not end it, only removing every source and timer does
-    /// (S-RUN-6). This is the keep-alive anti-pattern Apple's documentation
+    /// (S-RUN-6); on the main thread's loop, whose default mode stands for
+    /// the main queue (S-EXEC-3), nothing does. This is the keep-alive anti-pattern Apple's documentation
     /// warns about: prefer `LoopThread`, which stops cleanly.
     public func run() {
         var snapshot = ModeSnapshot()
@@ -76,14 +79,15 @@ extension RunLoop {
 
     /// Makes one polling pass in `mode` and returns the fire date of the
     /// mode's next timer (NSRunLoop `limitDate(forMode:)`, S-RUN-10):
-    /// `Date.distantFuture` when the mode has sources but no timer, nil when
-    /// the mode is empty (S-RUN-1) or `.common`. Only the loop's own thread
+    /// `Date.distantFuture` when the mode has sources but no timer (or is a
+    /// common mode of the main loop, S-EXEC-3), nil when the mode is empty
+    /// (S-RUN-1) or `.common`. Only the loop's own thread
     /// may call it, since it runs the loop.
     public func limitDate(forMode mode: Mode) -> Date? {
         guard runOnce(mode: mode, deadline: 0, returnAfterSourceHandled: true).started else { return nil }
         var snapshot = ModeSnapshot()
         refresh(&snapshot, mode: mode)
-        guard snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else { return nil }
+        guard hasWork(snapshot, mode: mode) else { return nil }
         let timers = state.withLock { $0.modes[mode]?.timers.timers ?? [] }
         var next: Timer?
         for timer in timers where timer.isValid {
@@ -125,9 +129,10 @@ extension RunLoop {
             #endif
             return (.finished, false)
         }
+        if let mainQueue { takeOnFirstRun(mainQueue) }
         if snapshot.mode != mode { snapshot = ModeSnapshot() }
         refresh(&snapshot, mode: mode)
-        guard !hasThreadExited, snapshot.hasSourcesOrTimers || hasBlocks(for: mode, isCommon: snapshot.isCommon) else {
+        guard !hasThreadExited, hasWork(snapshot, mode: mode) else {
             return (.finished, false)
         }
         state.withLock { $0.modeStack.append(mode) }
@@ -169,7 +174,7 @@ extension RunLoop {
                 handled = true
                 _ = drainBlocks(&snapshot, mode: mode)
             }
-            if !isStopPending && !waiter.readyList.hasReadySource(snapshot, of: self) {  // 6
+            if !isStopPending && !isMainQueueDue(snapshot) && !waiter.readyList.hasReadySource(snapshot, of: self) {  // 6
                 let willSleep = !pollOnly && !handled && !isStopPending
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
                 let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
@@ -182,7 +187,14 @@ extension RunLoop {
                 }
             }
             let firedTimers = fireDueTimers(&snapshot, mode: mode)             // 9
-            if handleOneSocketSource(&snapshot, mode: mode, returnAfterSourceHandled: returnAfterSourceHandled) { handled = true }
+            // One port per pass: the main queue, as CFRunLoop's dispatch
+            // port, or else a socket source (S-EXEC-3, S-SRC1-1).
+            if isMainQueueDue(snapshot) && !isStopPending, let mainQueue {
+                callout(.mainQueue, snapshot, mode: mode) { mainQueue.drain() }
+                handled = true
+            } else if handleOneSocketSource(&snapshot, mode: mode, returnAfterSourceHandled: returnAfterSourceHandled) {
+                handled = true
+            }
             if drainBlocks(&snapshot, mode: mode) { handled = true }          // 10
 
             let passNumber = completedPasses.wrappingAdd(1, ordering: .relaxed).newValue
@@ -199,7 +211,33 @@ extension RunLoop {
             // A load first: the exchange is a locked instruction, and most passes have no stop.
             if isStopPending && stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             refresh(&snapshot, mode: mode)
-            if !snapshot.hasSourcesOrTimers && !hasBlocks(for: mode, isCommon: snapshot.isCommon) { return .finished }
+            if !hasWork(snapshot, mode: mode) { return .finished }
+        }
+    }
+
+    /// Whether the mode is not empty (S-RUN-1): it has a source or timer, a
+    /// block or job waits for it, or, on the main loop, it is a common mode
+    /// and so stands for the main queue (S-EXEC-3), except in a run nested
+    /// in a main-queue drain.
+    private func hasWork(_ snapshot: ModeSnapshot, mode: Mode) -> Bool {
+        snapshot.hasSourcesOrTimers
+            || (snapshot.holdsMainQueue && mainQueue?.keepsCommonModesRunning == true)
+            || hasBlocks(for: mode, isCommon: snapshot.isCommon)
+    }
+
+    /// Whether this run should drain the main queue now rather than sleep.
+    @inline(__always)
+    private func isMainQueueDue(_ snapshot: ModeSnapshot) -> Bool {
+        snapshot.holdsMainQueue && mainQueue?.isDue == true
+    }
+
+    /// The first run of the main loop on the main thread takes the main
+    /// queue: its eventfd joins every common mode's wait set (S-EXEC-3).
+    private func takeOnFirstRun(_ mainQueue: MainQueue) {
+        guard let descriptor = mainQueue.takeHandleOnFirstRun() else { return }
+        changeItems { state in
+            state.mainQueueDescriptor = descriptor
+            for name in state.commonModeNames { mainQueueJoins(name, descriptor, &state) }
         }
     }
 
@@ -366,6 +404,7 @@ extension RunLoop {
         }
         let sources = snapshot.socketSources
         waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
+            if token == WaitSet.mainQueueToken { return mainQueue?.eventfdWasReady() ?? () }
             // The snapshot knows a mode's few sources; one added while the
             // loop slept, or one of many, is looked up in the loop's state.
             // One removed meanwhile may still be reported: the ready list

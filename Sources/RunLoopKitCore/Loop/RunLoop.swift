@@ -70,6 +70,8 @@ public final class RunLoop: @unchecked Sendable {
     /// runs were already warned about a job they cannot run.
     let jobRunning = Atomic<Bool>(false)
     let warnedAboutBlockedJob = Atomic<Bool>(false)
+    /// The main loop's: DispatchQueue.main as one of its inputs (S-EXEC-3).
+    let mainQueue: MainQueue?
 
     /// Loops alive in this process, for leak tests.
     static let liveCount = Atomic<Int>(0)
@@ -81,6 +83,7 @@ public final class RunLoop: @unchecked Sendable {
     init(ownerTID: Int32, threadName: String, isMain: Bool = false) throws(RunLoopError) {
         self.ownerTID = ownerTID
         self.isMain = isMain
+        mainQueue = isMain ? MainQueue() : nil
         self.threadName = threadName
         var logger = Logger(label: "RunLoopKit")
         logger[metadataKey: "thread"] = "\(threadName)"
@@ -117,6 +120,12 @@ public final class RunLoop: @unchecked Sendable {
     }
 
     /// The main thread's loop, from any thread (S-THR-2).
+    ///
+    /// Run on the main thread in a common mode, it also runs the blocks of
+    /// `DispatchQueue.main`, and with them `@MainActor` jobs, as
+    /// Foundation's does (S-EXEC-3); its common modes are therefore never
+    /// empty. Not in a program with an async main: there the main thread is
+    /// parked in `dispatch_main()`.
     public static var main: RunLoop { mainLoop }
 
     static func forCurrentThread(named name: String?) throws(RunLoopError) -> RunLoop {

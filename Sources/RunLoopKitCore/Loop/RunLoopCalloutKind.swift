@@ -14,6 +14,9 @@ extension RunLoop {
         /// A Swift concurrency job of the loop's executor: a slice of an
         /// actor's method, or of a task, on a `LoopThread` (S-EXEC-1).
         case job
+        /// A drain of `DispatchQueue.main` by the main thread's loop: the
+        /// blocks and `@MainActor` jobs waiting there (S-EXEC-3).
+        case mainQueue
 
         /// The kind's name, as in logs: `observer(beforeWaiting)`, `timer`, …
         public var description: String {
@@ -24,6 +27,7 @@ extension RunLoop {
             case .socketSource: "socketSource"
             case .block: "block"
             case .job: "job"
+            case .mainQueue: "mainQueue"
             }
         }
     }

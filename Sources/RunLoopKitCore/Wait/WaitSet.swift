@@ -9,9 +9,11 @@ import Glibc
 /// loop's wake-up eventfd and timerfd. Registration calls are thread-safe (the
 /// kernel's), so sources may be added from any thread while the loop sleeps.
 final class WaitSet: @unchecked Sendable {
-    /// Tokens reserved for the loop's own fds; sources use tokens from 2 up.
+    /// Tokens reserved for the loop's own fds; sources use tokens from 3 up.
     static let wakeUpToken: UInt64 = 0
     static let timerToken: UInt64 = 1
+    /// The main queue's eventfd, in the main loop's common modes (S-EXEC-3).
+    static let mainQueueToken: UInt64 = 2
 
     let fileDescriptor: Int32
 
