@@ -254,6 +254,31 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         _ = replaced  // released here, outside the lock
     }
 
+    /// Sets `handler` and returns its version: `clearHandler(ifStill:)`
+    /// then clears it only if no other was set since (a message stream's).
+    func installHandler(_ handler: MessageHandler) -> UInt64 {
+        handlerLock.withLock {
+            self.handler = isValid ? handler : nil
+            return handlerVersion.wrappingAdd(1, ordering: .releasing).newValue
+        }
+    }
+
+    /// Clears the handler if it is still the one `installHandler` set as `version`.
+    func clearHandler(ifStill version: UInt64) {
+        let replaced: MessageHandler? = handlerLock.withLock {
+            guard handlerVersion.load(ordering: .relaxed) == version else { return nil }
+            defer { handlerVersion.wrappingAdd(1, ordering: .releasing) }
+            let old = self.handler
+            self.handler = nil
+            return old
+        }
+        _ = replaced  // released here, outside the lock
+    }
+
+    /// Puts messages taken in but never handed out back at the head of the
+    /// port's queue (`PortReceiver.requeue`, S-ASYNC-2).
+    func requeue(_ messages: [PortMessage]) { receiver?.requeue(messages) }
+
     /// Receives on `loop` while it runs `mode` (`.common` accepted). A local
     /// port is scheduled on one loop, in any number of its modes.
     /// - Throws: `.notLocal` for a send right, `.invalidPort`,

@@ -62,42 +62,23 @@ extension Port {
 
     // MARK: - Messages as an AsyncSequence
 
-    /// The messages that reach this local port, as an AsyncSequence. The port
-    /// receives on RunLoopKit's `rlk-async-ports` loop thread; the sequence
-    /// ends when the port is invalidated. Messages are buffered without
-    /// bound until iterated (nothing is dropped). Replaces any message handler.
+    /// The messages that reach this local port, as an AsyncSequence with
+    /// back-pressure (S-ASYNC-2): at most `buffering.highWatermark` wait in
+    /// memory, the rest in the port's queue, so that a slow consumer holds
+    /// its senders back instead of growing memory. The port receives on
+    /// RunLoopKit's `rlk-async-ports` loop thread; the sequence ends when
+    /// the port is invalidated. Replaces any message handler.
     ///
-    /// Ending the iteration (leaving the loop, or cancelling the iterating
-    /// task, which ends it as for any AsyncStream: S-ASYNC-1) or dropping
-    /// the sequence stops the port feeding it: on its loop thread the port
-    /// is taken off the loop, then its handler cleared. Later messages wait
-    /// in the port for whoever schedules it next.
+    /// Ending the iteration or cancelling its task (S-ASYNC-1) hands the
+    /// port back: taken off the loop, its handler cleared, the messages
+    /// never handed out back at the head of its queue for its next handler
+    /// or stream (``PortMessageStream``).
     /// - Throws: `.notLocal`, `.invalidPort`, `.scheduledOnAnotherLoop`.
-    public func messages() throws(PortError) -> AsyncStream<PortMessage> {
+    public func messages(buffering: PortMessageStream.Buffering = .default) throws(PortError) -> PortMessageStream {
         guard isLocal else { throw .notLocal(description) }
-        let loop = try AsyncPorts.loop()
-        let (stream, continuation) = AsyncStream.makeStream(of: PortMessage.self, bufferingPolicy: .unbounded)
-        setMessageHandler { continuation.yield($0) }
-        let token = addInvalidationHandler { _ in continuation.finish() }
-        // Weak: the port's handler holds the continuation, which holds this.
-        continuation.onTermination = { [weak self] _ in
-            guard let port = self else { return }
-            // On the loop thread: no batch of this port is in progress there.
-            loop.perform {
-                port.removeInvalidationHandler(token)
-                port.remove(from: loop, forMode: .default)
-                port.setMessageHandler(nil)
-            }
-        }
-        do {
-            try schedule(in: loop, forMode: .default)
-        } catch {
-            // Leave the port as it was: no handler feeding a stream nobody holds.
-            removeInvalidationHandler(token)
-            setMessageHandler(nil)
-            continuation.finish()
-            throw error
-        }
-        return stream
+        guard isValid else { throw invalidError() }
+        let feed = MessageStreamFeed(port: self, loop: try AsyncPorts.loop(), buffering: buffering)
+        try feed.start()
+        return PortMessageStream(feed: feed)
     }
 }

@@ -33,6 +33,13 @@ final class PortReceiver: @unchecked Sendable {
     // decoded (by `hasInput`, or by `receive`); reused for every message.
     // (A constant: a `var` cost a retain and a release at every use.)
     private let frames = IncomingFrames()
+    // Guarded by lock: messages handed back by a message stream that took
+    // them in and never handed them out (S-ASYNC-2), oldest first: they
+    // come before anything in the socket, `frames` included.
+    // @exclusivity(unchecked): touched with `lock` held only; read (its
+    // emptiness) on every receive.
+    // U-RECEIVER-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var requeued: [IncomingFrames] = []
     // Guarded by lock: the message a batch reads in place
     // (`takeInPlaceMessage`), kept here between batches; a nested batch,
     // finding it taken, makes its own.
@@ -133,8 +140,34 @@ final class PortReceiver: @unchecked Sendable {
         lock.withLock {
             guard !isClosed else { return false }
             defer { socket.releaseOwnership() }
-            return frames.isHolding || receiveFrames(into: frames)
+            return !requeued.isEmpty || frames.isHolding || receiveFrames(into: frames)
         }
+    }
+
+    /// Puts `messages` back at the head of the queue, in their order, ahead
+    /// of everything that arrived after them: a message stream's messages
+    /// that were never handed out (S-ASYNC-2). The next handler or stream
+    /// decodes them as any arrival. One that no longer fits the wire limits
+    /// once encoded again (its port descriptors written in the current
+    /// version, longer than an old peer's: a message within a few bytes of
+    /// 256 MiB) is counted and logged as an oversized drop. Any thread; the
+    /// port is scheduled nowhere while it is called.
+    func requeue(_ messages: [PortMessage]) {
+        var held: [IncomingFrames] = []
+        for message in messages {
+            do throws(PortError) {
+                let frames = IncomingFrames()
+                frames.hold(copiesOf: try message.wireFrames())
+                held.append(frames)
+            } catch {
+                drops.record(.oversized, "message \(message.msgid) handed back by a message stream could not be queued again: \(error)")
+            }
+        }
+        lock.withLock {
+            guard !isClosed else { return }
+            requeued.insert(contentsOf: held, at: 0)
+        }
+        drops.emitPending()
     }
 
     /// At process exit: removes the socket files without touching libzmq
@@ -149,6 +182,7 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return }
             isClosed = true
             frames.clear()
+            requeued.removeAll()
             spareInPlaceMessage = nil
             decoder = MessageDecoder()
             socket.close()
@@ -179,13 +213,19 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return .empty }
             defer { socket.releaseOwnership() }
             decoder.lend(to: &inbox)
-            guard frames.isHolding || receiveFrames(into: frames) else {
-                decoder.takeBack(from: &inbox)
-                return .empty
+            let next: IncomingFrames
+            if !requeued.isEmpty {
+                next = requeued.removeFirst()
+            } else {
+                guard frames.isHolding || receiveFrames(into: frames) else {
+                    decoder.takeBack(from: &inbox)
+                    return .empty
+                }
+                next = frames
             }
-            defer { frames.clear() }
+            defer { next.clear() }
             do throws(WireFormat.DecodeError) {
-                return .message(traceID: try decoder.decode(frames, into: &inbox))
+                return .message(traceID: try decoder.decode(next, into: &inbox))
             } catch {
                 return countMalformed(error)
             }
@@ -213,7 +253,9 @@ final class PortReceiver: @unchecked Sendable {
         guard !isClosed else { return .empty }
         defer { socket.releaseOwnership() }
         message.forgetDecoded()
-        if frames.isHolding {
+        if !requeued.isEmpty {
+            requeued.removeFirst().move(to: message.frames)
+        } else if frames.isHolding {
             frames.move(to: message.frames)
         } else {
             guard receiveFrames(into: message.frames) else { return .empty }
