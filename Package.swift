@@ -20,6 +20,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // No `pkgConfig:`: Debian's libzmq.pc adds `-isystem /usr/include/mit-krb5`,
@@ -42,6 +43,8 @@ let package = Package(
             dependencies: [
                 "ZeroMQ", "CLinuxSupport",
                 .product(name: "Logging", package: "swift-log"),
+                // A loop's queue of blocks and jobs is a Deque (BlockQueue).
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         .target(

@@ -5,7 +5,8 @@
 
 A site is a line of a tracked Swift file under Sources/ that uses
 `Unmanaged`, `unowned(unsafe)`, `@exclusivity(unchecked)` or
-`_withUnsafeGuaranteedRef` in code (comments do not count). Each needs,
+`_withUnsafeGuaranteedRef`, or lends a pointer's memory as inout
+(`&x.pointee`: no exclusivity check), in code (comments do not count). Each needs,
 on its line or in the 12 lines above it, a comment naming its entry of the
 article, `// U-SOME-ID (docs/unsafe-sites.md).`, and the nearest such
 comment names it. The check fails when a site has none, when a comment
@@ -22,7 +23,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARTICLE = os.path.join(ROOT, "docs", "unsafe-sites.md")
-SITE = re.compile(r"\bUnmanaged\b|unowned\(unsafe\)|@exclusivity\(unchecked\)|_withUnsafeGuaranteedRef")
+SITE = re.compile(r"\bUnmanaged\b|unowned\(unsafe\)|@exclusivity\(unchecked\)|_withUnsafeGuaranteedRef|&\w+\.pointee\)")
 TAG = re.compile(r"//.*\b(U-[A-Z][A-Z-]*[A-Z])\b \(docs/unsafe-sites\.md\)")
 HEADING = re.compile(r"^### (U-[A-Z][A-Z-]*[A-Z]):", re.M)
 REACH = 12

@@ -15,6 +15,23 @@
 
 int32_t rlk_gettid(void) { return (int32_t)syscall(SYS_gettid); }
 
+// Whether the calling thread is the process's main thread, asked on every
+// run of the main loop: two system calls (gettid, getpid) the first time
+// on each thread, a thread-local read after. A fork's child clears the
+// forking thread's answer, since it is the child's main thread now.
+static __thread int main_thread_answer;  // 0: not asked yet, 1: main, 2: not
+static pthread_once_t main_thread_fork_once = PTHREAD_ONCE_INIT;
+static void main_thread_forget(void) { main_thread_answer = 0; }
+static void main_thread_register_fork(void) { pthread_atfork(NULL, NULL, main_thread_forget); }
+
+int rlk_is_main_thread(void) {
+    if (main_thread_answer == 0) {
+        pthread_once(&main_thread_fork_once, main_thread_register_fork);
+        main_thread_answer = rlk_gettid() == getpid() ? 1 : 2;
+    }
+    return main_thread_answer == 1;
+}
+
 int rlk_set_current_thread_name(const char *name) {
     char cut[16];
     strncpy(cut, name, 15);

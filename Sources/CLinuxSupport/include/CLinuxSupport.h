@@ -12,6 +12,9 @@
 
 /// The kernel thread id of the calling thread.
 int32_t rlk_gettid(void);
+/// Whether the calling thread is the process's main thread (its tid is the
+/// pid); answered once per thread, then from a thread-local.
+int rlk_is_main_thread(void);
 /// Sets the calling thread's OS-level name (cut to 15 bytes by the kernel).
 int rlk_set_current_thread_name(const char *name);
 /// Copies the calling thread's OS-level name into buffer (at least 16 bytes).

@@ -6,16 +6,42 @@
 struct PendingBlock {
     let modes: ModeSelector
     let body: @Sendable () -> Void
-    let discarded: (@Sendable (RunLoopError) -> Void)?
-    /// Who queued it, for the monitor's `CalloutReport.origin`.
-    let origin: BlockOrigin
+    /// Where it was queued (`origin` without its tag): no reference to
+    /// count, so copying a block in and out of the queue stays cheap.
+    private let file: StaticString
+    private let line: UInt
+    /// What few blocks carry, boxed so that a plain perform copies,
+    /// retains and releases none of it: a tag, and whom to tell if it is
+    /// discarded (callgrind: the two as fields cost every perform about a
+    /// hundred instructions, docs/performance.md).
+    private let extras: Extras?
+
+    private final class Extras: Sendable {
+        let tag: String?
+        let discarded: (@Sendable (RunLoopError) -> Void)?
+        init(tag: String?, discarded: (@Sendable (RunLoopError) -> Void)?) {
+            self.tag = tag
+            self.discarded = discarded
+        }
+    }
 
     init(modes: ModeSelector, body: @escaping @Sendable () -> Void, discarded: (@Sendable (RunLoopError) -> Void)?, origin: BlockOrigin) {
         self.modes = modes
         self.body = body
-        self.discarded = discarded
-        self.origin = origin
+        file = origin.file
+        line = origin.line
+        extras = origin.tag == nil && discarded == nil ? nil : Extras(tag: origin.tag, discarded: discarded)
     }
+
+    /// Who queued it, for the monitor's `CalloutReport.origin`.
+    var origin: BlockOrigin { BlockOrigin(tag: extras?.tag, file: file, line: line) }
+
+    /// The tag it was queued with, for `cancelPerformRequests(tag:)`.
+    var tag: String? { extras?.tag }
+
+    /// Whom to tell if it is discarded unrun (its loop went, or its tag
+    /// was cancelled): whoever waits for it.
+    var discarded: (@Sendable (RunLoopError) -> Void)? { extras?.discarded }
 
     /// A job of the loop's executor. The job rides in `modes` (one word:
     /// no closure is made per job, and a plain perform's block is no larger
@@ -24,8 +50,9 @@ struct PendingBlock {
     init(job: UnownedJob, asTaskJob: Bool) {
         modes = asTaskJob ? .taskJob(job) : .job(job)
         body = Self.noBody
-        discarded = nil
-        origin = BlockOrigin.executorJob
+        file = BlockOrigin.executorJob.file
+        line = BlockOrigin.executorJob.line
+        extras = nil
     }
 
     /// A job's body: never called (the job runs instead).

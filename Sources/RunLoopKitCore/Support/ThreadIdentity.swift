@@ -8,7 +8,7 @@ package enum ThreadIdentity {
     static var currentTID: Int32 { rlk_gettid() }
 
     /// True on the process's main thread (its tid is the pid).
-    static var isMainThread: Bool { rlk_gettid() == getpid() }
+    static var isMainThread: Bool { rlk_is_main_thread() != 0 }
 
     /// The calling thread's OS-level name.
     static var currentName: String {

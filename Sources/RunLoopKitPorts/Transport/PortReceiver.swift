@@ -213,22 +213,31 @@ final class PortReceiver: @unchecked Sendable {
             guard !isClosed else { return .empty }
             defer { socket.releaseOwnership() }
             decoder.lend(to: &inbox)
-            let next: IncomingFrames
-            if !requeued.isEmpty {
-                next = requeued.removeFirst()
-            } else {
-                guard frames.isHolding || receiveFrames(into: frames) else {
-                    decoder.takeBack(from: &inbox)
-                    return .empty
-                }
-                next = frames
+            // Apart, so that the usual path stays as it was: a message a
+            // stream handed back comes before anything from the socket.
+            if !requeued.isEmpty { return decodeRequeued(into: &inbox) }
+            guard frames.isHolding || receiveFrames(into: frames) else {
+                decoder.takeBack(from: &inbox)
+                return .empty
             }
-            defer { next.clear() }
+            defer { frames.clear() }
             do throws(WireFormat.DecodeError) {
-                return .message(traceID: try decoder.decode(next, into: &inbox))
+                return .message(traceID: try decoder.decode(frames, into: &inbox))
             } catch {
                 return countMalformed(error)
             }
+        }
+    }
+
+    /// Decodes the oldest message a stream handed back (`requeue`). Lock held.
+    @inline(never)
+    private func decodeRequeued(into inbox: inout PortMessage) -> Received {
+        let held = requeued.removeFirst()
+        defer { held.clear() }
+        do throws(WireFormat.DecodeError) {
+            return .message(traceID: try decoder.decode(held, into: &inbox))
+        } catch {
+            return countMalformed(error)
         }
     }
 

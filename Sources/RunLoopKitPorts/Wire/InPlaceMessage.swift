@@ -40,6 +40,9 @@ final class InPlaceMessage {
 
     /// Forgets what decoding found, before the next message is received
     /// into the frames (which a receive or a move clears itself).
+    // Inlined: the optimiser's budget left it out of line once, for 21
+    // instructions a message (docs/performance.md, "The perform path").
+    @inline(__always)
     func forgetDecoded() {
         header = .none
         firstData = UnsafeRawBufferPointer(start: nil, count: 0)

@@ -19,6 +19,7 @@ struct RunConfig: Sendable {
     var throughputRepetitions: Int { quick ? 9 : 10 }
     var throughputMessages: Int { quick ? 50_000 : 300_000 }
     var performMessages: Int { quick ? 200_000 : 500_000 }
+    var mainQueueBlocks: Int { quick ? 100_000 : 300_000 }
 
     /// The idle loop's observation window.
     var idleSeconds: Double { quick ? 2 : 10 }
@@ -71,6 +72,7 @@ let allScenarios: [any Scenario] = [
     PerformRoundTrip(),
     ActorHop(),
     PerformThroughput(),
+    MainQueueDrain(),
     FoundationRoundTrip(),
     IdleLoop(),
     TimerLateness(),
