@@ -43,8 +43,11 @@ check(foundations == ["Foundation.RunLoop", "Foundation.Timer", "Foundation.Port
 
 let fired = Atomic<Bool>(false)
 let timer = try Timer(timeInterval: 0.02, repeats: false) { _ in fired.store(true, ordering: .relaxed) }
-RunLoop.current.add(timer, forMode: .default)
-let result: RunLoop.RunResult = RunLoop.current.run(mode: .default, seconds: 1)
+// Outside the common modes, which on the main thread never run dry (they
+// serve DispatchQueue.main): the run finishes once the timer fired.
+let timerMode = RunLoop.Mode("interop-timer")
+RunLoop.current.add(timer, forMode: timerMode)
+let result: RunLoop.RunResult = RunLoop.current.run(mode: timerMode, seconds: 1)
 check(fired.load(ordering: .relaxed), "a Timer on RunLoop.current fired; run returned .\(result)")
 
 let port: Port = try Port(transport: .inproc)

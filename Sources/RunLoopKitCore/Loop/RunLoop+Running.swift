@@ -197,7 +197,10 @@ extension RunLoop {
             }
             if drainBlocks(&snapshot, mode: mode) { handled = true }          // 10
 
-            let passNumber = completedPasses.wrappingAdd(1, ordering: .relaxed).newValue
+            // Only this thread writes it: a load and a store, not a locked
+            // read-modify-write.
+            let passNumber = completedPasses.load(ordering: .relaxed) &+ 1
+            completedPasses.store(passNumber, ordering: .relaxed)
             if let monitor = snapshot.monitor {
                 monitor.runLoop(self, didFinish: PassReport(
                     mode: mode, threadName: threadName, passNumber: passNumber,
@@ -322,6 +325,12 @@ extension RunLoop {
             // callout of this pass must not start another (LoopThread.stop
             // discards the rest).
             if isStopPending { return ran }
+            // Every block queued when the drain began was taken: no lock
+            // just to find that out.
+            if remaining == 0 {
+                if !jobs { warnIfAJobWaits() }
+                return ran
+            }
             var executors = LoopState.JobExecutors()
             let next: PendingBlock? = state.withLock { state in
                 if remaining < 0 { remaining = state.blocks.count }
