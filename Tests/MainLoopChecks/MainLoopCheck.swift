@@ -11,7 +11,7 @@ struct MainLoopCheck: Sendable {
     static let all: [MainLoopCheck] = [
         blockFromAnotherThread, mainActorTask, drainIsAHandledSource, emptyCommonModeWaits,
         modeOutsideCommonModesDoesNotDrain, addedCommonModeDrains, nestedRunInBlockDoesNotDrain,
-        nestedRunInMainActorJobDoesNotDrain, timersPortsAndMainQueueInterleave, runDoesNotFinish,
+        nestedRunInMainActorJobDoesNotDrain, timersPortsAndMainQueueInterleave, monitorSeesDrains, runDoesNotFinish,
     ]
 
     private static let failures = Atomic<Int>(0)

@@ -70,4 +70,21 @@ extension MainLoopCheck {
         guard started else { return "the empty common mode 'tracking' did not run" }
         return ran.current ? nil : "a run of 'tracking' returned without running the block"
     }
+
+    /// A monitor of the main loop sees each drain as a callout of kind
+    /// `.mainQueue`, the blocks it ran inside it.
+    static let monitorSeesDrains = MainLoopCheck(name: "monitor-sees-drains") {
+        final class Kinds: RunLoopMonitor {
+            let seen = Box<[RunLoop.CalloutKind]>([])
+            func runLoop(_ loop: RunLoop, didFinish callout: RunLoop.CalloutReport) { seen.update { $0.append(callout.kind) } }
+        }
+        let kinds = Kinds()
+        RunLoop.main.monitor = kinds
+        defer { RunLoop.main.monitor = nil }
+        let ran = Box(false)
+        DispatchQueue.main.async { ran.set(true) }
+        runMain { ran.current }
+        guard ran.current else { return "the block did not run" }
+        return kinds.seen.current.contains(.mainQueue) ? nil : "the monitor saw \(kinds.seen.current), no .mainQueue callout"
+    }
 }

@@ -36,7 +36,7 @@ struct MainLoopTests {
     @Test("S-EXEC-3: DispatchQueue.main blocks and @MainActor jobs run on the main thread while RunLoop.main runs a common mode; a drain is the pass's handled source", arguments: [
         "block-from-another-thread", "main-actor-task", "drain-is-a-handled-source",
         "mode-outside-common-modes-does-not-drain", "added-common-mode-drains",
-        "timers-ports-and-main-queue-interleave",
+        "timers-ports-and-main-queue-interleave", "monitor-sees-drains",
     ])
     func mainQueueRuns(check: String) {
         #expect(Self.line(of: check) == "PASS \(check)", "\(Self.report.output)\n\(Self.report.errors)")
