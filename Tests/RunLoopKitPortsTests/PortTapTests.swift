@@ -93,6 +93,56 @@ struct PortTapTests {
         }
     }
 
+    @Test("S-TAP-1: a tapped process numbers its events from 1, in the order they reach a sniffer, with its start time: under overload the gaps between the numbers received are exactly the events dropped")
+    func eventsAreNumbered() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer(receiveHighWaterMark: 10)
+            try PortTap.enable(endpoint: sniffer.endpoint)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-numbered")
+            let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
+            // Everything before this point was received (and read) or dropped.
+            let before = PortTap.producedEventCount
+            let droppedBefore = PortTap.droppedEventCount
+            try PortTapTests.require(before >= UInt64(2 * warmUps), "\(before) events numbered for \(warmUps) warm-up messages")
+            let count = 20_000
+            for index in 0..<count {
+                try port.send(msgid: UInt32(index), components: [.data(Data(count: 32))], before: Date() + 2)
+            }
+            try PortTapTests.require(delivered.waitFor(count + warmUps))
+            var numbers: [UInt64] = []
+            var starts: Set<UInt64?> = []
+            func take(waiting timeout: Double) -> Int {
+                let events = sniffer.receive(Int.max, timeout: timeout)
+                for event in events {
+                    numbers.append(event.seq ?? 0)
+                    starts.insert(event.started)
+                }
+                return events.count
+            }
+            // The overload's backlog first, until the tap has nothing more to pass on...
+            while take(waiting: 0.3) > 0 {}
+            // ...then a last message, whose two events mark the end.
+            try port.send(msgid: 7, before: Date() + 2)
+            let last = before + UInt64(2 * count + 2)
+            let complete = waitUntil(timeout: 60) {
+                _ = take(waiting: 0.05)
+                return numbers.last == last
+            }
+            try PortTapTests.require(complete, "the last event (\(last)) never came; last received \(String(describing: numbers.last))")
+            try PortTapTests.require(PortTap.producedEventCount == last, "produced \(PortTap.producedEventCount), expected \(last)")
+            try PortTapTests.require(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "the numbers did not rise one event after another")
+            try PortTapTests.require(numbers.first! > before, "an event numbered \(numbers.first!) came after the warm-up's \(before)")
+            // Gaps: every number after the warm-up not received.
+            let gaps = (last - before) - UInt64(numbers.count)
+            let dropped = PortTap.droppedEventCount - droppedBefore
+            try PortTapTests.require(dropped > 0, "the overload dropped nothing")
+            try PortTapTests.require(gaps == dropped, "\(gaps) numbers missing, \(dropped) events dropped")
+            try PortTapTests.require(starts == [ProcessIdentity.current.startTime], "start times \(starts)")
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
     @Test("tap: a sniffer started after the traffic began gets the events from then on, with the drops before it counted")
     func snifferStartedLate() async {
         await #expect(processExitsWith: .success) {
@@ -173,6 +223,31 @@ struct PortTapTests {
         let status = read.waitForExit(timeout: 30)
         #expect(status != nil && status != 0)
         #expect(read.errorOutput.contains("\(path):1: not a portsniff recording"), "\(read.errorOutput)")
+    }
+
+    @Test("S-TAP-1: portsniff counts the events it missed from the gaps in each process's numbers: a recording with numbers 5, 6 and 9 of one process reads as 3 received + 2 dropped of 5 owed",
+          .enabled(if: SpawnedProgram.isBuilt("portsniff"), "build the programs first: swift build (scripts/test.sh does)"))
+    func gapsAreCountedAsDrops() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let path = "\(directory)/gaps.jsonl"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var text = ""
+        for (index, seq) in [UInt64(5), 6, 9].enumerated() {
+            let event = PortTapEvent(
+                kind: .send, time: 1_700_000_000_000_000_000 + Int64(index) * 1_000_000, pid: 4242, thread: "main",
+                source: nil, destination: "4242/1 (inproc)", msgid: UInt32(index), components: [], trace: nil, dropped: 0,
+                seq: seq, started: 1)
+            text += String(decoding: try encoder.encode(event), as: UTF8.self) + "\n"
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        let read = try SpawnedProgram("portsniff", ["--read", path], in: directory)
+        #expect(read.waitForExit(timeout: 30) == 0)
+        #expect(read.errorOutput.contains("3 event(s) shown") && read.errorOutput.contains("2 tap event(s) dropped"), "\(read.errorOutput)")
+        #expect(read.errorOutput.contains("pid 4242: events 5-9 owed (5): 3 received + 2 dropped"), "\(read.errorOutput)")
     }
 
     @Test("portsniff's socket file is 0600 while it listens, and removed when it stops (Ctrl-C)",

@@ -177,11 +177,16 @@ final class Sniffer: @unchecked Sendable {
     /// Shows one event; true when --count is reached.
     private func handle(_ event: PortTapEvent) -> Bool {
         let latency = matcher.match(event)
+        // Every event received counts in the account, shown or not: its
+        // number says what was missed before it (S-TAP-1).
+        let newDrops = summary.account.note(event)
+        if newDrops > 0, view == .live {
+            emit(live.dropLine(pid: event.pid, newDrops: newDrops, total: summary.account.totalDropped))
+        }
         guard filter.accepts(event) else { return false }
-        let newDrops = summary.add(event, latency: latency)
+        summary.add(event, latency: latency)
         switch view {
         case .live:
-            if newDrops > 0 { emit(live.dropLine(pid: event.pid, newDrops: newDrops, total: event.dropped)) }
             emit(live.line(for: event, latency: latency))
         case .json:
             emit(json(event, latency: latency))

@@ -1,32 +1,30 @@
 import RunLoopKit
 
 /// What the sniffer saw, printed at the end (Ctrl-C, --count reached, or the
-/// end of a recording).
+/// end of a recording): the events shown, and per process what it was owed
+/// and missed (`TapAccount`).
 struct SniffSummary {
     var events = 0
     var sends = 0
     var deliveries = 0
     var pairs = 0
-    var dropsByPid: [Int32: UInt64] = [:]
+    /// Every received event is counted here, shown or filtered out.
+    var account = TapAccount()
 
-    /// Records an event; returns how many drops it newly reveals for its process.
-    mutating func add(_ event: PortTapEvent, latency: Int64?) -> UInt64 {
+    /// Records an event that was shown.
+    mutating func add(_ event: PortTapEvent, latency: Int64?) {
         events += 1
         if event.kind == .send { sends += 1 } else { deliveries += 1 }
         if latency != nil { pairs += 1 }
-        let previous = dropsByPid[event.pid] ?? 0
-        if event.dropped > previous {
-            dropsByPid[event.pid] = event.dropped
-            return event.dropped - previous
-        }
-        if dropsByPid[event.pid] == nil { dropsByPid[event.pid] = event.dropped }
-        return 0
     }
 
     var text: String {
-        let drops = dropsByPid.values.reduce(0, +)
-        var lines = ["portsniff: \(events) event(s): \(sends) send(s), \(deliveries) deliver(ies), \(pairs) paired; \(drops) tap event(s) dropped"]
-        for (pid, count) in dropsByPid.sorted(by: { $0.key < $1.key }) where count > 0 {
+        var lines = ["portsniff: \(events) event(s) shown: \(sends) send(s), \(deliveries) deliver(ies), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
+        for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) {
+            let owed = entry.lastSeen - entry.firstOwed + 1
+            lines.append("  pid \(process.pid): events \(entry.firstOwed)-\(entry.lastSeen) owed (\(owed)): \(entry.seen) received + \(entry.dropped) dropped")
+        }
+        for (pid, count) in account.legacyDrops.sorted(by: { $0.key < $1.key }) where count > 0 {
             lines.append("  pid \(pid): \(count) dropped")
         }
         return lines.joined(separator: "\n")

@@ -27,6 +27,10 @@ public enum PortTap {
     /// Events dropped so far in this process.
     public static var droppedEventCount: UInt64 { TapPipeline.shared.droppedCount }
 
+    /// Events produced so far in this process, passed on or dropped: the
+    /// number of the last one (`PortTapEvent.seq`, S-TAP-1).
+    public static var producedEventCount: UInt64 { TapPipeline.shared.producedCount }
+
     /// The default endpoint: `ipc://<runtime directory>/tap.sock`.
     public static func defaultEndpoint() throws(PortError) -> String {
         "ipc://" + (try RuntimeDirectory.path()) + "/tap.sock"

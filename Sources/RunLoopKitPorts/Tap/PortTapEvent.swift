@@ -60,11 +60,23 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// Events this process's tap could not pass on so far (its queue was
     /// full or no sniffer was listening), counted from the tap's start.
     public var dropped: UInt64
+    /// The event's number in its process, from 1, one for every event the
+    /// tap produced, passed on or dropped (S-TAP-1): a reader that finds a
+    /// gap between two numbers of one process knows exactly how many it
+    /// missed. Nil in recordings made before events were numbered.
+    public var seq: UInt64?
+    /// When the process started, in clock ticks since the machine booted
+    /// (field 22 of `/proc/<pid>/stat`): with `pid`, it names the process
+    /// even after its pid is reused, and tells a reader whether the process
+    /// started after it (then every event from 1 is owed to it). Nil in
+    /// recordings made before events were numbered.
+    public var started: UInt64?
 
     /// An event with every field given; the tap makes these, and portsniff decodes them.
     public init(
         kind: Kind, time: Int64, pid: Int32, thread: String, source: String?, destination: String,
-        msgid: UInt32, components: [Component], trace: String?, dropped: UInt64
+        msgid: UInt32, components: [Component], trace: String?, dropped: UInt64,
+        seq: UInt64? = nil, started: UInt64? = nil
     ) {
         self.kind = kind
         self.time = time
@@ -76,5 +88,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         self.components = components
         self.trace = trace
         self.dropped = dropped
+        self.seq = seq
+        self.started = started
     }
 }

@@ -20,6 +20,10 @@ final class TapPipeline: @unchecked Sendable {
     static let socketHighWaterMark: Int32 = 10_000
 
     private struct State {
+        /// Events produced so far: the last event's number (S-TAP-1).
+        /// Numbered under this lock, in queue order, so that a process's
+        /// events reach a sniffer in the order of their numbers.
+        var produced: UInt64 = 0
         var queue: [PortTapEvent] = []
         /// The drain's spare buffer, swapped with `queue`.
         var spare: [PortTapEvent] = []
@@ -49,6 +53,8 @@ final class TapPipeline: @unchecked Sendable {
     static let connectWait: TimeInterval = 0.2
 
     var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
+    /// Events produced so far, passed on or dropped: the last event's number.
+    var producedCount: UInt64 { state.withLock { $0.produced } }
 
     func start(endpoint: String, dataBytes: Int) throws(PortError) {
         try state.withLock { (state) throws(PortError) -> Void in
@@ -95,12 +101,15 @@ final class TapPipeline: @unchecked Sendable {
         source: Port?, traceID: UInt64?
     ) {
         let headBytes = dataBytes.load(ordering: .relaxed)
-        let event = PortTapEvent(
+        var event = PortTapEvent(
             kind: kind, time: time, pid: ProcessIdentity.current.pid,
             thread: ThreadIdentity.cachedName, source: source?.tapLabel, destination: destination.tapLabel,
             msgid: msgid, components: components.map { Self.summary(of: $0, headBytes: headBytes) },
-            trace: traceID.map { String($0, radix: 16) }, dropped: 0)
+            trace: traceID.map { String($0, radix: 16) }, dropped: 0, started: ProcessIdentity.current.startTime)
         let (accepted, firstInBatch, loop, source): (Bool, Bool, RunLoop?, CustomSource?) = state.withLock { state in
+            // Numbered whether it goes on or not: a dropped event leaves a gap.
+            state.produced += 1
+            event.seq = state.produced
             guard state.queue.count < Self.queueCapacity else { return (false, false, nil, nil) }
             state.queue.append(event)
             return (true, state.queue.count == 1, state.loop, state.drainSource)
