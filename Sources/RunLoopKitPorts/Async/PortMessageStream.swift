@@ -31,7 +31,9 @@
 /// }
 /// ```
 public struct PortMessageStream: AsyncSequence, Sendable {
+    /// Each element is an owned message (a `PortMessageView` cannot leave its handler).
     public typealias Element = PortMessage
+    /// The stream never throws: it ends (nil) when the port is invalidated or the task cancelled.
     public typealias Failure = Never
 
     /// How many messages may wait in memory, and when the port resumes.
