@@ -143,6 +143,44 @@ struct PortTapTests {
         }
     }
 
+    @Test("S-TAP-1: several sniffers at once, as two tcpdumps on one interface: each in the readers' directory gets every event, numbered alike; one started later gets all that follows; one that leaves changes nothing for the others")
+    func severalSniffers() async {
+        await #expect(processExitsWith: .success) {
+            let runtime = makeTemporaryDirectory("rlk-tap-readers")
+            defer { PortProcess.removeTree(runtime) }
+            setenv("RUNLOOPKIT_RUNTIME_DIR", runtime, 1)
+            let first = try RawSniffer(endpoint: PortTap.readerEndpoint())
+            let second = try RawSniffer(endpoint: PortTap.readerEndpoint())
+            try PortTap.enable()  // no endpoint: every sniffer in the readers' directory
+            try PortTapTests.require(TapPipeline.shared.readerCount == 2, "\(TapPipeline.shared.readerCount) readers connected, not 2")
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-readers")
+            var sent = 0
+            func send(_ count: Int) throws {
+                for index in 0..<count { try port.send(msgid: UInt32(index), components: [.data(Data(count: 8))], before: Date() + 5) }
+                sent += count
+                try PortTapTests.require(delivered.waitFor(sent))
+            }
+            try send(100)
+            var got: [[PortTapEvent]] = [first.receiveAll(timeout: 0.5), second.receiveAll(timeout: 0.5), []]
+            // A third starts: the tap finds it in the directory and connects to it.
+            let third = try RawSniffer(endpoint: PortTap.readerEndpoint())
+            try PortTapTests.require(waitUntil(timeout: 10) { TapPipeline.shared.readerCount == 3 }, "the third reader was not connected")
+            // The first leaves: the others go on as before.
+            first.leave()
+            try PortTapTests.require(waitUntil(timeout: 10) { TapPipeline.shared.readerCount == 2 }, "the first reader's socket was kept")
+            try send(100)
+            got[1] += second.receiveAll(timeout: 0.5)
+            got[2] += third.receiveAll(timeout: 0.5)
+            let numbers = got.map { $0.compactMap(\.seq) }
+            try PortTapTests.require(numbers[0] == Array(1...200), "the first reader got \(numbers[0].count) events: \(numbers[0].prefix(5))…")
+            try PortTapTests.require(numbers[1] == Array(1...400), "the second reader got \(numbers[1].count) events")
+            try PortTapTests.require(numbers[2] == Array(201...400), "the third reader got \(numbers[2].first.map(String.init) ?? "none")…\(numbers[2].last.map(String.init) ?? "")")
+            try PortTapTests.require(PortTap.droppedEventCount == 0, "\(PortTap.droppedEventCount) events dropped")
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
     @Test("tap: a sniffer started after the traffic began gets the events from then on, with the drops before it counted")
     func snifferStartedLate() async {
         await #expect(processExitsWith: .success) {
@@ -264,6 +302,33 @@ struct PortTapTests {
         kill(sniff.pid, SIGINT)
         #expect(sniff.waitForExit(timeout: 30) != nil)
         #expect(access(path, F_OK) != 0, "the socket file was left behind")
+    }
+
+    @Test("S-TAP-1: two portsniffs at once, each on its own socket in the readers' directory, both get every event of pingpong under RUNLOOPKIT_TAP=1, numbered alike; their summaries say none was dropped",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func twoPortsniffsAtOnce() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let roundTrips = 200
+        let sniffers = try (0..<2).map { _ in
+            try SpawnedProgram("portsniff", ["--json", "--count", "\(4 * roundTrips)"], environment: runtime, in: directory)
+        }
+        for sniff in sniffers {
+            #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        }
+        // Two sockets of their own, in the readers' directory.
+        #expect(Set(sniffers.map { $0.errorOutput }).count == 2)
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: runtime.merging(["RUNLOOPKIT_TAP": "1"]) { $1 }, in: directory)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        var numbers: [[UInt64]] = []
+        for sniff in sniffers {
+            #expect(sniff.waitForExit(timeout: 30) == 0, "a portsniff did not see all \(4 * roundTrips) events: \(sniff.errorOutput)")
+            numbers.append(decodeEvents(sniff.output).compactMap(\.seq).sorted())
+            #expect(sniff.errorOutput.contains("0 tap event(s) dropped"), "\(sniff.errorOutput)")
+        }
+        #expect(numbers[0] == Array(1...UInt64(4 * roundTrips)) && numbers[0] == numbers[1],
+                "the two got \(numbers[0].count) and \(numbers[1].count) events")
     }
 
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
@@ -473,6 +538,22 @@ final class RawSniffer {
             if let event = try? decoder.decode(PortTapEvent.self, from: line) { events.append(event) }
         }
         return events.filter { $0.msgid != 0xFFFF_FFFF || count == 1 }
+    }
+
+    /// Every event that comes within `timeout` seconds of the one before, warm-ups included.
+    func receiveAll(timeout: Double) -> [PortTapEvent] {
+        try? socket.setReceiveTimeout(milliseconds: Int32(timeout * 1000))
+        var events: [PortTapEvent] = []
+        while let frames = try? socket.receiveMultipart(), let line = frames.first {
+            if let event = try? decoder.decode(PortTapEvent.self, from: line) { events.append(event) }
+        }
+        return events
+    }
+
+    /// Stops listening as a sniffer does: closes the socket and removes its file.
+    func leave() {
+        socket.close()
+        if endpoint.hasPrefix("ipc://") { unlink(String(endpoint.dropFirst("ipc://".count))) }
     }
 
     deinit {

@@ -18,7 +18,7 @@ struct PortSniff: ParsableCommand {
 
     // Each option names what it takes (N, ID, NAME, FILE...): by default
     // ArgumentParser shows the property's name, e.g. `--write <write>`.
-    @Option(help: ArgumentHelp("The tap endpoint to listen on (default: ipc://<runtime dir>/tap.sock, where RUNLOOPKIT_TAP=1 reports).", valueName: "ENDPOINT"))
+    @Option(help: ArgumentHelp("The tap endpoint to listen on (default: a socket of this sniffer's own in <runtime dir>/tap/, where RUNLOOPKIT_TAP=1 reports to every sniffer, each seeing everything).", valueName: "ENDPOINT"))
     var endpoint: String?
 
     @Option(name: .customLong("msgid"), help: ArgumentHelp("Only messages with this msgid (repeatable).", valueName: "ID"))
@@ -71,7 +71,7 @@ struct PortSniff: ParsableCommand {
             try sniffer.replay(path: read)
             return
         }
-        let target = try endpoint ?? PortTap.defaultEndpoint()
+        let target = try endpoint ?? PortTap.readerEndpoint()
         try sniffer.listen(on: target, recordingTo: write)
     }
 }

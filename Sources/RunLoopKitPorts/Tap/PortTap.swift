@@ -6,11 +6,14 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The port traffic tap: when on, every port send and every delivery in this
-/// process is reported to a sniffer (`portsniff`) listening on a ZeroMQ
-/// endpoint, by default `ipc://<runtime directory>/tap.sock`.
+/// process is reported to sniffers (`portsniff`): by default to every one
+/// listening in the readers' directory (`<runtime directory>/tap/`), each
+/// seeing the whole traffic on a socket of its own, or to one ZeroMQ
+/// endpoint.
 ///
-/// Switch it on with `RUNLOOPKIT_TAP=1` in the environment (the default
-/// endpoint) or `RUNLOOPKIT_TAP=<endpoint>`, or with `PortTap.enable()`.
+/// Switch it on with `RUNLOOPKIT_TAP=1` in the environment (every sniffer in
+/// the readers' directory) or `RUNLOOPKIT_TAP=<endpoint>`, or with
+/// `PortTap.enable()`.
 /// `RUNLOOPKIT_TAP_BYTES=<n>` (default 16) sets how many leading bytes of
 /// each data component an event carries.
 ///
@@ -31,19 +34,33 @@ public enum PortTap {
     /// number of the last one (`PortTapEvent.seq`, S-TAP-1).
     public static var producedEventCount: UInt64 { TapPipeline.shared.producedCount }
 
-    /// The default endpoint: `ipc://<runtime directory>/tap.sock`.
-    public static func defaultEndpoint() throws(PortError) -> String {
-        "ipc://" + (try RuntimeDirectory.path()) + "/tap.sock"
+    /// The readers' directory: `<runtime directory>/tap`, made if need be.
+    /// Each sniffer binds a socket of its own there (`readerEndpoint()`),
+    /// and a tap switched on without an endpoint reports to every one of
+    /// them, as many as come and go.
+    public static func readersDirectory() throws(PortError) -> String {
+        try TapReaders.directoryPath()
     }
 
-    /// Switches the tap on, reporting to `endpoint` (default: `defaultEndpoint()`).
+    /// An endpoint for a new sniffer in the readers' directory:
+    /// `ipc://<runtime directory>/tap/<pid>-<n>.sock`, unique to the calling
+    /// process. A sniffer binds it (files 0600) and removes its file when
+    /// it stops; the file of one that died is removed by the next tap that
+    /// looks.
+    public static func readerEndpoint() throws(PortError) -> String {
+        "ipc://" + (try readersDirectory()) + "/\(getpid())-\(nextReader.wrappingAdd(1, ordering: .relaxed).newValue).sock"
+    }
+
+    private static let nextReader = Atomic<UInt64>(0)
+
+    /// Switches the tap on, reporting to `endpoint`, or with none to every
+    /// sniffer in the readers' directory (`readersDirectory()`).
     /// - Parameters:
-    ///   - endpoint: a ZeroMQ endpoint to PUSH events to; nil for the default.
+    ///   - endpoint: a ZeroMQ endpoint to PUSH events to, one sniffer's;
+    ///     nil for every sniffer in the readers' directory.
     ///   - dataBytes: leading bytes of each data component to report.
     public static func enable(endpoint: String? = nil, dataBytes: Int = 16) throws(PortError) {
-        let target: String
-        if let endpoint { target = endpoint } else { target = try defaultEndpoint() }
-        try TapPipeline.shared.start(endpoint: target, dataBytes: max(0, min(dataBytes, 4096)))
+        try TapPipeline.shared.start(endpoint: endpoint, dataBytes: max(0, min(dataBytes, 4096)))
         active.store(true, ordering: .releasing)
     }
 

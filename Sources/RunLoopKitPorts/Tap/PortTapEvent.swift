@@ -58,7 +58,9 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// Pairs a send with its delivery; the same in both events (hexadecimal).
     public var trace: String?
     /// Events this process's tap could not pass on so far (its queue was
-    /// full or no sniffer was listening), counted from the tap's start.
+    /// full, no sniffer was listening, or a sniffer's socket was full: once
+    /// for each sniffer that missed it), counted from the tap's start. A
+    /// sniffer counts its own misses exactly from the gaps in `seq`.
     public var dropped: UInt64
     /// The event's number in its process, from 1, one for every event the
     /// tap produced, passed on or dropped (S-TAP-1): a reader that finds a

@@ -27,11 +27,15 @@ final class TapPipeline: @unchecked Sendable {
         var queue: [PortTapEvent] = []
         /// The drain's spare buffer, swapped with `queue`.
         var spare: [PortTapEvent] = []
-        // Set once by start; the socket is used on the tap thread (and at exit).
+        // Set once by start; the sockets are used on the tap thread (and at exit).
         var thread: LoopThread?
         var loop: RunLoop?
+        /// The one sniffer of an explicit endpoint.
         var socket: Socket?
+        /// Or every sniffer in the readers' directory (the default).
+        var readers: TapReaders?
         var drainSource: CustomSource?
+        var watchSource: SocketSource?
     }
 
     private let state = Locked(State())
@@ -53,45 +57,84 @@ final class TapPipeline: @unchecked Sendable {
     static let connectWait: TimeInterval = 0.2
 
     var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
+    /// The sniffers the tap reports to now (the readers' directory's, or 1
+    /// for an explicit endpoint).
+    var readerCount: Int {
+        drainLock.withLock { state.withLock { $0.socket != nil ? 1 : $0.readers?.sockets.count ?? 0 } }
+    }
+
     /// Events produced so far, passed on or dropped: the last event's number.
     var producedCount: UInt64 { state.withLock { $0.produced } }
 
-    func start(endpoint: String, dataBytes: Int) throws(PortError) {
+    /// Starts the tap thread. With an endpoint, the tap reports to that
+    /// one sniffer; with none, to every sniffer in the readers' directory
+    /// (`TapReaders`), as many as come and go.
+    func start(endpoint: String?, dataBytes: Int) throws(PortError) {
+        // Resolved first: the runtime directory's checks may throw.
+        let readersDirectory = endpoint == nil ? try TapReaders.directoryPath() : nil
         try state.withLock { (state) throws(PortError) -> Void in
             self.dataBytes.store(dataBytes, ordering: .relaxed)
             guard state.thread == nil else { return }
             let made = LoopThread(name: "rlk-tap")
             do throws(RunLoopError) { try made.start() } catch { throw .runLoop(error) }
+            // An ipc tap uses the outbound context, which is flushed at
+            // exit, so that a process's last events reach the sniffer.
+            let crossProcess = !(endpoint?.hasPrefix("inproc://") ?? false)
+            let context = crossProcess ? OutboundFlush.shared.context : ZMQContext.shared
+            let linger = crossProcess ? SendChannel.lingerMilliseconds : 0
             do throws(ZMQError) {
-                // An ipc tap uses the outbound context, which is flushed at
-                // exit, so that a process's last events reach the sniffer.
-                let crossProcess = !endpoint.hasPrefix("inproc://")
-                let push = try (crossProcess ? OutboundFlush.shared.context : ZMQContext.shared).makeSocket(.push)
-                // No sniffer yet: sends fail at once (and count as drops)
-                // instead of queueing for a sniffer that may never come.
-                try push.setImmediate(true)
-                try push.setSendHighWaterMark(Self.socketHighWaterMark)
-                try push.setLinger(milliseconds: crossProcess ? SendChannel.lingerMilliseconds : 0)
-                try push.connect(endpoint)
-                // With ZMQ_IMMEDIATE, pollOut means a sniffer is connected.
-                let deadline = MonotonicClock.instant(secondsFromNow: Self.connectWait)
-                while try !push.events.contains(.pollOut) && MonotonicClock.now() < deadline {
-                    var descriptor = pollfd(fd: try push.fileDescriptor, events: Int16(POLLIN), revents: 0)
-                    _ = poll(&descriptor, 1, 10)
+                if let endpoint {
+                    let push = try context.makeSocket(.push)
+                    try Self.configure(push, lingerMilliseconds: linger)
+                    try push.connect(endpoint)
+                    push.releaseOwnership()
+                    state.socket = push
+                } else if let readersDirectory {
+                    let readers = TapReaders(directory: readersDirectory, context: context, lingerMilliseconds: linger)
+                    if let watch = readers.startWatching() {
+                        let source = SocketSource(fileDescriptor: watch) { [self] _, _ in
+                            drainLock.withLock { readers.directoryChanged() }
+                        }
+                        do throws(RunLoopError) { try made.runLoop?.add(source, forMode: .common) } catch {}
+                        state.watchSource = source
+                    }
+                    readers.refresh()
+                    state.readers = readers
                 }
-                push.releaseOwnership()
-                state.socket = push
-                if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit(lingerMilliseconds: $0) } }
             } catch {
                 made.stop()
                 throw .zeroMQ(error)
             }
+            if let socket = state.socket { Self.awaitConnection(socket) }
+            if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit(lingerMilliseconds: $0) } }
             let source = CustomSource { [self] in drain() }
             made.runLoop?.add(source, forMode: .common)
             state.drainSource = source
             state.loop = made.runLoop
             state.thread = made
         }
+    }
+
+    /// Waits up to `connectWait` for `push` to reach its sniffer, so that
+    /// the events that follow are not dropped for want of a connection
+    /// (with ZMQ_IMMEDIATE, pollOut means connected). On the thread that
+    /// owns the socket, before it passes anything on.
+    static func awaitConnection(_ push: Socket) {
+        let deadline = MonotonicClock.instant(secondsFromNow: connectWait)
+        while (try? push.events.contains(.pollOut)) != true && MonotonicClock.now() < deadline {
+            guard var descriptor = (try? push.fileDescriptor).map({ pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }) else { break }
+            _ = poll(&descriptor, 1, 10)
+        }
+        push.releaseOwnership()
+    }
+
+    /// How every tap socket is set up: no sniffer yet means sends fail at
+    /// once (and count as drops) instead of queueing for a sniffer that
+    /// may never come; a bounded queue towards it; the exit's linger.
+    static func configure(_ push: Socket, lingerMilliseconds: Int32) throws(ZMQError) {
+        try push.setImmediate(true)
+        try push.setSendHighWaterMark(socketHighWaterMark)
+        try push.setLinger(milliseconds: lingerMilliseconds)
     }
 
     /// Any thread: queues one event, or counts it as dropped. Bounded cost:
@@ -127,27 +170,30 @@ final class TapPipeline: @unchecked Sendable {
     /// On the tap thread: sends everything queued.
     private func drain() {
         drainLock.withLock {
-            let (batch, socket): ([PortTapEvent], Socket?) = state.withLock { state in
+            let (batch, single, readers): ([PortTapEvent], Socket?, TapReaders?) = state.withLock { state in
                 swap(&state.queue, &state.spare)
-                return (state.spare, state.socket)
+                return (state.spare, state.socket, state.readers)
             }
-            if let socket {
-                for var event in batch {
-                    event.dropped = dropped.load(ordering: .relaxed)
-                    guard var line = try? encoder.encode(event) else { continue }
-                    line.append(UInt8(ascii: "\n"))
-                    let sent = (try? socket.send(line, dontWait: true)) ?? false
-                    if !sent { dropped.wrappingAdd(1, ordering: .relaxed) }
+            let sockets = single.map { [$0] } ?? Array(readers?.sockets.values ?? [:].values)
+            for var event in batch {
+                event.dropped = dropped.load(ordering: .relaxed)
+                guard var line = try? encoder.encode(event) else { continue }
+                line.append(UInt8(ascii: "\n"))
+                // No sniffer at all: the event is dropped (and counted) once;
+                // otherwise once for each sniffer whose socket was full.
+                if sockets.isEmpty { dropped.wrappingAdd(1, ordering: .relaxed) }
+                for socket in sockets where (try? socket.send(line, dontWait: true)) != true {
+                    dropped.wrappingAdd(1, ordering: .relaxed)
                 }
-                socket.releaseOwnership()
             }
+            for socket in sockets { socket.releaseOwnership() }
             state.withLock { $0.spare.removeAll(keepingCapacity: true) }
         }
     }
 
-    /// At process exit: sends what is still queued, then closes the socket so
-    /// that the outbound context's termination flushes it, for what is left
-    /// of the exit bound at most (`lingerMilliseconds`).
+    /// At process exit: sends what is still queued, then closes the sockets
+    /// so that the outbound context's termination flushes them, for what is
+    /// left of the exit bound at most (`lingerMilliseconds`).
     private func drainAtExit(lingerMilliseconds: Int32) {
         drain()
         drainLock.withLock {
@@ -155,6 +201,7 @@ final class TapPipeline: @unchecked Sendable {
                 try? state.socket?.setLinger(milliseconds: lingerMilliseconds)
                 state.socket?.close()
                 state.socket = nil
+                state.readers?.closeAll(lingerMilliseconds: lingerMilliseconds)
             }
         }
     }
