@@ -72,7 +72,7 @@ struct PortSniff: ParsableCommand {
             return
         }
         let target = try endpoint ?? PortTap.readerEndpoint()
-        try sniffer.listen(on: target, recordingTo: write)
+        try sniffer.listen(on: target, inReadersDirectory: endpoint == nil, recordingTo: write)
     }
 }
 
@@ -94,6 +94,10 @@ final class Sniffer: @unchecked Sendable {
     private var recording: Int32 = -1
     private let decoder = JSONDecoder()
     private var lastTable = MonotonicNow.nanoseconds()
+    /// The count files' directory, when listening in the readers' directory mode.
+    private var countsDirectory: String?
+    /// Takes what waits in the socket (set while listening).
+    private var pendingReceiver: (() -> Void)?
 
     init(filter: EventFilter, view: View, live: LiveView, limit: Int?) {
         self.filter = filter
@@ -104,7 +108,10 @@ final class Sniffer: @unchecked Sendable {
 
     // MARK: - Sources of events
 
-    func listen(on endpoint: String, recordingTo path: String?) throws {
+    /// Listens on `endpoint`. In the readers' directory (the default), the
+    /// processes' count files say what this sniffer is owed; on an
+    /// endpoint of its own, only the numbers of what arrives do.
+    func listen(on endpoint: String, inReadersDirectory: Bool, recordingTo path: String?) throws {
         if let path {
             recording = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard recording >= 0 else { throw ValidationError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
@@ -121,19 +128,20 @@ final class Sniffer: @unchecked Sendable {
         let socketFile = endpoint.hasPrefix("ipc://") ? String(endpoint.dropFirst("ipc://".count)) : nil
         defer { if let socketFile { unlink(socketFile) } }
         let loop = RunLoop.current
+        // Attached: the processes already tapped owe the events after their
+        // counts now (S-TAP-1); their count files are read again every
+        // second, and at the end.
+        countsDirectory = inReadersDirectory ? try? PortTap.countsDirectory() : nil
+        if countsDirectory != nil { summary.account.attach((try? PortTap.processCounts()) ?? []) }
         let source = SocketSource(socket: socket) { [self] _, socket in
-            while let frames = try? socket.receiveMultipart(dontWait: true) {
-                guard let line = frames.first else { continue }
-                // One event a line: the tap's lines end with their newline already.
-                if recording >= 0 { writeAll(recording, line.last == UInt8(ascii: "\n") ? Array(line) : Array(line) + [UInt8(ascii: "\n")]) }
-                guard let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
-                if handle(event) {
-                    finish(loop)
-                    return
-                }
-            }
+            if receivePending(from: socket) { finish(loop) }
         }
+        pendingReceiver = { [self] in _ = receivePending(from: socket) }
         try loop.add(source, forMode: .default)
+        if countsDirectory != nil {
+            let counts = try Timer(timeInterval: 1, repeats: true) { [self] _ in readCounts() }
+            loop.add(counts, forMode: .default)
+        }
         if view == .stats {
             let timer = try Timer(timeInterval: 1, repeats: true) { [self] _ in printTable() }
             loop.add(timer, forMode: .default)
@@ -143,6 +151,24 @@ final class Sniffer: @unchecked Sendable {
         loop.runUntilStopped()
         socket.close()
         if recording >= 0 { close(recording) }
+    }
+
+    /// Takes every event waiting in the socket; true when --count is reached.
+    private func receivePending(from socket: Socket) -> Bool {
+        while let frames = try? socket.receiveMultipart(dontWait: true) {
+            guard let line = frames.first else { continue }
+            // One event a line: the tap's lines end with their newline already.
+            if recording >= 0 { writeAll(recording, line.last == UInt8(ascii: "\n") ? Array(line) : Array(line) + [UInt8(ascii: "\n")]) }
+            guard let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
+            if handle(event) { return true }
+        }
+        return false
+    }
+
+    /// The processes' count files: what each has passed on by now.
+    private func readCounts() {
+        guard countsDirectory != nil, let counts = try? PortTap.processCounts() else { return }
+        summary.account.update(counts)
     }
 
     func replay(path: String) throws {
@@ -218,6 +244,11 @@ final class Sniffer: @unchecked Sendable {
     }
 
     private func finish(_ loop: RunLoop) {
+        // What is still queued for this sniffer is shown first (unless
+        // --count was reached), then the counts are read a last time, so
+        // that the summary adds up: received + dropped = owed.
+        if let limit, shown >= limit {} else { pendingReceiver?() }
+        readCounts()
         if view == .stats { printTable() }
         standardError(summary.text + "\n")
         loop.stop()

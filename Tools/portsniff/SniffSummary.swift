@@ -20,9 +20,9 @@ struct SniffSummary {
 
     var text: String {
         var lines = ["portsniff: \(events) event(s) shown: \(sends) send(s), \(deliveries) deliver(ies), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
-        for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) {
-            let owed = entry.lastSeen - entry.firstOwed + 1
-            lines.append("  pid \(process.pid): events \(entry.firstOwed)-\(entry.lastSeen) owed (\(owed)): \(entry.seen) received + \(entry.dropped) dropped")
+        for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) where entry.owed > 0 {
+            let name = entry.name.map { " (\($0)\(entry.exited ? ", exited" : ""))" } ?? ""
+            lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): \(entry.seen) received + \(entry.dropped) dropped")
         }
         for (pid, count) in account.legacyDrops.sorted(by: { $0.key < $1.key }) where count > 0 {
             lines.append("  pid \(pid): \(count) dropped")

@@ -4,12 +4,13 @@ import RunLoopKit
 /// What a sniffer is owed by each tapped process, and what it got
 /// (S-TAP-1): every process numbers its events from 1 (`PortTapEvent.seq`),
 /// in the order they reach this sniffer, so a gap between two numbers is
-/// exactly the events it missed, dropped by the tap's queue or by a full
-/// socket. For a process that started after this sniffer, every event from
-/// 1 is owed, so a gap before its first event counts too; for one that was
-/// already running, what came before the sniffer's first event from it is
-/// not owed. (Events missed after a process's last event reach no sniffer
-/// through later numbers: the per-process count file is still to come.)
+/// exactly the events it missed. Owed are the events numbered after the
+/// sniffer attached: from 1 for a process that started after the sniffer;
+/// for one already running, after the count its file gave when the sniffer
+/// started listening (without a file, from the first event it got). The
+/// process's count file (`PortTapCounts`) also says what the process has
+/// passed on since, so that events missed after the last one received, or
+/// every event of a process never heard from, count too.
 struct TapAccount {
     /// A process: its pid and its start time (pids are reused).
     struct Process: Hashable, Comparable {
@@ -21,16 +22,29 @@ struct TapAccount {
 
     /// One process's account.
     struct Entry {
-        /// The first event owed: 1, or the first one seen.
+        /// The first event owed.
         var firstOwed: UInt64
-        var lastSeen: UInt64
+        /// The last event received (0: none yet).
+        var lastSeen: UInt64 = 0
+        /// Owed events received.
         var seen: UInt64 = 0
-        var dropped: UInt64 = 0
+        /// Every event up to this one has left the process's tap (its count file).
+        var settled: UInt64 = 0
+        var name: String?
+        var exited = false
+
+        /// The last event owed so far.
+        var lastOwed: UInt64 { max(lastSeen, settled) }
+        var owed: UInt64 { lastOwed >= firstOwed ? lastOwed - firstOwed + 1 : 0 }
+        var dropped: UInt64 { owed - min(seen, owed) }
     }
 
     /// This sniffer's own start time, as processes report theirs.
     let readerStarted: UInt64
     private(set) var entries: [Process: Entry] = [:]
+    /// Where this sniffer attached to each process already running: the
+    /// count its file gave then.
+    private var attachedAt: [Process: UInt64] = [:]
     /// Drops counted from the `dropped` field of events that carry no
     /// number (recordings made before events were numbered), per pid.
     private(set) var legacyDrops: [Int32: UInt64] = [:]
@@ -39,22 +53,46 @@ struct TapAccount {
         self.readerStarted = readerStarted
     }
 
-    /// Counts one received event; returns how many events it shows were missed.
+    /// When the sniffer starts listening: the counts of the processes
+    /// already tapped are its attach points.
+    mutating func attach(_ counts: [PortTapCounts]) {
+        for process in counts where !process.exited {
+            attachedAt[Process(pid: process.pid, started: process.started)] = process.produced
+        }
+    }
+
+    /// The processes' latest counts: what each has passed on by now.
+    mutating func update(_ counts: [PortTapCounts]) {
+        for process in counts {
+            let key = Process(pid: process.pid, started: process.started)
+            var entry = entries[key] ?? Entry(firstOwed: firstOwed(key, firstSeen: nil))
+            entry.settled = max(entry.settled, process.settled)
+            entry.name = process.name
+            entry.exited = process.exited
+            if entries[key] != nil || entry.owed > 0 { entries[key] = entry }
+        }
+    }
+
+    /// Counts one received event; returns how many events it shows were
+    /// missed just before it.
     mutating func note(_ event: PortTapEvent) -> UInt64 {
         guard let seq = event.seq else { return noteUnnumbered(event) }
-        let process = Process(pid: event.pid, started: event.started ?? 0)
-        guard var entry = entries[process] else {
-            // Started after this sniffer: owed from its first event.
-            let owedFrom: UInt64 = (event.started ?? 0) > readerStarted ? 1 : seq
-            entries[process] = Entry(firstOwed: owedFrom, lastSeen: seq, seen: 1, dropped: seq - owedFrom)
-            return seq - owedFrom
-        }
+        let key = Process(pid: event.pid, started: event.started ?? 0)
+        var entry = entries[key] ?? Entry(firstOwed: firstOwed(key, firstSeen: seq))
+        guard seq >= entry.firstOwed else { return 0 }  // numbered before this sniffer attached
+        let previous = max(entry.lastSeen, entry.firstOwed - 1)
+        let missed = seq > previous + 1 ? seq - previous - 1 : 0
         entry.seen += 1
-        let missed = seq > entry.lastSeen ? seq - entry.lastSeen - 1 : 0
-        entry.dropped += missed
         entry.lastSeen = max(entry.lastSeen, seq)
-        entries[process] = entry
+        entries[key] = entry
         return missed
+    }
+
+    /// The first event owed by a process met for the first time.
+    private func firstOwed(_ process: Process, firstSeen: UInt64?) -> UInt64 {
+        if process.started > readerStarted { return 1 }
+        if let attached = attachedAt[process] { return attached + 1 }
+        return firstSeen ?? UInt64.max
     }
 
     /// The old way, for recordings without numbers: the process's drop

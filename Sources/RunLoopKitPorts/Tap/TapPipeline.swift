@@ -24,6 +24,13 @@ final class TapPipeline: @unchecked Sendable {
         /// Numbered under this lock, in queue order, so that a process's
         /// events reach a sniffer in the order of their numbers.
         var produced: UInt64 = 0
+        /// Every event numbered up to this one has left the tap (passed on
+        /// or dropped): what the count file says besides `produced`.
+        var settled: UInt64 = 0
+        /// The process's count file (the default, readers' directory mode),
+        /// and whether a write of it is already due.
+        var countFile: TapCountFile?
+        var countWriteDue = false
         var queue: [PortTapEvent] = []
         /// The drain's spare buffer, swapped with `queue`.
         var spare: [PortTapEvent] = []
@@ -100,6 +107,12 @@ final class TapPipeline: @unchecked Sendable {
                     }
                     readers.refresh()
                     state.readers = readers
+                    if let directory = try? PortTap.countsDirectory() {
+                        let countFile = TapCountFile(directory: directory)
+                        countFile.sweep()
+                        countFile.write(produced: 0, settled: 0)
+                        state.countFile = countFile
+                    }
                 }
             } catch {
                 made.stop()
@@ -170,9 +183,10 @@ final class TapPipeline: @unchecked Sendable {
     /// On the tap thread: sends everything queued.
     private func drain() {
         drainLock.withLock {
-            let (batch, single, readers): ([PortTapEvent], Socket?, TapReaders?) = state.withLock { state in
+            let (batch, single, readers, upTo): ([PortTapEvent], Socket?, TapReaders?, UInt64) = state.withLock { state in
                 swap(&state.queue, &state.spare)
-                return (state.spare, state.socket, state.readers)
+                // Every event numbered so far is in this batch or was dropped.
+                return (state.spare, state.socket, state.readers, state.produced)
             }
             let sockets = single.map { [$0] } ?? Array(readers?.sockets.values ?? [:].values)
             for var event in batch {
@@ -187,9 +201,35 @@ final class TapPipeline: @unchecked Sendable {
                 }
             }
             for socket in sockets { socket.releaseOwnership() }
-            state.withLock { $0.spare.removeAll(keepingCapacity: true) }
+            let (countFile, writeNow): (TapCountFile?, Bool) = state.withLock { state in
+                state.spare.removeAll(keepingCapacity: true)
+                state.settled = max(state.settled, upTo)
+                guard state.countFile != nil, !state.countWriteDue else { return (nil, false) }
+                state.countWriteDue = true
+                return (state.countFile, true)
+            }
+            if writeNow, countFile != nil { scheduleCountWrite() }
         }
     }
+
+    /// On the tap thread: the count file is rewritten 100 ms after the
+    /// first drain since its last write, so that while events flow it is
+    /// written ten times a second at most, and once more after they stop.
+    private func scheduleCountWrite() {
+        let loop = state.withLock { $0.loop }
+        let written = try? loop?.perform(afterDelay: Self.countWriteDelay) { [self] in
+            drainLock.withLock {
+                let (countFile, produced, settled) = state.withLock { state in
+                    state.countWriteDue = false
+                    return (state.countFile, state.produced, state.settled)
+                }
+                countFile?.write(produced: produced, settled: settled)
+            }
+        }
+        if written == nil { state.withLock { $0.countWriteDue = false } }
+    }
+
+    static let countWriteDelay: TimeInterval = 0.1
 
     /// At process exit: sends what is still queued, then closes the sockets
     /// so that the outbound context's termination flushes them, for what is
@@ -202,6 +242,8 @@ final class TapPipeline: @unchecked Sendable {
                 state.socket?.close()
                 state.socket = nil
                 state.readers?.closeAll(lingerMilliseconds: lingerMilliseconds)
+                // Everything left the tap: the last word, for a sniffer that reads it later.
+                state.countFile?.write(produced: state.produced, settled: state.produced, exited: true)
             }
         }
     }
