@@ -181,6 +181,39 @@ struct PortTapTests {
         }
     }
 
+    @Test("S-TAP-1: failed sends and messages dropped on receipt (no handler, malformed) are events of their own, sendFailed and dropped, with their reason; a message nobody handled is never a DELIVER")
+    func failuresAreEventsOfTheirOwn() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer()
+            try PortTap.enable(endpoint: sniffer.endpoint)
+            // A port scheduled with no handler: what arrives is dropped.
+            let (thread, loop) = try makePortLoopThread("tap-failures")
+            let port = try Port(transport: .inproc)
+            try port.schedule(in: loop, forMode: .default)
+            for msgid in UInt32(1)...3 { try port.send(msgid: msgid, before: Date() + 5) }
+            // A malformed message from a raw peer.
+            let peer = try RawPortPeer(endpoint: port.address.inprocEndpoint)
+            try peer.send([Data("RLKX, not a header".utf8)])
+            // A send to an invalid port, and one with too many components.
+            let gone = try Port(transport: .inproc)
+            gone.invalidate()
+            try PortTapTests.require((try? gone.send(msgid: 9, before: Date() + 5)) == nil, "a send to an invalid port went through")
+            let tooMany = [PortMessage.Component](repeating: .data(Data()), count: WireFormat.maxComponents + 1)
+            try PortTapTests.require((try? port.send(msgid: 10, components: tooMany, before: Date() + 5)) == nil, "an oversized message went through")
+            let events = sniffer.receive(9, timeout: 10)
+            func of(_ kind: PortTapEvent.Kind) -> [String] {
+                events.filter { $0.kind == kind }.map { "\($0.msgid) \($0.reason ?? "-")" }.sorted()
+            }
+            try PortTapTests.require(of(.send) == ["1 -", "2 -", "3 -"], "sends: \(of(.send))")
+            try PortTapTests.require(of(.deliver).isEmpty, "deliveries of messages nobody handled: \(of(.deliver))")
+            try PortTapTests.require(of(.dropped) == ["0 malformed: bad magic", "1 no message handler", "2 no message handler", "3 no message handler"],
+                                     "drops: \(of(.dropped))")
+            try PortTapTests.require(of(.sendFailed) == ["10 messageTooLarge", "9 invalidPort"], "failed sends: \(of(.sendFailed))")
+            port.invalidate()
+            thread.stop()
+        }
+    }
+
     @Test("tap: a sniffer started after the traffic began gets the events from then on, with the drops before it counted")
     func snifferStartedLate() async {
         await #expect(processExitsWith: .success) {
@@ -439,15 +472,18 @@ struct PortTapTests {
         let directory = makeTemporaryDirectory()
         defer { PortProcess.removeTree(directory) }
         let endpoint = "ipc://\(directory)/tap.sock"
-        // 4 requests and their 4 replies, and 3 notices: 11 messages, 22 events.
-        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--count", "22"], in: directory)
+        // 4 requests and their 4 replies, and 3 notices: 11 messages, 22
+        // events; and the send the demo shows failing (an inproc port to
+        // another process), an event of its own.
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--count", "23"], in: directory)
         #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") })
         let demo = try SpawnedProgram("ipc-demo", [], environment: ["RUNLOOPKIT_TAP": endpoint], in: directory)
         #expect(demo.waitForExit() == 0, "ipc-demo failed: \(demo.output)")
-        #expect(sniff.waitForExit(timeout: 30) == 0, "portsniff did not see all 22 events: \(sniff.errorOutput)")
+        #expect(sniff.waitForExit(timeout: 30) == 0, "portsniff did not see all 23 events: \(sniff.errorOutput)")
 
         let events = decodeEvents(sniff.output)
-        #expect(events.count == 22)
+        #expect(events.count == 23)
+        #expect(events.filter { $0.kind == .sendFailed }.map { "\($0.msgid) \($0.reason ?? "-")" } == ["2 componentNotTransferable"])
         let expected: [UInt32] = [1, 1, 2, 2, 3, 3, 99, 99, 101, 102, 103]
         #expect(events.filter { $0.kind == .send }.map(\.msgid).sorted() == expected)
         #expect(events.filter { $0.kind == .deliver }.map(\.msgid).sorted() == expected)
@@ -457,7 +493,7 @@ struct PortTapTests {
         for event in events where event.kind == .send && [1, 2, 3, 99].contains(event.msgid) && event.destination.hasPrefix("ipc-demo-") {
             #expect(events.contains { $0.kind == .deliver && $0.trace == event.trace && $0.pid != event.pid })
         }
-        #expect(Dictionary(grouping: events, by: { $0.trace ?? "" }).values.allSatisfy { $0.count == 2 })
+        #expect(Dictionary(grouping: events.filter { $0.trace != nil }, by: { $0.trace! }).values.allSatisfy { $0.count == 2 })
     }
 
     @Test("portsniff --read replays a --write recording through the same filters (--msgid, --pid) and views",
@@ -467,15 +503,16 @@ struct PortTapTests {
         defer { PortProcess.removeTree(directory) }
         let endpoint = "ipc://\(directory)/tap.sock"
         let recording = directory + "/traffic.jsonl"
-        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--count", "22", "--write", recording], in: directory)
+        // ipc-demo's 23 events (sniffIPCDemo).
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--count", "23", "--write", recording], in: directory)
         #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") })
         let demo = try SpawnedProgram("ipc-demo", [], environment: ["RUNLOOPKIT_TAP": endpoint], in: directory)
         #expect(demo.waitForExit() == 0)
         #expect(sniff.waitForExit(timeout: 30) == 0)
-        #expect(sniff.output.split(separator: "\n").count == 22, "the live view prints one line per event")
+        #expect(sniff.output.split(separator: "\n").count == 23, "the live view prints one line per event")
         // The recording: one event a line, no blank line, keys in one (sorted) order, paths unescaped.
         let lines = SpawnedProgram.read(recording).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        #expect(lines.count == 22 && lines.allSatisfy { !$0.isEmpty }, "\(lines.count) lines, blank ones included")
+        #expect(lines.count == 23 && lines.allSatisfy { !$0.isEmpty }, "\(lines.count) lines, blank ones included")
         let keys = ["\"components\"", "\"destination\"", "\"dropped\"", "\"kind\"", "\"msgid\"", "\"pid\"", "\"thread\"", "\"time\""]
         for line in lines {
             // Each key after the one before it (a component's own "kind" comes

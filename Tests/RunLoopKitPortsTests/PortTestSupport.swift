@@ -164,30 +164,6 @@ struct InboxPort {
 /// A send deadline `seconds` from now.
 func portDeadline(_ seconds: Double = 10) -> Date { Date() + seconds }
 
-extension PortError {
-    /// The case, without its payload: what the tests compare.
-    var caseName: String {
-        switch self {
-        case .invalidPort: "invalidPort"
-        case .peerDied: "peerDied"
-        case .unreachable: "unreachable"
-        case .timedOut: "timedOut"
-        case .componentNotTransferable: "componentNotTransferable"
-        case .messageTooLarge: "messageTooLarge"
-        case .invalidName: "invalidName"
-        case .nameInUse: "nameInUse"
-        case .nameNotFound: "nameNotFound"
-        case .nameHolderDied: "nameHolderDied"
-        case .pathTooLong: "pathTooLong"
-        case .runtimeDirectoryUnsafe: "runtimeDirectoryUnsafe"
-        case .notLocal: "notLocal"
-        case .scheduledOnAnotherLoop: "scheduledOnAnotherLoop"
-        case .zeroMQ: "zeroMQ"
-        case .systemCall: "systemCall"
-        case .runLoop: "runLoop"
-        }
-    }
-}
 
 /// What `body` threw as a PortError, nil if it returned; any other error is
 /// reported as an issue.

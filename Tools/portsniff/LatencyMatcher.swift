@@ -12,7 +12,7 @@ struct LatencyMatcher {
 
     /// The latency in nanoseconds if this event completes a pair.
     mutating func match(_ event: PortTapEvent) -> Int64? {
-        guard let trace = event.trace else { return nil }
+        guard let trace = event.trace, event.kind == .send || event.kind == .deliver else { return nil }
         if let other = waiting[trace], other.kind != event.kind {
             waiting[trace] = nil
             let (send, deliver) = event.kind == .deliver ? (other.time, event.time) : (event.time, other.time)

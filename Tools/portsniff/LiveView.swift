@@ -13,11 +13,17 @@ struct LiveView {
         parts.append(Self.clock(event.time))
         parts.append(pad("\(event.pid)", 7))
         parts.append(pad(event.thread, 15))
-        let kind = event.kind == .send ? "SEND   " : "DELIVER"
-        parts.append(paint(kind, event.kind == .send ? "36" : "32"))
+        let (kind, colourCode) = switch event.kind {
+        case .send: ("SEND   ", "36")
+        case .deliver: ("DELIVER", "32")
+        case .sendFailed: ("SENDERR", "31")
+        case .dropped: ("DROPPED", "31")
+        }
+        parts.append(paint(kind, colourCode))
         parts.append("\(event.source ?? "-") → \(event.destination)")
         parts.append("msgid \(event.msgid)")
         parts.append("[" + event.components.map(component).joined(separator: ", ") + "]")
+        if let reason = event.reason { parts.append(paint(reason, "31")) }
         if let latency { parts.append(paint(Self.duration(latency), "33")) }
         return parts.joined(separator: "  ")
     }

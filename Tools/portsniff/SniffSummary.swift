@@ -7,6 +7,8 @@ struct SniffSummary {
     var events = 0
     var sends = 0
     var deliveries = 0
+    var failedSends = 0
+    var dropsOnReceipt = 0
     var pairs = 0
     /// Every received event is counted here, shown or filtered out.
     var account = TapAccount()
@@ -14,12 +16,20 @@ struct SniffSummary {
     /// Records an event that was shown.
     mutating func add(_ event: PortTapEvent, latency: Int64?) {
         events += 1
-        if event.kind == .send { sends += 1 } else { deliveries += 1 }
+        switch event.kind {
+        case .send: sends += 1
+        case .deliver: deliveries += 1
+        case .sendFailed: failedSends += 1
+        case .dropped: dropsOnReceipt += 1
+        }
         if latency != nil { pairs += 1 }
     }
 
     var text: String {
-        var lines = ["portsniff: \(events) event(s) shown: \(sends) send(s), \(deliveries) deliver(ies), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
+        var shown = "\(sends) send(s), \(deliveries) deliver(ies)"
+        if failedSends > 0 { shown += ", \(failedSends) failed send(s)" }
+        if dropsOnReceipt > 0 { shown += ", \(dropsOnReceipt) message(s) dropped on receipt" }
+        var lines = ["portsniff: \(events) event(s) shown: \(shown), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
         for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) where entry.owed > 0 {
             let name = entry.name.map { " (\($0)\(entry.exited ? ", exited" : ""))" } ?? ""
             lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): \(entry.seen) received + \(entry.dropped) dropped")

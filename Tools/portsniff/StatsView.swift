@@ -26,7 +26,7 @@ struct StatsView {
     mutating func add(_ event: PortTapEvent, latency: Int64?, newDrops: UInt64) {
         let key = Key(port: event.destination, msgid: event.msgid)
         var row = rows[key] ?? Row()
-        if event.kind == .deliver || event.trace == nil {
+        if event.kind == .deliver || (event.kind == .send && event.trace == nil) {
             row.messages += 1
             row.bytes += event.components.reduce(0) { $0 + $1.size }
         }

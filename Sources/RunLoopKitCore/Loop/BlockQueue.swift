@@ -84,7 +84,7 @@ struct BlockQueue {
 
     /// Takes every queued job out, in queue order, leaving the blocks.
     mutating func removeJobs() -> [PendingBlock] {
-        let jobs = Array(storage.lazy.filter(\.isJob))
+        let jobs = copy { $0.isJob }
         guard !jobs.isEmpty else { return [] }
         storage.removeAll { $0.isJob }
         return jobs
@@ -92,7 +92,7 @@ struct BlockQueue {
 
     /// Removes the blocks queued with `tag`, returning them in queue order.
     mutating func removeAll(tagged tag: String) -> [PendingBlock] {
-        let removed = Array(storage.lazy.filter { $0.tag == tag })
+        let removed = copy { $0.tag == tag }
         guard !removed.isEmpty else { return [] }
         storage.removeAll { $0.tag == tag }
         orderedCount = storage.reduce(0) { $0 + ($1.order != 0 ? 1 : 0) }
@@ -101,9 +101,19 @@ struct BlockQueue {
 
     /// Empties the queue, returning what was in it (for teardown).
     mutating func removeAll() -> [PendingBlock] {
-        let rest = Array(storage)
+        let rest = copy { _ in true }
         storage.removeAll()
         orderedCount = 0
         return rest
+    }
+
+    /// The queued blocks that `include` picks, in queue order, appended one
+    /// by one: `Array(deque)` of an empty deque writes the count into the
+    /// runtime's shared empty-array storage, a write ThreadSanitizer sees
+    /// racing with the same write from another thread.
+    private func copy(_ include: (PendingBlock) -> Bool) -> [PendingBlock] {
+        var picked: [PendingBlock] = []
+        for block in storage where include(block) { picked.append(block) }
+        return picked
     }
 }

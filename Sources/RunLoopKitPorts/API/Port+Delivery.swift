@@ -21,7 +21,7 @@ extension Port {
             let outcome = switch handler {
             case let .inPlace(body)?: deliverInPlace(&batch, from: receiver, to: body, version: version)
             case let .message(body)?: deliverMessages(&batch, from: receiver, to: body, version: version)
-            case nil: deliverMessages(&batch, from: receiver, to: { dropForNoHandler($0, receiver: receiver) }, version: version)
+            case nil: deliverMessages(&batch, from: receiver, to: { dropForNoHandler($0, receiver: receiver) }, version: version, delivers: false)
             }
             switch outcome {
             case .ranDry: return true
@@ -54,7 +54,8 @@ extension Port {
     /// place. A handler that keeps a message keeps a copy that stays as it
     /// was (copy on write). With no handler set, `handler` drops and logs.
     private func deliverMessages(
-        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (PortMessage) -> Void, version: UInt64
+        _ batch: inout BatchCount, from receiver: PortReceiver, to handler: (PortMessage) -> Void, version: UInt64,
+        delivers: Bool = true
     ) -> BatchOutcome {
         var inbox = PortMessage(arrivingOn: self)
         while true {
@@ -66,9 +67,12 @@ extension Port {
             case .empty:
                 return .ranDry
             case .dropped:
+                tapDrop(receiver)
                 receiver.drops.emitPending()
             case let .message(traceID):
-                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
+                // A message with no handler is not delivered: the handler
+                // drops it, and the tap reports the drop instead.
+                if delivers && PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
                 handler(inbox)
             }
             guard batch.next() else {
@@ -101,6 +105,7 @@ extension Port {
             case .empty:
                 return .ranDry
             case .dropped:
+                tapDrop(receiver)
                 receiver.drops.emitPending()
             case let .message(traceID):
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
@@ -124,6 +129,14 @@ extension Port {
     /// most one line a second).
     private func dropForNoHandler(_ message: PortMessage, receiver: PortReceiver) {
         receiver.drops.record(.noHandler, "message \(message.msgid) arrived with no message handler set")
+        if PortTap.active.load(ordering: .relaxed) { PortTap.recordDrop(on: self, msgid: message.msgid, reason: .noHandler) }
         receiver.drops.emitPending()
+    }
+
+    /// A malformed message was dropped: the tap reports it (msgid 0: it
+    /// could not be read), with the reason the receiver counted.
+    private func tapDrop(_ receiver: PortReceiver) {
+        guard PortTap.active.load(ordering: .relaxed), let reason = receiver.drops.lastReason else { return }
+        PortTap.recordDrop(on: self, msgid: 0, reason: reason)
     }
 }

@@ -38,7 +38,7 @@ extension Port {
         msgid: UInt32 = 0, bytes: UnsafeRawBufferPointer, replyPort: Port? = nil, before deadline: Date
     ) throws(PortError) {
         let deadline = SendDeadline(deadline)
-        let (channel, traceID, sendTime) = try beginSend()
+        let (channel, traceID, sendTime) = try beginSend(msgid: msgid, components: { [.data(Data(bytes))] }, replyPort: replyPort)
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
@@ -48,6 +48,7 @@ extension Port {
                 encoder.writePacked(bytes: bytes, into: $0)
             }
         } catch {
+            if traceID != nil { PortTap.recordFailedSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, error: error) }
             throw failedSend(error)
         }
         if let traceID {
@@ -57,7 +58,7 @@ extension Port {
 
     /// The path of every send: Port → encode → send channel → socket.
     func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
-        let (channel, traceID, sendTime) = try beginSend()
+        let (channel, traceID, sendTime) = try beginSend(msgid: msgid, components: { components }, replyPort: replyPort)
         do {
             // unowned(unsafe): the closure lives for the call, while `self`
             // is alive; a counted capture of a Port took Swift's slow
@@ -70,6 +71,7 @@ extension Port {
                 encoder.writePacked(components, into: $0)
             }
         } catch {
+            if traceID != nil { PortTap.recordFailedSend(to: self, msgid: msgid, components: components, replyPort: replyPort, error: error) }
             throw failedSend(error)
         }
         if let traceID {
@@ -105,10 +107,20 @@ extension Port {
     /// retain and a release a send. The channel comes uncounted: it lives
     /// as long as this port (released in `deinit`), which the send keeps
     /// alive, and a counted reference cost a retain and a release a send.
+    /// A send to an invalid port is an event of the tap's too (`sendFailed`);
+    /// `components` is read only then.
     @inline(__always)
     // U-SEND-CHANNEL (docs/unsafe-sites.md).
-    private func beginSend() throws(PortError) -> (Unmanaged<SendChannel>, traceID: UInt64?, sendTime: Int64) {
-        if !isValid { throw invalidError() }
+    private func beginSend(
+        msgid: UInt32, components: () -> [PortMessage.Component], replyPort: Port?
+    ) throws(PortError) -> (Unmanaged<SendChannel>, traceID: UInt64?, sendTime: Int64) {
+        if !isValid {
+            let error = invalidError()
+            if PortTap.active.load(ordering: .relaxed) {
+                PortTap.recordFailedSend(to: self, msgid: msgid, components: components(), replyPort: replyPort, error: error)
+            }
+            throw error
+        }
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
         return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.now())
     }

@@ -75,3 +75,29 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension PortError {
+    /// The case, without its payload: what the tap reports of a failed
+    /// send (`PortTapEvent.reason`), and what tests compare.
+    package var caseName: String {
+        switch self {
+        case .invalidPort: "invalidPort"
+        case .peerDied: "peerDied"
+        case .unreachable: "unreachable"
+        case .timedOut: "timedOut"
+        case .componentNotTransferable: "componentNotTransferable"
+        case .messageTooLarge: "messageTooLarge"
+        case .invalidName: "invalidName"
+        case .nameInUse: "nameInUse"
+        case .nameNotFound: "nameNotFound"
+        case .nameHolderDied: "nameHolderDied"
+        case .pathTooLong: "pathTooLong"
+        case .runtimeDirectoryUnsafe: "runtimeDirectoryUnsafe"
+        case .notLocal: "notLocal"
+        case .scheduledOnAnotherLoop: "scheduledOnAnotherLoop"
+        case .zeroMQ: "zeroMQ"
+        case .systemCall: "systemCall"
+        case .runLoop: "runLoop"
+        }
+    }
+}

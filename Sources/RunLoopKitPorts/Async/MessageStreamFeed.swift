@@ -55,6 +55,9 @@ final class MessageStreamFeed: Sendable {
                 buffer = []
                 head = 0
             }
+            // Nothing to copy: an empty slice's copy writes into the shared
+            // empty-array storage (see BlockQueue.copy).
+            guard head < buffer.count else { return [] }
             return Array(buffer[head...])
         }
     }

@@ -106,6 +106,20 @@ public enum PortTap {
                                   source: replyPort, traceID: traceID)
     }
 
+    /// A send that threw (nothing was sent), with the error's case.
+    static func recordFailedSend(
+        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, error: PortError
+    ) {
+        TapPipeline.shared.record(kind: .sendFailed, time: now(), destination: destination, msgid: msgid, components: components,
+                                  source: replyPort, traceID: nil, reason: error.caseName)
+    }
+
+    /// A message the port dropped on receipt (no handler, malformed).
+    static func recordDrop(on port: Port, msgid: UInt32, reason: PortDropReason) {
+        TapPipeline.shared.record(kind: .dropped, time: now(), destination: port, msgid: msgid, components: [],
+                                  source: nil, traceID: nil, reason: reason.description)
+    }
+
     static func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
         TapPipeline.shared.record(kind: .deliver, time: now(), destination: port, msgid: message.msgid,
                                   components: message.components, source: message.replyPort, traceID: traceID)

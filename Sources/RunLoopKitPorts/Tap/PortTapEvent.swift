@@ -4,12 +4,18 @@
 /// tap reports it and `portsniff` shows it. Encoded as one JSON object per
 /// line on the tap socket (and in `portsniff --json` / `--write`).
 public struct PortTapEvent: Codable, Sendable, Hashable {
-    /// Which side reported the event; encoded as "send" or "deliver".
+    /// What happened; encoded as "send", "deliver", "sendFailed" or "dropped".
     public enum Kind: String, Codable, Sendable {
         /// A thread sent the message (reported by the sender's process).
         case send
         /// A port's handler received it (reported by the receiver's process).
         case deliver
+        /// A send threw: nothing was sent (`reason` names the `PortError`).
+        case sendFailed
+        /// A local port dropped a message on receipt instead of delivering
+        /// it: it had no handler, or the message was malformed (`reason`
+        /// names the `PortDropReason`; a malformed message's msgid is 0).
+        case dropped
     }
 
     /// One component of the message: its kind, its size, and its first bytes
@@ -62,6 +68,11 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// for each sniffer that missed it), counted from the tap's start. A
     /// sniffer counts its own misses exactly from the gaps in `seq`.
     public var dropped: UInt64
+    /// Why a send failed (`sendFailed`: the `PortError`'s case, such as
+    /// `invalidPort` or `timedOut`) or a message was dropped (`dropped`:
+    /// the `PortDropReason` as logs name it, such as `no message handler`
+    /// or `malformed: bad magic`); nil for the other kinds.
+    public var reason: String?
     /// The event's number in its process, from 1, one for every event the
     /// tap produced, passed on or dropped (S-TAP-1): a reader that finds a
     /// gap between two numbers of one process knows exactly how many it
@@ -78,7 +89,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     public init(
         kind: Kind, time: Int64, pid: Int32, thread: String, source: String?, destination: String,
         msgid: UInt32, components: [Component], trace: String?, dropped: UInt64,
-        seq: UInt64? = nil, started: UInt64? = nil
+        seq: UInt64? = nil, started: UInt64? = nil, reason: String? = nil
     ) {
         self.kind = kind
         self.time = time
@@ -92,5 +103,6 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         self.dropped = dropped
         self.seq = seq
         self.started = started
+        self.reason = reason
     }
 }

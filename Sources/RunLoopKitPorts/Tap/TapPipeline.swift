@@ -154,14 +154,15 @@ final class TapPipeline: @unchecked Sendable {
     /// building the summary, a short lock, and at most one wake-up per batch.
     func record(
         kind: PortTapEvent.Kind, time: Int64, destination: Port, msgid: UInt32, components: [PortMessage.Component],
-        source: Port?, traceID: UInt64?
+        source: Port?, traceID: UInt64?, reason: String? = nil
     ) {
         let headBytes = dataBytes.load(ordering: .relaxed)
         var event = PortTapEvent(
             kind: kind, time: time, pid: ProcessIdentity.current.pid,
             thread: ThreadIdentity.cachedName, source: source?.tapLabel, destination: destination.tapLabel,
             msgid: msgid, components: components.map { Self.summary(of: $0, headBytes: headBytes) },
-            trace: traceID.map { String($0, radix: 16) }, dropped: 0, started: ProcessIdentity.current.startTime)
+            trace: traceID.map { String($0, radix: 16) }, dropped: 0, started: ProcessIdentity.current.startTime,
+            reason: reason)
         let (accepted, firstInBatch, loop, source): (Bool, Bool, RunLoop?, CustomSource?) = state.withLock { state in
             // Numbered whether it goes on or not: a dropped event leaves a gap.
             state.produced += 1

@@ -21,6 +21,9 @@ final class DropAccount: Sendable {
     private let portName: String
     /// All drops, read without the lock (`Port.droppedMessageCount`).
     private let total = Atomic<UInt64>(0)
+    /// The reason of the latest drop, as its index + 1 (0: none yet): what
+    /// the tap reports of a drop the delivering batch has just seen.
+    private let latest = Atomic<Int>(0)
 
     private struct State {
         var counts = [UInt64](repeating: 0, count: PortDropReason.allCases.count)
@@ -38,12 +41,19 @@ final class DropAccount: Sendable {
 
     var totalCount: UInt64 { total.load(ordering: .relaxed) }
 
+    /// The reason of the latest drop, if any.
+    var lastReason: PortDropReason? {
+        let index = latest.load(ordering: .relaxed)
+        return index == 0 ? nil : PortDropReason.allCases[index - 1]
+    }
+
     var counts: PortDropCounts { PortDropCounts(state.withLock { $0.counts }) }
 
     /// Counts one drop; makes a line if none was made for this reason in
     /// the last second. Any thread, any lock held: it only records.
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String) {
         total.wrappingAdd(1, ordering: .relaxed)
+        latest.store(reason.index + 1, ordering: .relaxed)
         let now = MonotonicClock.now()
         state.withLock { state in
             let index = reason.index
