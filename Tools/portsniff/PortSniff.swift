@@ -65,7 +65,7 @@ struct PortSniff: ParsableCommand {
         let colour = !noColor && getenv("NO_COLOR") == nil && isatty(1) == 1
         let sniffer = Sniffer(
             filter: EventFilter(msgids: Set(msgids), ports: Set(ports), threads: Set(threads), pids: Set(pids)),
-            view: json ? .json : (stats ? .stats : .live), live: LiveView(colour: colour, hexBytes: hex),
+            view: json ? .json : (stats ? .stats : .live), live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1)),
             limit: count)
         if let read {
             try sniffer.replay(path: read)
@@ -85,7 +85,7 @@ final class Sniffer: @unchecked Sendable {
 
     private let filter: EventFilter
     private let view: View
-    private let live: LiveView
+    private var live: LiveView
     private let limit: Int?
     private var matcher = LatencyMatcher()
     private var statsView = StatsView()
@@ -98,6 +98,7 @@ final class Sniffer: @unchecked Sendable {
     private var countsDirectory: String?
     /// Takes what waits in the socket (set while listening).
     private var pendingReceiver: (() -> Void)?
+    private let names = ProcessNames()
 
     init(filter: EventFilter, view: View, live: LiveView, limit: Int?) {
         self.filter = filter
@@ -148,6 +149,7 @@ final class Sniffer: @unchecked Sendable {
         }
         try catchInterrupt(on: loop)
         standardError("portsniff: listening on \(endpoint)\n")
+        if view == .live, let header = live.header() { emit(header) }
         loop.runUntilStopped()
         socket.close()
         if recording >= 0 { close(recording) }
@@ -183,6 +185,7 @@ final class Sniffer: @unchecked Sendable {
             bytes += buffer[..<count]
         }
         var lastTime: Int64?
+        if view == .live, let header = live.header() { emit(header) }
         for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
             // A file that is not a recording is an error, not "0 events".
             guard let event = try? decoder.decode(PortTapEvent.self, from: Data(line)) else {
@@ -213,7 +216,7 @@ final class Sniffer: @unchecked Sendable {
         summary.add(event, latency: latency)
         switch view {
         case .live:
-            emit(live.line(for: event, latency: latency))
+            emit(live.line(for: event, latency: latency, process: names.name(of: event.pid)))
         case .json:
             emit(json(event, latency: latency))
         case .stats:
@@ -256,8 +259,9 @@ final class Sniffer: @unchecked Sendable {
 
     // MARK: - Ctrl-C
 
-    /// SIGINT writes a byte into a pipe whose read end is a source of the
-    /// loop: the summary is printed from the loop, not from the handler.
+    /// SIGINT (and SIGWINCH) write a byte into a pipe whose read end is a
+    /// source of the loop: the summary is printed, and a new width taken,
+    /// from the loop, not from the handler.
     private func catchInterrupt(on loop: RunLoop) throws {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw ValidationError("pipe: \(String(cString: strerror(errno)))") }
@@ -266,9 +270,18 @@ final class Sniffer: @unchecked Sendable {
             var byte: UInt8 = 1
             _ = Glibc.write(interruptWriteEnd, &byte, 1)
         }
+        // The terminal was resized: the live view takes the new width.
+        signal(SIGWINCH) { _ in
+            var byte: UInt8 = 2
+            _ = Glibc.write(interruptWriteEnd, &byte, 1)
+        }
         let source = SocketSource(fileDescriptor: fds[0]) { [self] source, fd in
             var byte: UInt8 = 0
             _ = Glibc.read(fd, &byte, 1)
+            if byte == 2 {
+                live.width = LiveView.terminalWidth(1)
+                return
+            }
             source.invalidate()
             finish(loop)
         }
