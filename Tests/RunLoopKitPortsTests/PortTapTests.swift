@@ -421,6 +421,46 @@ struct PortTapTests {
         }
     }
 
+    @Test("portsniff shows events in time order (a reorder window), so that a DELIVER comes after its SEND and carries the latency: live, pingpong's events in time order; replayed, a recording written out of order comes out sorted",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func eventsInTimeOrder() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        // Live.
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let roundTrips = 500
+        let sniff = try SpawnedProgram("portsniff", ["--json", "--count", "\(4 * roundTrips)"], environment: runtime, in: directory)
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: runtime.merging(["RUNLOOPKIT_TAP": "1"]) { $1 }, in: directory)
+        #expect(pingpong.waitForExit() == 0)
+        #expect(sniff.waitForExit(timeout: 30) == 0)
+        let lines = sniff.output.split(separator: "\n")
+        let inOrder = lines.filter { !$0.contains("\"late\":true") }.compactMap { try? JSONDecoder().decode(PortTapEvent.self, from: Data($0.utf8)) }
+        #expect(inOrder.count >= 4 * roundTrips - 10, "\(4 * roundTrips - inOrder.count) events came late")
+        #expect(zip(inOrder, inOrder.dropFirst()).allSatisfy { $0.time <= $1.time }, "events out of time order")
+        // The latency is on the DELIVER line of each pair, never on a SEND.
+        #expect(lines.filter { $0.contains("\"latency\"") }.allSatisfy { $0.contains("\"kind\":\"deliver\"") })
+
+        // Replayed: a recording whose DELIVER comes before its SEND.
+        let path = directory + "/unordered.jsonl"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var text = ""
+        for (kind, time) in [(PortTapEvent.Kind.deliver, Int64(2_000_000)), (.send, 1_000_000)] {
+            let event = PortTapEvent(kind: kind, time: 1_700_000_000_000_000_000 + time, pid: 7, thread: "t", source: nil,
+                                     destination: "7/1", msgid: 5, components: [], trace: "ab", dropped: 0, seq: kind == .send ? 1 : 2, started: 1)
+            text += String(decoding: try encoder.encode(event), as: UTF8.self) + "\n"
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        let replay = try SpawnedProgram("portsniff", ["--read", path, "--json"], in: directory)
+        #expect(replay.waitForExit(timeout: 30) == 0)
+        let replayed = replay.output.split(separator: "\n").map(String.init)
+        #expect(replayed.count == 2 && replayed[0].contains("\"kind\":\"send\"") && replayed[1].contains("\"kind\":\"deliver\"")
+                && replayed[1].contains("\"latency\":1000000"), "\(replayed)")
+    }
+
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {

@@ -44,7 +44,7 @@ struct LiveView {
         return fit(paint(text, "1"), visible: text.count)
     }
 
-    func line(for event: PortTapEvent, latency: Int64?, process: String) -> String {
+    func line(for event: PortTapEvent, latency: Int64?, process: String, late: Bool = false) -> String {
         let layout = layout
         var parts: [(text: String, colour: String?)] = []
         parts.append((Self.clock(event.time, milliseconds: layout.milliseconds), nil))
@@ -63,6 +63,7 @@ struct LiveView {
         parts.append(("[" + event.components.map(component).joined(separator: ", ") + "]", nil))
         if let latency { parts.append((Self.duration(latency), "33")) }
         if let reason = event.reason { parts.append((reason, "31")) }
+        if late { parts.append(("LATE", "35")) }
         let visible = parts.map(\.text).joined(separator: layout.separator)
         guard let width, visible.count > width else {
             return parts.map { part in part.colour.map { paint(part.text, $0) } ?? part.text }.joined(separator: layout.separator)

@@ -42,7 +42,7 @@ struct PortSniff: ParsableCommand {
     @Flag(help: "JSON Lines: one object per event.")
     var json = false
 
-    @Option(help: ArgumentHelp("Record every event received (before filters) to FILE, as JSON Lines.", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Record every event received (before filters) to FILE, as JSON Lines, in time order (see --window).", valueName: "FILE"))
     var write: String?
 
     @Option(help: ArgumentHelp("Replay FILE, a recording made with --write, through the same filters and views, instead of listening.", valueName: "FILE"))
@@ -51,12 +51,16 @@ struct PortSniff: ParsableCommand {
     @Option(help: ArgumentHelp("Exit after N events (after filters).", valueName: "N"))
     var count: Int?
 
+    @Option(help: ArgumentHelp("Hold each event up to MS milliseconds so that events show, and --write records them, in time order; one later than that shows at once, marked late (default: 50; 0: as they arrive).", valueName: "MS"))
+    var window = 50
+
     @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
     var noColor = false
 
     func validate() throws {
         if let count, count <= 0 { throw ValidationError("--count must be above zero") }
         if let hex, hex < 0 { throw ValidationError("--hex must not be negative") }
+        if window < 0 { throw ValidationError("--window must not be negative") }
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
     }
@@ -66,7 +70,7 @@ struct PortSniff: ParsableCommand {
         let sniffer = Sniffer(
             filter: EventFilter(msgids: Set(msgids), ports: Set(ports), threads: Set(threads), pids: Set(pids)),
             view: json ? .json : (stats ? .stats : .live), live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1)),
-            limit: count)
+            limit: count, windowMilliseconds: window)
         if let read {
             try sniffer.replay(path: read)
             return
@@ -98,13 +102,26 @@ final class Sniffer: @unchecked Sendable {
     private var countsDirectory: String?
     /// Takes what waits in the socket (set while listening).
     private var pendingReceiver: (() -> Void)?
+    /// Puts events in time order before they are shown (--window).
+    private var reorder: ReorderBuffer
+    private var releaseTimerSet = false
+    private var listeningLoop: RunLoop?
+    /// Drops found since the stats view last took them.
+    private var pendingDrops: UInt64 = 0
+    /// Events as --json and --write write them: keys sorted, slashes as they are.
+    private let recordEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
     private let names = ProcessNames()
 
-    init(filter: EventFilter, view: View, live: LiveView, limit: Int?) {
+    init(filter: EventFilter, view: View, live: LiveView, limit: Int?, windowMilliseconds: Int) {
         self.filter = filter
         self.view = view
         self.live = live
         self.limit = limit
+        reorder = ReorderBuffer(windowMilliseconds: windowMilliseconds)
     }
 
     // MARK: - Sources of events
@@ -129,6 +146,7 @@ final class Sniffer: @unchecked Sendable {
         let socketFile = endpoint.hasPrefix("ipc://") ? String(endpoint.dropFirst("ipc://".count)) : nil
         defer { if let socketFile { unlink(socketFile) } }
         let loop = RunLoop.current
+        listeningLoop = loop
         // Attached: the processes already tapped owe the events after their
         // counts now (S-TAP-1); their count files are read again every
         // second, and at the end.
@@ -157,14 +175,40 @@ final class Sniffer: @unchecked Sendable {
 
     /// Takes every event waiting in the socket; true when --count is reached.
     private func receivePending(from socket: Socket) -> Bool {
+        let now = MonotonicNow.nanoseconds()
         while let frames = try? socket.receiveMultipart(dontWait: true) {
-            guard let line = frames.first else { continue }
-            // One event a line: the tap's lines end with their newline already.
-            if recording >= 0 { writeAll(recording, line.last == UInt8(ascii: "\n") ? Array(line) : Array(line) + [UInt8(ascii: "\n")]) }
-            guard let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
-            if handle(event) { return true }
+            guard let line = frames.first, let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
+            account(event)
+            reorder.add(event, now: now)
         }
+        return releaseDue()
+    }
+
+    /// Shows the events the reorder window lets out now (all of them with
+    /// `all`), in time order, and arms a timer for the next; true when
+    /// --count is reached.
+    private func releaseDue(all: Bool = false) -> Bool {
+        for (event, late) in reorder.release(now: MonotonicNow.nanoseconds(), all: all) {
+            // Recorded as shown, in time order, before the filters.
+            if recording >= 0, var line = try? recordEncoder.encode(event) {
+                line.append(UInt8(ascii: "\n"))
+                writeAll(recording, Array(line))
+            }
+            if show(event, late: late) { return true }
+        }
+        armReleaseTimer()
         return false
+    }
+
+    /// A one-shot timer for the first waiting event, unless one is set.
+    private func armReleaseTimer() {
+        guard !releaseTimerSet, let due = reorder.nextDue, let loop = listeningLoop else { return }
+        releaseTimerSet = true
+        let delay = Double(max(0, due - MonotonicNow.nanoseconds())) / 1e9
+        _ = try? loop.perform(afterDelay: delay) { [self] in
+            releaseTimerSet = false
+            if releaseDue() { finish(loop) }
+        }
     }
 
     /// The processes' count files: what each has passed on by now.
@@ -185,17 +229,23 @@ final class Sniffer: @unchecked Sendable {
             bytes += buffer[..<count]
         }
         var lastTime: Int64?
+        var events: [PortTapEvent] = []
         if view == .live, let header = live.header() { emit(header) }
         for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
             // A file that is not a recording is an error, not "0 events".
             guard let event = try? decoder.decode(PortTapEvent.self, from: Data(line)) else {
                 throw ValidationError("\(path):\(index + 1): not a portsniff recording (--write writes one JSON event per line)")
             }
+            account(event)
+            events.append(event)
+        }
+        // Shown in time order, as live (the file is in the order events arrived).
+        for event in events.enumerated().sorted(by: { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }).map(\.element) {
             if view == .stats, statsView.isDue(at: event.time) {
                 emit(statsView.table(seconds: 1, clock: LiveView.clock(event.time)))
             }
             lastTime = event.time
-            if handle(event) { break }
+            if show(event, late: false) { break }
         }
         if view == .stats, let lastTime { emit(statsView.table(seconds: 1, clock: LiveView.clock(lastTime))) }
         standardError(summary.text + "\n")
@@ -203,37 +253,43 @@ final class Sniffer: @unchecked Sendable {
 
     // MARK: - Events
 
-    /// Shows one event; true when --count is reached.
-    private func handle(_ event: PortTapEvent) -> Bool {
-        let latency = matcher.match(event)
-        // Every event received counts in the account, shown or not: its
-        // number says what was missed before it (S-TAP-1).
+    /// Counts one event as it arrives, in the order of its process's
+    /// numbers, shown or not: its number says what was missed before it
+    /// (S-TAP-1).
+    private func account(_ event: PortTapEvent) {
         let newDrops = summary.account.note(event)
+        pendingDrops += newDrops
         if newDrops > 0, view == .live {
             emit(live.dropLine(pid: event.pid, newDrops: newDrops, total: summary.account.totalDropped))
         }
+    }
+
+    /// Shows one event, in time order; true when --count is reached.
+    private func show(_ event: PortTapEvent, late: Bool) -> Bool {
+        let latency = matcher.match(event)
         guard filter.accepts(event) else { return false }
         summary.add(event, latency: latency)
         switch view {
         case .live:
-            emit(live.line(for: event, latency: latency, process: names.name(of: event.pid)))
+            emit(live.line(for: event, latency: latency, process: names.name(of: event.pid), late: late))
         case .json:
-            emit(json(event, latency: latency))
+            emit(json(event, latency: latency, late: late))
         case .stats:
-            statsView.add(event, latency: latency, newDrops: newDrops)
+            statsView.add(event, latency: latency, newDrops: pendingDrops)
+            pendingDrops = 0
         }
         shown += 1
         if let limit, shown >= limit { return true }
         return false
     }
 
-    private func json(_ event: PortTapEvent, latency: Int64?) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var text = (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        if let latency, text.hasSuffix("}") {
+    private func json(_ event: PortTapEvent, latency: Int64?, late: Bool) -> String {
+        var text = (try? recordEncoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        if text.hasSuffix("}") && (latency != nil || late) {
             text.removeLast()
-            text += ",\"latency\":\(latency)}"
+            if late { text += ",\"late\":true" }
+            if let latency { text += ",\"latency\":\(latency)" }
+            text += "}"
         }
         return text
     }
@@ -247,10 +303,15 @@ final class Sniffer: @unchecked Sendable {
     }
 
     private func finish(_ loop: RunLoop) {
-        // What is still queued for this sniffer is shown first (unless
-        // --count was reached), then the counts are read a last time, so
-        // that the summary adds up: received + dropped = owed.
-        if let limit, shown >= limit {} else { pendingReceiver?() }
+        // What is still queued for this sniffer, and what waits in the
+        // reorder window, is shown first (unless --count was reached), then
+        // the counts are read a last time, so that the summary adds up:
+        // received + dropped = owed.
+        if let limit, shown >= limit {} else {
+            pendingReceiver?()
+            _ = releaseDue(all: true)
+        }
+        summary.lateCount = reorder.lateCount
         readCounts()
         if view == .stats { printTable() }
         standardError(summary.text + "\n")

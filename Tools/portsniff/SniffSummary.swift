@@ -12,6 +12,8 @@ struct SniffSummary {
     var pairs = 0
     /// Every received event is counted here, shown or filtered out.
     var account = TapAccount()
+    /// Events that came later than the reorder window (shown, marked late).
+    var lateCount = 0
 
     /// Records an event that was shown.
     mutating func add(_ event: PortTapEvent, latency: Int64?) {
@@ -30,6 +32,7 @@ struct SniffSummary {
         if failedSends > 0 { shown += ", \(failedSends) failed send(s)" }
         if dropsOnReceipt > 0 { shown += ", \(dropsOnReceipt) message(s) dropped on receipt" }
         var lines = ["portsniff: \(events) event(s) shown: \(shown), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
+        if lateCount > 0 { lines.append("  \(lateCount) event(s) came later than the reorder window (--window): shown, marked late") }
         for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) where entry.owed > 0 {
             let name = entry.name.map { " (\($0)\(entry.exited ? ", exited" : ""))" } ?? ""
             lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): \(entry.seen) received + \(entry.dropped) dropped")
