@@ -25,6 +25,10 @@ let source = CustomSource(
     }
 )
 loop.add(source, forMode: .default)
+// Also in a mode outside the common modes, to show at the end that a mode
+// with nothing in it finishes a run at once (S-RUN-1).
+let quiet = RunLoop.Mode("quiet")
+loop.add(source, forMode: quiet)
 
 let signaller = LoopThread(name: "signaller")
 try signaller.start()
@@ -64,8 +68,9 @@ print("\n== done")
 signaller.stop()
 source.invalidate()  // removes it from every mode of every loop, calling cancel (S-SRC0-3)
 print("source is valid: \(source.isValid); still in .default: \(loop.contains(source, inMode: .default))")
-// On a secondary thread's loop, a run would now find the mode empty and
-// return .finished. The main thread's .default is a common mode, which
-// stands for DispatchQueue.main there (S-EXEC-3, S-RUN-1), as on Apple's
-// systems: a poll runs and times out instead.
+// The mode outside the common modes is empty now: a run finishes at once.
+print("a run of 'quiet', now empty: .\(loop.run(mode: quiet, seconds: 1))")
+// The main thread's .default is a common mode, which stands for
+// DispatchQueue.main there (S-EXEC-3, S-RUN-1), as on Apple's systems: it
+// is never empty, so a poll runs and times out instead.
 print("a poll of the main loop's .default: .\(loop.run(mode: .default, seconds: 0)) (it serves DispatchQueue.main)")
