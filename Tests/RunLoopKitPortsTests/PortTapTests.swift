@@ -461,6 +461,26 @@ struct PortTapTests {
                 && replayed[1].contains("\"latency\":1000000"), "\(replayed)")
     }
 
+    @Test("portsniff -- COMMAND runs the program with the tap on, as strace does: every event of it, an exact summary, and portsniff exits with the program's status",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func runsACommand() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let roundTrips = 300
+        let sniff = try SpawnedProgram("portsniff", ["--json", "--", SpawnedProgram.productsDirectory + "/pingpong", "--count", "\(roundTrips)"],
+                                       environment: runtime, in: directory)
+        #expect(sniff.waitForExit(timeout: 60) == 0, "\(sniff.errorOutput)")
+        let events = decodeEvents(sniff.output)
+        #expect(events.count == 4 * roundTrips)
+        let pid = try #require(events.first?.pid)
+        #expect(sniff.errorOutput.contains("pid \(pid) (pingpong, exited): events 1-\(4 * roundTrips) owed (\(4 * roundTrips)): \(4 * roundTrips) received + 0 dropped"),
+                "\(sniff.errorOutput)")
+        // The program's status is portsniff's.
+        let failing = try SpawnedProgram("portsniff", ["--", "/bin/sh", "-c", "exit 3"], environment: runtime, in: directory)
+        #expect(failing.waitForExit(timeout: 60) == 3, "\(failing.errorOutput)")
+    }
+
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {

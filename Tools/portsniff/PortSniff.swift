@@ -57,12 +57,18 @@ struct PortSniff: ParsableCommand {
     @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
     var noColor = false
 
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("After --: a program to run with the tap on (RUNLOOPKIT_TAP=1), as strace runs one; portsniff passes SIGINT and SIGTERM on to it, stops when it exits, and exits with its status.", valueName: "COMMAND"))
+    var command: [String] = []
+
     func validate() throws {
         if let count, count <= 0 { throw ValidationError("--count must be above zero") }
         if let hex, hex < 0 { throw ValidationError("--hex must not be negative") }
         if window < 0 { throw ValidationError("--window must not be negative") }
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
+        if !command.isEmpty && (read != nil || endpoint != nil) {
+            throw ValidationError("-- COMMAND runs a program that reports to the readers' directory: not with --read or --endpoint")
+        }
     }
 
     func run() throws {
@@ -76,7 +82,8 @@ struct PortSniff: ParsableCommand {
             return
         }
         let target = try endpoint ?? PortTap.readerEndpoint()
-        try sniffer.listen(on: target, inReadersDirectory: endpoint == nil, recordingTo: write)
+        try sniffer.listen(on: target, inReadersDirectory: endpoint == nil, recordingTo: write, running: command)
+        if let status = sniffer.commandStatus { throw ExitCode(status) }
     }
 }
 
@@ -102,6 +109,10 @@ final class Sniffer: @unchecked Sendable {
     private var countsDirectory: String?
     /// Takes what waits in the socket (set while listening).
     private var pendingReceiver: (() -> Void)?
+    /// The program run after `--`, if any.
+    private var traced: TracedCommand?
+    /// Its exit status, once the sniffer stopped because it exited.
+    var commandStatus: Int32? { traced?.reapIfExited() == true ? traced?.status : nil }
     /// Puts events in time order before they are shown (--window).
     private var reorder: ReorderBuffer
     private var releaseTimerSet = false
@@ -129,7 +140,7 @@ final class Sniffer: @unchecked Sendable {
     /// Listens on `endpoint`. In the readers' directory (the default), the
     /// processes' count files say what this sniffer is owed; on an
     /// endpoint of its own, only the numbers of what arrives do.
-    func listen(on endpoint: String, inReadersDirectory: Bool, recordingTo path: String?) throws {
+    func listen(on endpoint: String, inReadersDirectory: Bool, recordingTo path: String?, running command: [String] = []) throws {
         if let path {
             recording = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard recording >= 0 else { throw ValidationError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
@@ -155,7 +166,25 @@ final class Sniffer: @unchecked Sendable {
         let source = SocketSource(socket: socket) { [self] _, socket in
             if receivePending(from: socket) { finish(loop) }
         }
-        pendingReceiver = { [self] in _ = receivePending(from: socket) }
+        pendingReceiver = { [self] in
+            _ = receivePending(from: socket)
+            // A program that exited has passed its last events to the
+            // socket, and its count file says how many: wait for them (1 s
+            // at most), so that the summary does not count events still on
+            // their way as dropped.
+            guard traced != nil else { return }
+            let deadline = MonotonicNow.nanoseconds() + 1_000_000_000
+            try? socket.setReceiveTimeout(milliseconds: 20)
+            readCounts()
+            while !summary.account.isSettled && MonotonicNow.nanoseconds() < deadline {
+                if let frames = try? socket.receiveMultipart(), let line = frames.first,
+                   let event = try? decoder.decode(PortTapEvent.self, from: line) {
+                    account(event)
+                    reorder.add(event, now: MonotonicNow.nanoseconds())
+                }
+                readCounts()
+            }
+        }
         try loop.add(source, forMode: .default)
         if countsDirectory != nil {
             let counts = try Timer(timeInterval: 1, repeats: true) { [self] _ in readCounts() }
@@ -168,6 +197,8 @@ final class Sniffer: @unchecked Sendable {
         try catchInterrupt(on: loop)
         standardError("portsniff: listening on \(endpoint)\n")
         if view == .live, let header = live.header() { emit(header) }
+        // Started once this sniffer listens, so that it is owed every event.
+        if !command.isEmpty { traced = try TracedCommand(command) }
         loop.runUntilStopped()
         socket.close()
         if recording >= 0 { close(recording) }
@@ -320,27 +351,37 @@ final class Sniffer: @unchecked Sendable {
 
     // MARK: - Ctrl-C
 
-    /// SIGINT (and SIGWINCH) write a byte into a pipe whose read end is a
-    /// source of the loop: the summary is printed, and a new width taken,
-    /// from the loop, not from the handler.
+    /// SIGINT, SIGTERM, SIGWINCH and SIGCHLD write a byte into a pipe whose
+    /// read end is a source of the loop: the summary is printed, a new width
+    /// taken, a signal passed on to the program run after `--`, from the
+    /// loop, not from the handler.
     private func catchInterrupt(on loop: RunLoop) throws {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw ValidationError("pipe: \(String(cString: strerror(errno)))") }
         interruptWriteEnd = fds[1]
-        signal(SIGINT) { _ in
-            var byte: UInt8 = 1
-            _ = Glibc.write(interruptWriteEnd, &byte, 1)
-        }
-        // The terminal was resized: the live view takes the new width.
-        signal(SIGWINCH) { _ in
-            var byte: UInt8 = 2
-            _ = Glibc.write(interruptWriteEnd, &byte, 1)
+        // One handler for all four: it writes the signal's number, which
+        // the loop reads (a C handler captures nothing).
+        for caught in [SIGINT, SIGTERM, SIGWINCH, SIGCHLD] {
+            signal(caught) { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = Glibc.write(interruptWriteEnd, &byte, 1)
+            }
         }
         let source = SocketSource(fileDescriptor: fds[0]) { [self] source, fd in
             var byte: UInt8 = 0
             _ = Glibc.read(fd, &byte, 1)
-            if byte == 2 {
+            let caught = Int32(byte)
+            // The terminal was resized: the live view takes the new width.
+            if caught == SIGWINCH {
                 live.width = LiveView.terminalWidth(1)
+                return
+            }
+            if let traced {
+                // With a program running, Ctrl-C and SIGTERM are its: the
+                // sniffer stops when the program has exited (SIGCHLD).
+                if caught == SIGINT || caught == SIGTERM { traced.forward(caught) }
+                guard traced.reapIfExited() else { return }
+            } else if caught == SIGCHLD {
                 return
             }
             source.invalidate()

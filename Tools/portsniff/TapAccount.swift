@@ -103,6 +103,9 @@ struct TapAccount {
         return event.dropped > previous ? event.dropped - previous : 0
     }
 
+    /// Whether every event owed has come: nothing is on its way.
+    var isSettled: Bool { entries.values.allSatisfy { $0.seen >= $0.owed } }
+
     /// Events missed in all.
     var totalDropped: UInt64 {
         entries.values.reduce(0) { $0 + $1.dropped } + legacyDrops.values.reduce(0, +)
