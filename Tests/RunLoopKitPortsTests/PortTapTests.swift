@@ -61,7 +61,7 @@ struct PortTapTests {
         }
     }
 
-    @Test("tap: a sniffer that cannot keep up costs drops, counted and reported, never a blocked sender; nothing is lost silently")
+    @Test("S-TAP-2: a sniffer that cannot keep up costs drops, counted and reported, never a blocked sender (each send keeps a 2 s deadline); nothing is lost silently")
     func overloadShowsAsDrops() async {
         await #expect(processExitsWith: .success) {
             // A sniffer that stops reading: its queue fills at once.
@@ -206,8 +206,8 @@ struct PortTapTests {
             }
             try PortTapTests.require(of(.send) == ["1 -", "2 -", "3 -"], "sends: \(of(.send))")
             try PortTapTests.require(of(.deliver).isEmpty, "deliveries of messages nobody handled: \(of(.deliver))")
-            try PortTapTests.require(of(.dropped) == ["0 malformed: bad magic", "1 no message handler", "2 no message handler", "3 no message handler"],
-                                     "drops: \(of(.dropped))")
+            try PortTapTests.require(of(.messageDropped) == ["0 malformed: bad magic", "1 no message handler", "2 no message handler", "3 no message handler"],
+                                     "drops: \(of(.messageDropped))")
             try PortTapTests.require(of(.sendFailed) == ["10 messageTooLarge", "9 invalidPort"], "failed sends: \(of(.sendFailed))")
             port.invalidate()
             thread.stop()

@@ -19,13 +19,13 @@ struct SnifferTerminalTests {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var text = ""
         let head = Array("hello, terminal!".utf8).map { String(format: "%02x", $0) }.joined()
-        for (index, kind) in [PortTapEvent.Kind.send, .deliver, .sendFailed, .dropped].enumerated() {
+        for (index, kind) in [PortTapEvent.Kind.send, .deliver, .sendFailed, .messageDropped].enumerated() {
             let event = PortTapEvent(
                 kind: kind, time: 1_700_000_000_000_000_000 + Int64(index) * 1_000_000, pid: 4242,
                 thread: "com.apple.root.default-qos.overcommit", source: "reply-4242", destination: "service", msgid: UInt32(index),
                 components: [PortTapEvent.Component(kind: .data, size: 16, head: head)],
                 trace: kind == .send || kind == .deliver ? "1f" : nil, dropped: 0, seq: UInt64(index + 1), started: 1,
-                reason: kind == .sendFailed ? "timedOut" : kind == .dropped ? "no message handler" : nil)
+                reason: kind == .sendFailed ? "timedOut" : kind == .messageDropped ? "no message handler" : nil)
             text += String(decoding: try encoder.encode(event), as: UTF8.self) + "\n"
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -55,7 +55,7 @@ struct LiveView {
         case .send: ("SEND   ", "36")
         case .deliver: ("DELIVER", "32")
         case .sendFailed: ("SENDERR", "31")
-        case .dropped: ("DROPPED", "31")
+        case .messageDropped: ("DROPPED", "31")
         }
         parts.append((kind, kindColour))
         parts.append(("\(event.source ?? "-") → \(event.destination)", nil))

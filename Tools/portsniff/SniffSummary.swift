@@ -22,7 +22,7 @@ struct SniffSummary {
         case .send: sends += 1
         case .deliver: deliveries += 1
         case .sendFailed: failedSends += 1
-        case .dropped: dropsOnReceipt += 1
+        case .messageDropped: dropsOnReceipt += 1
         }
         if latency != nil { pairs += 1 }
     }

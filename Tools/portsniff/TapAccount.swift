@@ -1,4 +1,3 @@
-import Glibc
 import RunLoopKit
 
 /// What a sniffer is owed by each tapped process, and what it got
@@ -49,7 +48,7 @@ struct TapAccount {
     /// number (recordings made before events were numbered), per pid.
     private(set) var legacyDrops: [Int32: UInt64] = [:]
 
-    init(readerStarted: UInt64 = TapAccount.ownStartTime()) {
+    init(readerStarted: UInt64 = PortTap.processStartTime) {
         self.readerStarted = readerStarted
     }
 
@@ -109,20 +108,5 @@ struct TapAccount {
     /// Events missed in all.
     var totalDropped: UInt64 {
         entries.values.reduce(0) { $0 + $1.dropped } + legacyDrops.values.reduce(0, +)
-    }
-
-    /// This process's start time in clock ticks since boot (field 22 of
-    /// /proc/self/stat), as the tap reports each process's.
-    static func ownStartTime() -> UInt64 {
-        guard let file = fopen("/proc/self/stat", "r") else { return 0 }
-        defer { fclose(file) }
-        var buffer = [CChar](repeating: 0, count: 1024)
-        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return 0 }
-        let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        // The name (field 2) is in parentheses and may hold spaces: count from after it.
-        guard let close = line.lastIndex(of: ")") else { return 0 }
-        let fields = line[line.index(after: close)...].split(separator: " ")
-        // fields[0] is field 3 (the state); field 22 is fields[19].
-        return fields.count > 19 ? UInt64(fields[19]) ?? 0 : 0
     }
 }

@@ -182,18 +182,6 @@ extension RunLoop {
         }
     }
 
-    /// The main queue's eventfd joins a common mode's wait set (S-EXEC-3).
-    /// Under the loop's lock.
-    func mainQueueJoins(_ mode: Mode, _ descriptor: Int32, _ state: inout LoopState) {
-        do {
-            try state.withMode(mode) { (items) throws(RunLoopError) in
-                try waiter.register(descriptor, token: WaitSet.mainQueueToken, edgeTriggered: false, in: &items.waitSet)
-            }
-        } catch {
-            logger.error("the main queue could not join common mode \(mode): DispatchQueue.main blocks will not run while it runs: \(error)")
-        }
-    }
-
     /// One warning per loop, whatever was added and however often
     /// (docs/design.md, "Errors": a dead loop).
     private func warnAddedToDeadLoop(_ kind: String) {

@@ -228,22 +228,6 @@ extension RunLoop {
             || hasBlocks(for: mode, isCommon: snapshot.isCommon)
     }
 
-    /// Whether this run should drain the main queue now rather than sleep.
-    @inline(__always)
-    private func isMainQueueDue(_ snapshot: ModeSnapshot) -> Bool {
-        snapshot.holdsMainQueue && mainQueue?.isDue == true
-    }
-
-    /// The first run of the main loop on the main thread takes the main
-    /// queue: its eventfd joins every common mode's wait set (S-EXEC-3).
-    private func takeOnFirstRun(_ mainQueue: MainQueue) {
-        guard let descriptor = mainQueue.takeHandleOnFirstRun() else { return }
-        changeItems { state in
-            state.mainQueueDescriptor = descriptor
-            for name in state.commonModeNames { mainQueueJoins(name, descriptor, &state) }
-        }
-    }
-
     // MARK: - Snapshot
 
     /// Re-reads the mode's items if anything changed since the last look
@@ -270,7 +254,7 @@ extension RunLoop {
     /// without a monitor it is not even read, and the public form, which
     /// makes a String, is built only for a monitor.
     @inline(__always)
-    private func callout(
+    func callout(
         _ kind: CalloutKind, _ snapshot: ModeSnapshot, mode: Mode,
         origin: @autoclosure () -> BlockOrigin? = nil, _ body: () -> Void
     ) {
@@ -420,59 +404,6 @@ extension RunLoop {
             // drops it when it finds it is no longer in the mode.
             if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? state.withLock({ $0.registeredSockets[token] }) {
                 waiter.readyList.append(source)
-            }
-        }
-    }
-
-    // MARK: - Timers
-
-    /// Step 9, first half: fires the mode's due timers, earliest first. A
-    /// timer is never early (S-TMR-2). Returns how many fired.
-    private func fireDueTimers(_ snapshot: inout ModeSnapshot, mode: Mode) -> Int {
-        refresh(&snapshot, mode: mode)
-        // No clock read and no lock in the passes of a mode without timers.
-        guard snapshot.hasTimers else { return 0 }
-        let now = snapshot.clock.now()
-        // The scratch list is taken out for the lock's closure and put back.
-        var scratch = dueTimers
-        dueTimers = []
-        scratch.removeAll(keepingCapacity: true)
-        state.withLock { state in
-            guard let earliest = state.modes[mode]?.timers.earliest, earliest <= now else { return }
-            state.withMode(mode) { $0.timers.takeDue(now: now, into: &scratch) }
-        }
-        guard !scratch.isEmpty else {
-            dueTimers = scratch
-            return 0
-        }
-        var fired = 0
-        do {
-            // A copy, because a timer's block may run the loop again (S-RUN-8),
-            // which reuses the scratch list; released before the scratch is
-            // emptied, so that emptying it keeps its buffer.
-            let due = scratch
-            for (index, timer) in due.enumerated() {
-                if isStopPending {
-                    // Still due: they fire in the next run.
-                    timersLeftHeap(due[index...])
-                    break
-                }
-                callout(.timer, snapshot, mode: mode, origin: timer.origin) { if timer.fireOnLoop(now: now) { fired += 1 } }
-                timersLeftHeap(CollectionOfOne(timer))  // at its next fire instant, if it has one
-            }
-        }
-        scratch.removeAll(keepingCapacity: true)
-        dueTimers = scratch
-        return fired
-    }
-
-    /// Puts timers taken out of the heaps to fire back in every mode they
-    /// are still in (a nested run in another of their modes may have taken
-    /// them out there too), at their next instants.
-    private func timersLeftHeap<Timers: Sequence<Timer>>(_ timers: Timers) {
-        state.withLock { state in
-            for timer in timers where timer.isValid {
-                for name in state.modeNames { state.modes[name]?.timers.reinsert(timer) }
             }
         }
     }

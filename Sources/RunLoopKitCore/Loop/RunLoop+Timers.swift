@@ -1,4 +1,5 @@
-/// Timers made through a loop, and the loop's clock (S-TMR-7).
+/// Timers made through a loop, the loop's clock (S-TMR-7), and firing the
+/// due ones at step 9 of a pass.
 extension RunLoop {
     /// Makes a timer that first fires `interval` seconds from now on this
     /// loop's clock, and adds it to the default mode. Any thread.
@@ -55,6 +56,59 @@ extension RunLoop {
     func timerDidMove(_ timer: Timer) {
         changeItems { state in
             for name in state.modeNames { state.modes[name]?.timers.reschedule(timer) }
+        }
+    }
+
+    // MARK: - Firing (step 9 of a pass)
+
+    /// Step 9, first half: fires the mode's due timers, earliest first. A
+    /// timer is never early (S-TMR-2). Returns how many fired.
+    func fireDueTimers(_ snapshot: inout ModeSnapshot, mode: Mode) -> Int {
+        refresh(&snapshot, mode: mode)
+        // No clock read and no lock in the passes of a mode without timers.
+        guard snapshot.hasTimers else { return 0 }
+        let now = snapshot.clock.now()
+        // The scratch list is taken out for the lock's closure and put back.
+        var scratch = dueTimers
+        dueTimers = []
+        scratch.removeAll(keepingCapacity: true)
+        state.withLock { state in
+            guard let earliest = state.modes[mode]?.timers.earliest, earliest <= now else { return }
+            state.withMode(mode) { $0.timers.takeDue(now: now, into: &scratch) }
+        }
+        guard !scratch.isEmpty else {
+            dueTimers = scratch
+            return 0
+        }
+        var fired = 0
+        do {
+            // A copy, because a timer's block may run the loop again (S-RUN-8),
+            // which reuses the scratch list; released before the scratch is
+            // emptied, so that emptying it keeps its buffer.
+            let due = scratch
+            for (index, timer) in due.enumerated() {
+                if isStopPending {
+                    // Still due: they fire in the next run.
+                    timersLeftHeap(due[index...])
+                    break
+                }
+                callout(.timer, snapshot, mode: mode, origin: timer.origin) { if timer.fireOnLoop(now: now) { fired += 1 } }
+                timersLeftHeap(CollectionOfOne(timer))  // at its next fire instant, if it has one
+            }
+        }
+        scratch.removeAll(keepingCapacity: true)
+        dueTimers = scratch
+        return fired
+    }
+
+    /// Puts timers taken out of the heaps to fire back in every mode they
+    /// are still in (a nested run in another of their modes may have taken
+    /// them out there too), at their next instants.
+    private func timersLeftHeap<Timers: Sequence<Timer>>(_ timers: Timers) {
+        state.withLock { state in
+            for timer in timers where timer.isValid {
+                for name in state.modeNames { state.modes[name]?.timers.reinsert(timer) }
+            }
         }
     }
 }

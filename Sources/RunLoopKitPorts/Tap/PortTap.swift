@@ -27,6 +27,11 @@ public enum PortTap {
     /// Whether the tap is on in this process.
     public static var isEnabled: Bool { active.load(ordering: .relaxed) }
 
+    /// When this process started, in clock ticks since boot, as its tap
+    /// events (`PortTapEvent.started`) and count file give it: what a
+    /// sniffer compares a process's start with its own.
+    public static var processStartTime: UInt64 { ProcessIdentity.current.startTime }
+
     /// Events dropped so far in this process.
     public static var droppedEventCount: UInt64 { TapPipeline.shared.droppedCount }
 
@@ -116,7 +121,7 @@ public enum PortTap {
 
     /// A message the port dropped on receipt (no handler, malformed).
     static func recordDrop(on port: Port, msgid: UInt32, reason: PortDropReason) {
-        TapPipeline.shared.record(kind: .dropped, time: now(), destination: port, msgid: msgid, components: [],
+        TapPipeline.shared.record(kind: .messageDropped, time: now(), destination: port, msgid: msgid, components: [],
                                   source: nil, traceID: nil, reason: reason.description)
     }
 

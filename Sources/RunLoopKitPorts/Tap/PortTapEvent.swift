@@ -4,7 +4,7 @@
 /// tap reports it and `portsniff` shows it. Encoded as one JSON object per
 /// line on the tap socket (and in `portsniff --json` / `--write`).
 public struct PortTapEvent: Codable, Sendable, Hashable {
-    /// What happened; encoded as "send", "deliver", "sendFailed" or "dropped".
+    /// What happened; encoded as "send", "deliver", "sendFailed" or "messageDropped".
     public enum Kind: String, Codable, Sendable {
         /// A thread sent the message (reported by the sender's process).
         case send
@@ -15,7 +15,9 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         /// A local port dropped a message on receipt instead of delivering
         /// it: it had no handler, or the message was malformed (`reason`
         /// names the `PortDropReason`; a malformed message's msgid is 0).
-        case dropped
+        /// Not to be confused with `PortTapEvent.dropped`, the tap events
+        /// the tap itself could not pass on.
+        case messageDropped
     }
 
     /// One component of the message: its kind, its size, and its first bytes
@@ -69,7 +71,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// sniffer counts its own misses exactly from the gaps in `seq`.
     public var dropped: UInt64
     /// Why a send failed (`sendFailed`: the `PortError`'s case, such as
-    /// `invalidPort` or `timedOut`) or a message was dropped (`dropped`:
+    /// `invalidPort` or `timedOut`) or a message was dropped (`messageDropped`:
     /// the `PortDropReason` as logs name it, such as `no message handler`
     /// or `malformed: bad magic`); nil for the other kinds.
     public var reason: String?
