@@ -438,8 +438,10 @@ struct PortTapTests {
         let inOrder = lines.filter { !$0.contains("\"late\":true") }.compactMap { try? JSONDecoder().decode(PortTapEvent.self, from: Data($0.utf8)) }
         #expect(inOrder.count >= 4 * roundTrips - 10, "\(4 * roundTrips - inOrder.count) events came late")
         #expect(zip(inOrder, inOrder.dropFirst()).allSatisfy { $0.time <= $1.time }, "events out of time order")
-        // The latency is on the DELIVER line of each pair, never on a SEND.
-        #expect(lines.filter { $0.contains("\"latency\"") }.allSatisfy { $0.contains("\"kind\":\"deliver\"") })
+        // The latency is on the DELIVER line of each pair, never on a SEND
+        // (unless the SEND came later than the window: shown, marked late;
+        // seen once under AddressSanitizer's load).
+        #expect(lines.filter { $0.contains("\"latency\"") && !$0.contains("\"late\":true") }.allSatisfy { $0.contains("\"kind\":\"deliver\"") })
 
         // Replayed: a recording whose DELIVER comes before its SEND.
         let path = directory + "/unordered.jsonl"
