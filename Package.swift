@@ -86,7 +86,7 @@ let package = Package(
         .executableTarget(
             name: "portsniff",
             dependencies: [
-                "RunLoopKit", "ZeroMQ",
+                "RunLoopKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/portsniff"

@@ -51,6 +51,35 @@ def header(version, flags, kinds, msgid=7):
     return b"RLKP" + bytes([version, flags]) + struct.pack("<HI", len(kinds), msgid) + bytes(kinds)
 
 
+# The tap's batches (docs/tap-format.md), written from the document's
+# tables: a foreign writer's reading of them.
+
+def tap_batches(*encoded):
+    return b"\x02" + b"".join(encoded)
+
+
+def tap_name(kind, ident, text):
+    data = text.encode()
+    return struct.pack("<BBHI", kind, 0, len(data), ident) + data
+
+
+def tap_header(names=(), records=0, version=1, header_size=64, record_size=80, magic=b"RLKT"):
+    fixed = magic + struct.pack("<HHiIQqQQIIQ", version, header_size, 4242, record_size, 987654,
+                                1_700_000_000_000_000_000, 10, 0, records, len(names), 0)
+    return fixed + b"".join(names)
+
+
+def tap_record(seq, kind=1, head=b"hello", head_length=None, tid=4243, destination=1, source=0, reason=0, trace=0x1f):
+    head_length = len(head) if head_length is None else head_length
+    return (struct.pack("<QqQIIIiQIHHHBBB3x", seq, 5_000_000 + seq, trace, 7, destination, source, tid,
+                        len(head), len(head), 1, 0, reason, kind, 0, head_length)
+            + head.ljust(16, b"\0")[:16])
+
+
+def tap_batch(header_frame, records=b""):
+    return message(frame(header_frame), frame(records))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -82,6 +111,24 @@ def main():
         "too-many-components": messages(message(frame(header(2, 0, [0] * 257)))),
         "too-many-frames": messages(message(frame(header(1, 0, [0] * 256)), *[frame(b"") for _ in range(300)])),
     }
+    names = [tap_name(4, 4242, "made-up"), tap_name(1, 1, "service"), tap_name(1, 2, "reply"),
+             tap_name(2, 4243, "worker"), tap_name(3, 1, "timedOut")]
+    two = tap_record(1) + tap_record(2, kind=2, source=2)
+    seeds.update({
+        # Two batches: the names come with the first, the second uses them.
+        "tap-valid": tap_batches(tap_batch(tap_header(names, 2), two),
+                                 tap_batch(tap_header((), 1), tap_record(3, kind=3, reason=1))),
+        "tap-frame-count": tap_batches(message(frame(tap_header()))),
+        "tap-short-header": tap_batches(tap_batch(tap_header()[:40])),
+        "tap-bad-magic": tap_batches(tap_batch(tap_header(magic=b"RLKX"))),
+        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=2))),
+        "tap-bad-header-size": tap_batches(tap_batch(tap_header(header_size=200))),
+        "tap-bad-record-size": tap_batches(tap_batch(tap_header(record_size=40))),
+        "tap-record-count-mismatch": tap_batches(tap_batch(tap_header((), 2), tap_record(1))),
+        "tap-bad-name": tap_batches(tap_batch(tap_header([tap_name(9, 1, "x")]))),
+        "tap-bad-kind": tap_batches(tap_batch(tap_header((), 1), tap_record(1, kind=7))),
+        "tap-bad-head-length": tap_batches(tap_batch(tap_header((), 1), tap_record(1, head_length=17))),
+    })
     for name, seed in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(seed)

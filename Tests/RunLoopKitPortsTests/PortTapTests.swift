@@ -32,9 +32,10 @@ struct PortTapTests {
             let (_, deliveries) = try PortTapTests.requirePaired(events, count: count, firstMsgid: 1000)
             let first = deliveries[0]
             try PortTapTests.require(first.thread == "tap-exact" && first.pid == getpid() && first.destination == port.tapLabel)
-            try PortTapTests.require(first.components == [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01"),
-                                                          PortTapEvent.Component(kind: .port, size: 0, head: port.tapLabel)])
-            try PortTapTests.require(PortTap.droppedEventCount == 0 && events.allSatisfy { $0.dropped == 0 })
+            try PortTapTests.require(first.componentCount == 2 && first.portCount == 1 && first.dataBytes == 5
+                                     && first.head == [0xAB, 0xCD, 0xEF, 0x01], "\(first)")
+            try PortTapTests.require(first.process == TapNames.processName && first.tid > 0 && first.tid != getpid())
+            try PortTapTests.require(PortTap.droppedEventCount == 0 && sniffer.lastDropped == 0)
             port.invalidate()
             worker.stop()
         }
@@ -54,16 +55,18 @@ struct PortTapTests {
             }
             try PortTapTests.require(delivered.waitFor(count))
             let (sends, deliveries) = try PortTapTests.requirePaired(sniffer.receive(2 * count), count: count, firstMsgid: 2000)
-            let expected = [PortTapEvent.Component(kind: .data, size: 5, head: "abcdef01")]
-            try PortTapTests.require(sends[0].components == expected && deliveries[0].components == expected)
+            for event in [sends[0], deliveries[0]] {
+                try PortTapTests.require(event.componentCount == 1 && event.dataBytes == 5 && event.head == [0xAB, 0xCD, 0xEF, 0x01], "\(event)")
+            }
+            try PortTapTests.require(deliveries.allSatisfy(\.inPlace) && !sends.contains(where: \.inPlace), "a delivery read in place is marked so")
             port.invalidate()
             worker.stop()
         }
     }
 
     @Test("S-TAP-2: a sniffer that cannot keep up costs drops, counted and reported, never a blocked sender (each send keeps a 2 s deadline); nothing is lost silently")
-    func overloadShowsAsDrops() async {
-        await #expect(processExitsWith: .success) {
+    func overloadShowsAsDrops() async throws {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             // A sniffer that stops reading: its queue fills at once.
             let sniffer = try RawSniffer(receiveHighWaterMark: 10)
             try PortTap.enable(endpoint: sniffer.endpoint)
@@ -84,18 +87,22 @@ struct PortTapTests {
             }
             try PortTapTests.require(PortTap.droppedEventCount > 0, "the overload dropped nothing")
             try PortTapTests.require(balanced, "received \(received) + dropped \(PortTap.droppedEventCount) != \(total)")
-            // The count reaches the sniffer: a later event carries it.
+            // The count reaches the sniffer: a later batch carries it.
             try port.send(msgid: 7, before: Date() + 2)
-            let last = sniffer.receive(2, timeout: 5).last
-            try PortTapTests.require((last?.dropped ?? 0) == PortTap.droppedEventCount, "the drop count did not reach the sniffer")
+            _ = sniffer.receive(2, timeout: 5)
+            try PortTapTests.require(sniffer.lastDropped == PortTap.droppedEventCount, "the drop count did not reach the sniffer")
             port.invalidate()
             worker.stop()
+        }
+        // What the child wrote before it failed (a trap with no message leaves this empty).
+        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
+            print("the child's standard error:", String(decoding: result.standardErrorContent, as: UTF8.self))
         }
     }
 
     @Test("S-TAP-1: a tapped process numbers its events from 1, in the order they reach a sniffer, with its start time: under overload the gaps between the numbers received are exactly the events dropped")
     func eventsAreNumbered() async {
-        await #expect(processExitsWith: .success) {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let sniffer = try RawSniffer(receiveHighWaterMark: 10)
             try PortTap.enable(endpoint: sniffer.endpoint)
             let (worker, port, delivered) = try PortTapTests.servedPort("tap-numbered")
@@ -110,11 +117,11 @@ struct PortTapTests {
             }
             try PortTapTests.require(delivered.waitFor(count + warmUps))
             var numbers: [UInt64] = []
-            var starts: Set<UInt64?> = []
+            var starts: Set<UInt64> = []
             func take(waiting timeout: Double) -> Int {
                 let events = sniffer.receive(Int.max, timeout: timeout)
                 for event in events {
-                    numbers.append(event.seq ?? 0)
+                    numbers.append(event.seq)
                     starts.insert(event.started)
                 }
                 return events.count
@@ -140,6 +147,10 @@ struct PortTapTests {
             try PortTapTests.require(starts == [ProcessIdentity.current.startTime], "start times \(starts)")
             port.invalidate()
             worker.stop()
+        }
+        // What the child wrote before it failed (a trap with no message leaves this empty).
+        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
+            print("the child's standard error:", String(decoding: result.standardErrorContent, as: UTF8.self))
         }
     }
 
@@ -171,7 +182,7 @@ struct PortTapTests {
             try send(100)
             got[1] += second.receiveAll(timeout: 0.5)
             got[2] += third.receiveAll(timeout: 0.5)
-            let numbers = got.map { $0.compactMap(\.seq) }
+            let numbers = got.map { $0.map(\.seq) }
             try PortTapTests.require(numbers[0] == Array(1...200), "the first reader got \(numbers[0].count) events: \(numbers[0].prefix(5))…")
             try PortTapTests.require(numbers[1] == Array(1...400), "the second reader got \(numbers[1].count) events")
             try PortTapTests.require(numbers[2] == Array(201...400), "the third reader got \(numbers[2].first.map(String.init) ?? "none")…\(numbers[2].last.map(String.init) ?? "")")
@@ -229,7 +240,7 @@ struct PortTapTests {
             try PortTapTests.warmUp(port, sniffer, delivered, already: 10)
             try port.send(msgid: 4242, before: Date() + 2)
             let events = sniffer.receive(2, timeout: 5)
-            try PortTapTests.require(events.map(\.msgid) == [4242, 4242] && events.allSatisfy { $0.dropped >= 20 })
+            try PortTapTests.require(events.map(\.msgid) == [4242, 4242] && sniffer.lastDropped >= 20)
             port.invalidate()
             worker.stop()
         }
@@ -302,23 +313,13 @@ struct PortTapTests {
         let directory = makeTemporaryDirectory()
         defer { PortProcess.removeTree(directory) }
         let path = "\(directory)/gaps.jsonl"
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var text = ""
-        for (index, seq) in [UInt64(5), 6, 9].enumerated() {
-            let event = PortTapEvent(
-                kind: .send, time: 1_700_000_000_000_000_000 + Int64(index) * 1_000_000, pid: 4242, thread: "main",
-                source: nil, destination: "4242/1 (inproc)", msgid: UInt32(index), components: [], trace: nil, dropped: 0,
-                seq: seq, started: 1)
-            text += String(decoding: try encoder.encode(event), as: UTF8.self) + "\n"
-        }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        _ = text.withCString { write(fd, $0, strlen($0)) }
-        close(fd)
+        try writeRecording([UInt64(5), 6, 9].enumerated().map { index, seq in
+            madeUpEvent(.send, seq: seq, index: index, msgid: UInt32(index))
+        }, to: path)
         let read = try SpawnedProgram("portsniff", ["--read", path], in: directory)
         #expect(read.waitForExit(timeout: 30) == 0)
         #expect(read.errorOutput.contains("3 event(s) shown") && read.errorOutput.contains("2 tap event(s) dropped"), "\(read.errorOutput)")
-        #expect(read.errorOutput.contains("pid 4242: events 5-9 owed (5): 3 received + 2 dropped"), "\(read.errorOutput)")
+        #expect(read.errorOutput.contains("pid 4242 (made-up): events 5-9 owed (5): 3 received + 2 dropped"), "\(read.errorOutput)")
     }
 
     @Test("portsniff's socket file is 0600 while it listens, and removed when it stops (Ctrl-C)",
@@ -357,7 +358,7 @@ struct PortTapTests {
         var numbers: [[UInt64]] = []
         for sniff in sniffers {
             #expect(sniff.waitForExit(timeout: 30) == 0, "a portsniff did not see all \(4 * roundTrips) events: \(sniff.errorOutput)")
-            numbers.append(decodeEvents(sniff.output).compactMap(\.seq).sorted())
+            numbers.append(decodeEvents(sniff.output).map(\.seq).sorted())
             #expect(sniff.errorOutput.contains("0 tap event(s) dropped"), "\(sniff.errorOutput)")
         }
         #expect(numbers[0] == Array(1...UInt64(4 * roundTrips)) && numbers[0] == numbers[1],
@@ -376,7 +377,7 @@ struct PortTapTests {
     @Test("S-TAP-1: a sniffer stopped (SIGSTOP) in the middle of the traffic and resumed after the program exited shows what waited for it and counts the rest as dropped: received + dropped = produced, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func snifferStoppedMidRunAccountsExactly() throws {
-        let (received, produced) = try Self.sniffStopped(roundTrips: 50_000, once: { !$0.output.isEmpty })
+        let (received, produced) = try Self.sniffStopped(roundTrips: 50_000, once: { $0.output.contains("\"kind\"") })
         #expect(received > 0 && received < produced, "\(received) of \(produced) received")
     }
 
@@ -437,30 +438,21 @@ struct PortTapTests {
         let lines = sniff.output.split(separator: "\n")
         let inOrder = lines.filter { !$0.contains("\"late\":true") }.compactMap { try? JSONDecoder().decode(PortTapEvent.self, from: Data($0.utf8)) }
         #expect(inOrder.count >= 4 * roundTrips - 10, "\(4 * roundTrips - inOrder.count) events came late")
-        #expect(zip(inOrder, inOrder.dropFirst()).allSatisfy { $0.time <= $1.time }, "events out of time order")
+        #expect(zip(inOrder, inOrder.dropFirst()).allSatisfy { $0.monotonicTime <= $1.monotonicTime }, "events out of time order")
         // The latency is on the DELIVER line of each pair, never on a SEND
         // (unless the SEND came later than the window: shown, marked late;
         // seen once under AddressSanitizer's load).
-        #expect(lines.filter { $0.contains("\"latency\"") && !$0.contains("\"late\":true") }.allSatisfy { $0.contains("\"kind\":\"deliver\"") })
+        #expect(lines.filter { $0.contains("\"latency_ns\"") && !$0.contains("\"late\":true") }.allSatisfy { $0.contains("\"kind\":\"deliver\"") })
 
         // Replayed: a recording whose DELIVER comes before its SEND.
         let path = directory + "/unordered.jsonl"
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var text = ""
-        for (kind, time) in [(PortTapEvent.Kind.deliver, Int64(2_000_000)), (.send, 1_000_000)] {
-            let event = PortTapEvent(kind: kind, time: 1_700_000_000_000_000_000 + time, pid: 7, thread: "t", source: nil,
-                                     destination: "7/1", msgid: 5, components: [], trace: "ab", dropped: 0, seq: kind == .send ? 1 : 2, started: 1)
-            text += String(decoding: try encoder.encode(event), as: UTF8.self) + "\n"
-        }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        _ = text.withCString { write(fd, $0, strlen($0)) }
-        close(fd)
+        try writeRecording([madeUpEvent(.deliver, seq: 2, index: 2, pid: 7, msgid: 5, trace: 0xab),
+                            madeUpEvent(.send, seq: 1, index: 1, pid: 7, msgid: 5, trace: 0xab)], to: path)
         let replay = try SpawnedProgram("portsniff", ["--read", path, "--json"], in: directory)
         #expect(replay.waitForExit(timeout: 30) == 0)
-        let replayed = replay.output.split(separator: "\n").map(String.init)
-        #expect(replayed.count == 2 && replayed[0].contains("\"kind\":\"send\"") && replayed[1].contains("\"kind\":\"deliver\"")
-                && replayed[1].contains("\"latency\":1000000"), "\(replayed)")
+        let replayed = replay.output.split(separator: "\n").map(String.init).dropFirst()  // the header line
+        #expect(replayed.count == 2 && replayed.first!.contains("\"kind\":\"send\"") && replayed.last!.contains("\"kind\":\"deliver\"")
+                && replayed.last!.contains("\"latency_ns\":1000000"), "\(replayed)")
     }
 
     @Test("portsniff -- COMMAND runs the program with the tap on, as strace does: every event of it, an exact summary, and portsniff exits with the program's status",
@@ -501,13 +493,8 @@ struct PortTapTests {
         // Pings are msgid 1, pongs msgid 2; the data's first 8 bytes are the
         // round trip's sequence number (the tap shows the first 16 bytes).
         func sequence(_ event: PortTapEvent) -> Int? {
-            guard let head = event.components.first?.head, head.count >= 16 else { return nil }
-            var value = 0
-            for index in stride(from: 14, through: 0, by: -2) {
-                let start = head.index(head.startIndex, offsetBy: index)
-                value = value << 8 | Int(head[start..<head.index(start, offsetBy: 2)], radix: 16)!
-            }
-            return value
+            guard event.head.count >= 8 else { return nil }
+            return event.head.prefix(8).reversed().reduce(0) { $0 << 8 | Int($1) }
         }
         for kind in [PortTapEvent.Kind.send, .deliver] {
             for msgid: UInt32 in [1, 2] {
@@ -520,11 +507,11 @@ struct PortTapTests {
         #expect(events.filter { $0.kind == .deliver && $0.msgid == 2 }.allSatisfy { $0.thread == "ping" })
         #expect(events.filter { $0.kind == .send && $0.msgid == 1 }.allSatisfy { $0.thread == "ping" })
         #expect(events.filter { $0.kind == .send && $0.msgid == 2 }.allSatisfy { $0.thread == "pong" })
-        let traces = Dictionary(grouping: events, by: { $0.trace ?? "" })
+        let traces = Dictionary(grouping: events, by: { $0.trace ?? 0 })
         #expect(traces.count == 2 * roundTrips && traces.values.allSatisfy { Set($0.map(\.kind)) == [.send, .deliver] })
-        #expect(events.allSatisfy { $0.pid == pingpong.pid && $0.dropped == 0 })
-        // Each pair gets its latency once, on whichever of its two events reached the sniffer second.
-        #expect(sniff.output.split(separator: "\n").filter { $0.contains("\"latency\":") }.count == 2 * roundTrips,
+        #expect(events.allSatisfy { $0.pid == pingpong.pid && $0.process == "pingpong" })
+        // Each pair gets its latency once, on its DELIVER line (or on a SEND later than the window).
+        #expect(sniff.output.split(separator: "\n").filter { $0.contains("\"latency_ns\":") }.count == 2 * roundTrips,
                 "every message seen at both ends shows its send-to-delivery latency once")
     }
 
@@ -572,13 +559,16 @@ struct PortTapTests {
         #expect(demo.waitForExit() == 0)
         #expect(sniff.waitForExit(timeout: 30) == 0)
         #expect(sniff.output.split(separator: "\n").count == 23, "the live view prints one line per event")
-        // The recording: one event a line, no blank line, keys in one (sorted) order, paths unescaped.
-        let lines = SpawnedProgram.read(recording).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        // The recording: a header line, then one event a line, no blank
+        // line, keys in one (sorted) order, paths unescaped.
+        let all = SpawnedProgram.read(recording).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(all.first == #"{"format":"portsniff-recording","sorted":true,"version":1,"window_ms":50}"#, "\(all.first ?? "")")
+        let lines = all.dropFirst()
         #expect(lines.count == 23 && lines.allSatisfy { !$0.isEmpty }, "\(lines.count) lines, blank ones included")
-        let keys = ["\"components\"", "\"destination\"", "\"dropped\"", "\"kind\"", "\"msgid\"", "\"pid\"", "\"thread\"", "\"time\""]
+        let keys = ["components", "data_bytes", "destination", "head_hex", "kind", "msgid", "pid", "port_components", "process",
+                    "seq", "started_ticks", "thread", "tid", "time_monotonic_ns", "time_unix_ns", "version"].map { "\"\($0)\"" }
         for line in lines {
-            // Each key after the one before it (a component's own "kind" comes
-            // inside "components", first of all).
+            // Each key after the one before it.
             var from = line.startIndex
             let inOrder = keys.allSatisfy { key in
                 guard let found = line.range(of: key, range: from..<line.endIndex) else { return false }
@@ -669,11 +659,14 @@ final class DeliveryCounter: Sendable {
     func waitFor(_ target: Int) -> Bool { waitUntil(timeout: 60) { count.load(ordering: .relaxed) >= target } }
 }
 
-/// A sniffer made of a bare PULL socket: reads the tap's JSON lines.
+/// A sniffer made of a bare PULL socket, reading the tap's batches with
+/// the public decoder.
 final class RawSniffer {
     let endpoint: String
     private let socket: Socket
-    private let decoder = JSONDecoder()
+    private var decoder = PortTapDecoder()
+    /// The tap's drop count, as the last batch received gave it.
+    private(set) var lastDropped: UInt64 = 0
 
     /// The private directory made for the endpoint, removed with the sniffer.
     private let directory: String?
@@ -686,23 +679,27 @@ final class RawSniffer {
         try socket.bind(self.endpoint)
     }
 
-    /// Up to `count` events, waiting at most `timeout` seconds for each.
-    func receive(_ count: Int, timeout: Double = 10) -> [PortTapEvent] {
+    /// The events of one batch, waiting at most `timeout` seconds; nil when none came.
+    private func batch(timeout: Double) -> [PortTapEvent]? {
         try? socket.setReceiveTimeout(milliseconds: Int32(timeout * 1000))
+        guard let frames = try? socket.receiveMultipart() else { return nil }
+        guard let batch = try? decoder.decode(frames) else { return [] }
+        lastDropped = batch.dropped
+        return batch.events
+    }
+
+    /// At least `count` events if they come, waiting at most `timeout`
+    /// seconds for each batch (warm-up probes left out unless `count` is 1).
+    func receive(_ count: Int, timeout: Double = 10) -> [PortTapEvent] {
         var events: [PortTapEvent] = []
-        while events.count < count, let frames = try? socket.receiveMultipart(), let line = frames.first {
-            if let event = try? decoder.decode(PortTapEvent.self, from: line) { events.append(event) }
-        }
+        while events.count < count, let more = batch(timeout: timeout) { events += more }
         return events.filter { $0.msgid != 0xFFFF_FFFF || count == 1 }
     }
 
     /// Every event that comes within `timeout` seconds of the one before, warm-ups included.
     func receiveAll(timeout: Double) -> [PortTapEvent] {
-        try? socket.setReceiveTimeout(milliseconds: Int32(timeout * 1000))
         var events: [PortTapEvent] = []
-        while let frames = try? socket.receiveMultipart(), let line = frames.first {
-            if let event = try? decoder.decode(PortTapEvent.self, from: line) { events.append(event) }
-        }
+        while let more = batch(timeout: timeout) { events += more }
         return events
     }
 

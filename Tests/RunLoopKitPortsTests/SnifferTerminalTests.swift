@@ -15,22 +15,13 @@ struct SnifferTerminalTests {
     /// A recording of one event of each kind, with a long thread name and data heads.
     static func recording(in directory: String) throws -> String {
         let path = directory + "/screen.jsonl"
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var text = ""
-        let head = Array("hello, terminal!".utf8).map { String(format: "%02x", $0) }.joined()
-        for (index, kind) in [PortTapEvent.Kind.send, .deliver, .sendFailed, .messageDropped].enumerated() {
-            let event = PortTapEvent(
-                kind: kind, time: 1_700_000_000_000_000_000 + Int64(index) * 1_000_000, pid: 4242,
-                thread: "com.apple.root.default-qos.overcommit", source: "reply-4242", destination: "service", msgid: UInt32(index),
-                components: [PortTapEvent.Component(kind: .data, size: 16, head: head)],
-                trace: kind == .send || kind == .deliver ? "1f" : nil, dropped: 0, seq: UInt64(index + 1), started: 1,
-                reason: kind == .sendFailed ? "timedOut" : kind == .messageDropped ? "no message handler" : nil)
-            text += String(decoding: try encoder.encode(event), as: UTF8.self) + "\n"
+        let events = [PortTapEvent.Kind.send, .deliver, .sendFailed, .messageDropped].enumerated().map { index, kind in
+            madeUpEvent(kind, seq: UInt64(index + 1), index: index, thread: "a-thread-with-a-long-name", source: "reply-4242",
+                        destination: "service", msgid: UInt32(index), head: Array("hello, terminal!".utf8),
+                        trace: kind == .send || kind == .deliver ? 0x1f : nil,
+                        reason: kind == .sendFailed ? "timedOut" : kind == .messageDropped ? "no message handler" : nil)
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        _ = text.withCString { write(fd, $0, strlen($0)) }
-        close(fd)
+        try writeRecording(events, to: path, sorted: true)
         return path
     }
 

@@ -31,6 +31,9 @@ struct WireFuzzCorpusTests {
         #expect(reached.descriptorVersions == [1, 2])
         #expect(reached.decodedMessages > 0)
         #expect(reached.refusedMessages > 0)
+        #expect(reached.tapErrors == Set(WireFuzzing.tapErrorNames),
+                "tap batches: missing \(Set(WireFuzzing.tapErrorNames).subtracting(reached.tapErrors).sorted())")
+        #expect(reached.decodedBatches > 0)
     }
 
     @Test("S-PORT-7: the documents' examples, in the fuzzer's input format, decode, both decoders agreeing, with a version-1 reply port")

@@ -1,24 +1,27 @@
 import RunLoopKit
 
-/// Pairs each send with its delivery by trace id, whichever arrives first
-/// (two processes' events reach the sniffer in no particular order), and
-/// gives the send-to-delivery latency. Unpaired events are forgotten, oldest
-/// first, beyond `capacity`.
+/// Pairs each send with its delivery by trace id, and sets the delivery's
+/// latency: the time between the two on the monotonic clock, which every
+/// process on the machine shares. Events come in time order (the reorder
+/// window), so a send is met before its delivery; a send later than the
+/// window (shown marked late) still completes its pair, on its own line.
+/// Unpaired events are forgotten, oldest first, beyond `capacity`.
 struct LatencyMatcher {
     let capacity = 200_000
-    private var waiting: [String: (kind: PortTapEvent.Kind, time: Int64)] = [:]
-    private var order: [String] = []
+    private var waiting: [UInt64: (kind: PortTapEvent.Kind, time: Int64)] = [:]
+    private var order: [UInt64] = []
     private var orderStart = 0
 
-    /// The latency in nanoseconds if this event completes a pair.
-    mutating func match(_ event: PortTapEvent) -> Int64? {
-        guard let trace = event.trace, event.kind == .send || event.kind == .deliver else { return nil }
+    /// Sets `event.latency` if it completes a pair.
+    mutating func match(_ event: inout PortTapEvent) {
+        guard let trace = event.trace, event.kind == .send || event.kind == .deliver else { return }
         if let other = waiting[trace], other.kind != event.kind {
             waiting[trace] = nil
-            let (send, deliver) = event.kind == .deliver ? (other.time, event.time) : (event.time, other.time)
-            return max(0, deliver - send)
+            let (send, deliver) = event.kind == .deliver ? (other.time, event.monotonicTime) : (event.monotonicTime, other.time)
+            event.latency = max(0, deliver - send)
+            return
         }
-        waiting[trace] = (event.kind, event.time)
+        waiting[trace] = (event.kind, event.monotonicTime)
         order.append(trace)
         if order.count - orderStart > capacity {
             waiting[order[orderStart]] = nil
@@ -28,6 +31,5 @@ struct LatencyMatcher {
                 orderStart = 0
             }
         }
-        return nil
     }
 }

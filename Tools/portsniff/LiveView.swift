@@ -1,10 +1,12 @@
 import Glibc
 import RunLoopKit
 
-/// One line per event: time, pid, process name, thread, what happened,
-/// source and destination ports, msgid, the components (kinds and sizes,
-/// with --hex their first bytes and those bytes as text) and, for a pair
-/// seen at both ends, the latency; failed sends and drops with their reason.
+/// One line per event: time (as `-t` / `--time` says), pid, process name,
+/// thread, what happened, source and
+/// destination ports, msgid, the components (count, data bytes, ports;
+/// with --hex the first data component's leading bytes, in hex and as
+/// text) and, on a delivery paired with its send, the latency; failed
+/// sends and drops with their reason.
 ///
 /// On a terminal the view fits its width: a header row names the columns,
 /// a terminal under 120 columns gets the narrow layout (milliseconds, shorter
@@ -16,6 +18,16 @@ struct LiveView {
     let hexBytes: Int?
     /// The terminal's width; nil when the output is not a terminal.
     var width: Int?
+    /// How lines are stamped (`-t`, `--time`).
+    var timeFormat: TimeFormat = .absolute
+    private var stamper: TimeStamper?
+
+    init(colour: Bool, hexBytes: Int?, width: Int?, timeFormat: TimeFormat = .absolute) {
+        self.colour = colour
+        self.hexBytes = hexBytes
+        self.width = width
+        self.timeFormat = timeFormat
+    }
 
     /// Column widths of the two layouts. The narrow one (under 120
     /// columns) also puts one space between columns and writes the msgid
@@ -28,9 +40,10 @@ struct LiveView {
     }
 
     private var layout: Layout {
-        (width ?? Int.max) < 120
-            ? Layout(time: 12, pid: 6, name: 8, thread: 8, milliseconds: true, separator: " ", narrow: true)
-            : Layout(time: 15, pid: 7, name: 15, thread: 15, milliseconds: false, separator: "  ", narrow: false)
+        let narrow = (width ?? Int.max) < 120
+        return narrow
+            ? Layout(time: timeFormat.width(milliseconds: true), pid: 6, name: 8, thread: 8, milliseconds: true, separator: " ", narrow: true)
+            : Layout(time: timeFormat.width(milliseconds: false), pid: 7, name: 15, thread: 15, milliseconds: false, separator: "  ", narrow: false)
     }
 
     /// The header row, for a terminal; nil otherwise.
@@ -38,18 +51,21 @@ struct LiveView {
         guard width != nil else { return nil }
         let layout = layout
         let rest = layout.narrow ? "SOURCE → DESTINATION #MSGID COMPONENTS" : "SOURCE → DESTINATION  MSGID  COMPONENTS  LATENCY"
-        let columns = [pad("TIME", layout.time), pad("PID", layout.pid), pad("PROCESS", layout.name), pad("THREAD", layout.thread),
-                       "EVENT  ", rest]
+        var columns = layout.time > 0 ? [pad(timeFormat.title, layout.time)] : []
+        columns += [pad("PID", layout.pid), pad("PROCESS", layout.name), pad("THREAD", layout.thread), "EVENT  ", rest]
         let text = columns.joined(separator: layout.separator)
         return fit(paint(text, "1"), visible: text.count)
     }
 
-    func line(for event: PortTapEvent, latency: Int64?, process: String, late: Bool = false) -> String {
+    mutating func line(for event: PortTapEvent, late: Bool = false) -> String {
         let layout = layout
+        if stamper == nil || stamper?.milliseconds != layout.milliseconds {
+            stamper = TimeStamper(format: timeFormat, milliseconds: layout.milliseconds)
+        }
         var parts: [(text: String, colour: String?)] = []
-        parts.append((Self.clock(event.time, milliseconds: layout.milliseconds), nil))
+        if let stamp = stamper?.stamp(wall: event.time, monotonic: event.monotonicTime) { parts.append((pad(stamp, layout.time), nil)) }
         parts.append((pad("\(event.pid)", layout.pid), nil))
-        parts.append((pad(cut(process, layout.name), layout.name), nil))
+        parts.append((pad(cut(event.process ?? "?", layout.name), layout.name), nil))
         parts.append((pad(cut(event.thread, layout.thread), layout.thread), nil))
         let (kind, kindColour) = switch event.kind {
         case .send: ("SEND   ", "36")
@@ -60,8 +76,8 @@ struct LiveView {
         parts.append((kind, kindColour))
         parts.append(("\(event.source ?? "-") → \(event.destination)", nil))
         parts.append((layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil))
-        parts.append(("[" + event.components.map(component).joined(separator: ", ") + "]", nil))
-        if let latency { parts.append((Self.duration(latency), "33")) }
+        parts.append((components(of: event), nil))
+        if let latency = event.latency { parts.append((Self.duration(latency), "33")) }
         if let reason = event.reason { parts.append((reason, "31")) }
         if late { parts.append(("LATE", "35")) }
         let visible = parts.map(\.text).joined(separator: layout.separator)
@@ -77,27 +93,24 @@ struct LiveView {
         return fit(paint(text, "31"), visible: text.count)
     }
 
-    private func component(_ component: PortTapEvent.Component) -> String {
-        if component.kind == .port { return "port \(component.head ?? "?")" }
-        var text = "data \(component.size)B"
-        if let hexBytes, hexBytes > 0, let head = component.head {
-            let hex = String(head.prefix(hexBytes * 2))
-            text += " " + hex + " |" + Self.printable(hex) + "|"
+    /// `[N: B bytes]`: the components, their data's size, their ports;
+    /// with --hex, the first data component's leading bytes in hex and as
+    /// text, as `tcpdump -X` shows them.
+    private func components(of event: PortTapEvent) -> String {
+        var text = "[\(event.componentCount): \(event.dataBytes)B"
+        if event.portCount > 0 { text += ", \(event.portCount) port\(event.portCount == 1 ? "" : "s")" }
+        text += "]"
+        if let hexBytes, hexBytes > 0, !event.head.isEmpty {
+            let head = Array(event.head.prefix(hexBytes))
+            text += " " + PortTapEvent.hex(head) + " |" + Self.printable(head) + "|"
         }
         return text
     }
 
-    /// The bytes of a hex string as text, `.` for what does not print
-    /// (as `tcpdump -X` shows them beside the hex).
-    static func printable(_ hex: String) -> String {
-        var text = ""
-        var index = hex.startIndex
-        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
-            let byte = UInt8(hex[index..<next], radix: 16) ?? 0
-            text.append(byte >= 0x20 && byte < 0x7F ? Character(UnicodeScalar(byte)) : ".")
-            index = next
-        }
-        return text
+    /// Bytes as text, `.` for what does not print (as `tcpdump -X` shows
+    /// them beside the hex).
+    static func printable(_ bytes: [UInt8]) -> String {
+        String(bytes.map { $0 >= 0x20 && $0 < 0x7F ? Character(UnicodeScalar($0)) : "." })
     }
 
     private func fit(_ painted: String, visible: Int) -> String {
@@ -123,19 +136,6 @@ struct LiveView {
         var size = winsize()
         guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
         return Int(size.ws_col)
-    }
-
-    /// HH:MM:SS.micros (or .millis) in local time.
-    static func clock(_ nanoseconds: Int64, milliseconds: Bool = false) -> String {
-        var seconds = time_t(nanoseconds / 1_000_000_000)
-        var parts = tm()
-        localtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let (fraction, digits) = milliseconds
-            ? ((nanoseconds % 1_000_000_000) / 1_000_000, 3) : ((nanoseconds % 1_000_000_000) / 1_000, 6)
-        let fractionText = String(fraction)
-        return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))."
-            + String(repeating: "0", count: max(0, digits - fractionText.count)) + fractionText
     }
 
     static func duration(_ nanoseconds: Int64) -> String {

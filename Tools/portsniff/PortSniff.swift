@@ -1,7 +1,6 @@
 import ArgumentParser
 import Glibc
 import RunLoopKit
-import ZeroMQ
 
 /// portsniff: shows the port traffic of processes whose tap is on
 /// (RUNLOOPKIT_TAP=1), live, filtered, as statistics or JSON, and records
@@ -24,28 +23,40 @@ struct PortSniff: ParsableCommand {
     @Option(name: .customLong("msgid"), help: ArgumentHelp("Only messages with this msgid (repeatable).", valueName: "ID"))
     var msgids: [UInt32] = []
 
-    @Option(name: .customLong("port"), help: ArgumentHelp("Only messages from or to this port: a registered name, or <pid>/<port id> (repeatable).", valueName: "NAME"))
+    @Option(name: .customLong("port"), help: ArgumentHelp("Only messages from or to a port whose name (a registered name, or <pid>/<port id>) matches GLOB; !GLOB: none that matches (repeatable).", valueName: "GLOB"))
     var ports: [String] = []
 
-    @Option(name: .customLong("thread"), help: ArgumentHelp("Only events on this thread name (repeatable).", valueName: "NAME"))
+    @Option(name: .customLong("process"), help: ArgumentHelp("Only events of processes whose name matches GLOB; !GLOB: not those (repeatable).", valueName: "GLOB"))
+    var processes: [String] = []
+
+    @Option(name: .customLong("thread"), help: ArgumentHelp("Only events on threads whose name matches GLOB (dispatch workers are dispatch-<qos>); !GLOB: not those (repeatable).", valueName: "GLOB"))
     var threads: [String] = []
+
+    @Option(name: .customLong("kind"), help: ArgumentHelp("Only events of this kind: send, deliver, sendFailed, messageDropped; !KIND: all but it (repeatable).", valueName: "KIND"))
+    var kinds: [String] = []
 
     @Option(name: .customLong("pid"), help: ArgumentHelp("Only events of this process (repeatable).", valueName: "PID"))
     var pids: [Int32] = []
 
-    @Option(help: ArgumentHelp("Show the first N bytes of each data component, in hex (the tap sends RUNLOOPKIT_TAP_BYTES, default 16).", valueName: "N"))
+    @Option(help: ArgumentHelp("Show the first N bytes of a message's first data component, in hex and as text (the tap sends RUNLOOPKIT_TAP_BYTES, default and most 16).", valueName: "N"))
     var hex: Int?
+
+    @Flag(name: .customShort("t"), help: "As tcpdump: -t no time, -tt seconds since 1970, -ttt time since the previous line, -tttt date and time, -ttttt time since the first line.")
+    var tcpdumpTime: Int
+
+    @Option(help: ArgumentHelp("How lines are stamped: absolute (time of day, the default), none, epoch, delta, date, relative.", valueName: "FORMAT"))
+    var time: String?
 
     @Flag(help: "A table refreshed every second: per port and msgid, messages/s, bytes/s, latency p50/p99, drops.")
     var stats = false
 
-    @Flag(help: "JSON Lines: one object per event.")
+    @Flag(help: "JSON Lines, as --write records them: a header line, then one object per event.")
     var json = false
 
-    @Option(help: ArgumentHelp("Record every event received (before filters) to FILE, as JSON Lines, in time order (see --window).", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Record every event received (before filters) to FILE (- for standard output), as JSON Lines, in time order (see --window).", valueName: "FILE"))
     var write: String?
 
-    @Option(help: ArgumentHelp("Replay FILE, a recording made with --write, through the same filters and views, instead of listening.", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Replay FILE (- for standard input), a recording made with --write, through the same filters and views, instead of listening.", valueName: "FILE"))
     var read: String?
 
     @Option(help: ArgumentHelp("Exit after N events (after filters).", valueName: "N"))
@@ -66,6 +77,15 @@ struct PortSniff: ParsableCommand {
         if window < 0 { throw ValidationError("--window must not be negative") }
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
+        if write == "-" && (json || stats) { throw ValidationError("--write - records to standard output: not with another view there") }
+        if tcpdumpTime > 5 { throw ValidationError("-t is given at most five times (-ttttt)") }
+        if let time, TimeFormat(rawValue: time) == nil {
+            throw ValidationError("--time takes \(TimeFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(time)")
+        }
+        if time != nil && tcpdumpTime > 0 { throw ValidationError("-t and --time both say how lines are stamped: choose one") }
+        for kind in kinds where PortTapEvent.Kind(rawValue: kind.hasPrefix("!") ? String(kind.dropFirst()) : kind) == nil {
+            throw ValidationError("--kind takes \(PortTapEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")) (or ! and one), not \(kind)")
+        }
         if !command.isEmpty && (read != nil || endpoint != nil) {
             throw ValidationError("-- COMMAND runs a program that reports to the readers' directory: not with --read or --endpoint")
         }
@@ -73,16 +93,21 @@ struct PortSniff: ParsableCommand {
 
     func run() throws {
         let colour = !noColor && getenv("NO_COLOR") == nil && isatty(1) == 1
+        let timeFormat = time.flatMap(TimeFormat.init(rawValue:)) ?? TimeFormat(tcpdumpCount: tcpdumpTime) ?? .absolute
+        let filter = EventFilter(
+            msgids: Set(msgids), ports: .init(ports), processes: .init(processes), threads: .init(threads), pids: Set(pids),
+            kinds: .init(kinds))
+        // With --write -, the records are the output: the live view is not shown.
+        let view: Sniffer.View = write == "-" ? .none : json ? .json : (stats ? .stats : .live)
         let sniffer = Sniffer(
-            filter: EventFilter(msgids: Set(msgids), ports: Set(ports), threads: Set(threads), pids: Set(pids)),
-            view: json ? .json : (stats ? .stats : .live), live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1)),
+            filter: filter, view: view,
+            live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1), timeFormat: timeFormat),
             limit: count, windowMilliseconds: window)
         if let read {
             try sniffer.replay(path: read)
             return
         }
-        let target = try endpoint ?? PortTap.readerEndpoint()
-        try sniffer.listen(on: target, inReadersDirectory: endpoint == nil, recordingTo: write, running: command)
+        try sniffer.listen(on: endpoint, recordingTo: write, running: command)
         if let status = sniffer.commandStatus { throw ExitCode(status) }
     }
 }
@@ -92,7 +117,7 @@ struct PortSniff: ParsableCommand {
 final class Sniffer: @unchecked Sendable {
     // @unchecked Sendable: used only on the main thread (its loop's callouts
     // run there).
-    enum View { case live, json, stats }
+    enum View { case live, json, stats, none }
 
     private let filter: EventFilter
     private let view: View
@@ -102,8 +127,11 @@ final class Sniffer: @unchecked Sendable {
     private var statsView = StatsView()
     private var summary = SniffSummary()
     private var shown = 0
-    private var recording: Int32 = -1
-    private let decoder = JSONDecoder()
+    /// Where --write records go (a file, or standard output for `-`).
+    private var recording: RecordWriter?
+    private let windowMilliseconds: Int
+    /// Batches that were not the tap's format (skipped).
+    private var malformedBatches = 0
     private var lastTable = MonotonicNow.nanoseconds()
     /// The count files' directory, when listening in the readers' directory mode.
     private var countsDirectory: String?
@@ -119,19 +147,15 @@ final class Sniffer: @unchecked Sendable {
     private var listeningLoop: RunLoop?
     /// Drops found since the stats view last took them.
     private var pendingDrops: UInt64 = 0
-    /// Events as --json and --write write them: keys sorted, slashes as they are.
-    private let recordEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-    private let names = ProcessNames()
+    /// --json's lines.
+    private let jsonLines = RecordWriter(fd: 1)
 
     init(filter: EventFilter, view: View, live: LiveView, limit: Int?, windowMilliseconds: Int) {
         self.filter = filter
         self.view = view
         self.live = live
         self.limit = limit
+        self.windowMilliseconds = windowMilliseconds
         reorder = ReorderBuffer(windowMilliseconds: windowMilliseconds)
     }
 
@@ -140,48 +164,38 @@ final class Sniffer: @unchecked Sendable {
     /// Listens on `endpoint`. In the readers' directory (the default), the
     /// processes' count files say what this sniffer is owed; on an
     /// endpoint of its own, only the numbers of what arrives do.
-    func listen(on endpoint: String, inReadersDirectory: Bool, recordingTo path: String?, running command: [String] = []) throws {
+    func listen(on endpoint: String?, recordingTo path: String?, running command: [String] = []) throws {
         if let path {
-            recording = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard recording >= 0 else { throw ValidationError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
+            let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw ValidationError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
+            recording = RecordWriter(fd: fd)
+            recording?.writeHeader(RecordingHeader(sorted: windowMilliseconds > 0, windowMilliseconds: windowMilliseconds))
         }
-        let socket = try ZMQContext.shared.makeSocket(.pull)
-        try socket.setLinger(milliseconds: 0)
-        // An ipc socket file readable and writable by this user only, as
-        // the docs state (the process is single-threaded here, so the
-        // umask's change is seen by nothing else), and removed at the end.
-        let previousMask = umask(0o177)
-        defer { _ = umask(previousMask) }
-        try socket.bind(endpoint)
-        _ = umask(previousMask)
-        let socketFile = endpoint.hasPrefix("ipc://") ? String(endpoint.dropFirst("ipc://".count)) : nil
-        defer { if let socketFile { unlink(socketFile) } }
+        // A socket of this sniffer's own in the readers' directory (files
+        // 0600, removed when it stops), or the endpoint given.
+        let reader = try PortTapReader(endpoint: endpoint)
+        defer { reader.close() }
         let loop = RunLoop.current
         listeningLoop = loop
         // Attached: the processes already tapped owe the events after their
         // counts now (S-TAP-1); their count files are read again every
         // second, and at the end.
-        countsDirectory = inReadersDirectory ? try? PortTap.countsDirectory() : nil
+        countsDirectory = endpoint == nil ? try? PortTap.countsDirectory() : nil
         if countsDirectory != nil { summary.account.attach((try? PortTap.processCounts()) ?? []) }
-        let source = SocketSource(socket: socket) { [self] _, socket in
-            if receivePending(from: socket) { finish(loop) }
+        let source = reader.makeSource { [self] reader in
+            if receivePending(from: reader) { finish(loop) }
         }
         pendingReceiver = { [self] in
-            _ = receivePending(from: socket)
+            _ = receivePending(from: reader)
             // A program that exited has passed its last events to the
             // socket, and its count file says how many: wait for them (1 s
             // at most), so that the summary does not count events still on
             // their way as dropped.
             guard traced != nil else { return }
             let deadline = MonotonicNow.nanoseconds() + 1_000_000_000
-            try? socket.setReceiveTimeout(milliseconds: 20)
             readCounts()
             while !summary.account.isSettled && MonotonicNow.nanoseconds() < deadline {
-                if let frames = try? socket.receiveMultipart(), let line = frames.first,
-                   let event = try? decoder.decode(PortTapEvent.self, from: line) {
-                    account(event)
-                    reorder.add(event, now: MonotonicNow.nanoseconds())
-                }
+                take(from: reader, waiting: 0.02)
                 readCounts()
             }
         }
@@ -195,37 +209,49 @@ final class Sniffer: @unchecked Sendable {
             loop.add(timer, forMode: .default)
         }
         try catchInterrupt(on: loop)
-        standardError("portsniff: listening on \(endpoint)\n")
+        standardError("portsniff: listening on \(reader.endpoint)\n")
+        if view == .json { jsonLines.writeHeader(RecordingHeader(sorted: windowMilliseconds > 0, windowMilliseconds: windowMilliseconds)) }
         if view == .live, let header = live.header() { emit(header) }
         // Started once this sniffer listens, so that it is owed every event.
         if !command.isEmpty { traced = try TracedCommand(command) }
         loop.runUntilStopped()
-        socket.close()
-        if recording >= 0 { close(recording) }
+        if let recording, recording.fd != 1 { close(recording.fd) }
     }
 
-    /// Takes every event waiting in the socket; true when --count is reached.
-    private func receivePending(from socket: Socket) -> Bool {
-        let now = MonotonicNow.nanoseconds()
-        while let frames = try? socket.receiveMultipart(dontWait: true) {
-            guard let line = frames.first, let event = try? decoder.decode(PortTapEvent.self, from: line) else { continue }
-            account(event)
-            reorder.add(event, now: now)
-        }
+    /// Takes every batch waiting in the socket; true when --count is reached.
+    private func receivePending(from reader: PortTapReader) -> Bool {
+        while take(from: reader, waiting: nil) {}
         return releaseDue()
+    }
+
+    /// Takes one batch (waiting up to `waiting` seconds); false when none came.
+    @discardableResult
+    private func take(from reader: PortTapReader, waiting timeout: Double?) -> Bool {
+        let now = MonotonicNow.nanoseconds()
+        do {
+            guard let batch = try reader.receive(timeout: timeout) else { return false }
+            for event in batch.events {
+                account(event)
+                reorder.add(event, now: now)
+            }
+        } catch {
+            malformedBatches += 1
+            if malformedBatches == 1 { standardError("portsniff: skipped a batch that is not the tap's format: \(error)\n") }
+        }
+        return true
     }
 
     /// Shows the events the reorder window lets out now (all of them with
     /// `all`), in time order, and arms a timer for the next; true when
     /// --count is reached.
     private func releaseDue(all: Bool = false) -> Bool {
-        for (event, late) in reorder.release(now: MonotonicNow.nanoseconds(), all: all) {
-            // Recorded as shown, in time order, before the filters.
-            if recording >= 0, var line = try? recordEncoder.encode(event) {
-                line.append(UInt8(ascii: "\n"))
-                writeAll(recording, Array(line))
-            }
-            if show(event, late: late) { return true }
+        for (released, late) in reorder.release(now: MonotonicNow.nanoseconds(), all: all) {
+            var event = released
+            matcher.match(&event)
+            if late { event.late = true }
+            // Recorded in time order, before the filters.
+            recording?.write(event)
+            if show(event) { return true }
         }
         armReleaseTimer()
         return false
@@ -249,36 +275,38 @@ final class Sniffer: @unchecked Sendable {
     }
 
     func replay(path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        defer { if fd != 0 { close(fd) } }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = Glibc.read(fd, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             bytes += buffer[..<count]
         }
-        var lastTime: Int64?
-        var events: [PortTapEvent] = []
+        // A file that is not a recording is an error, not "0 events".
+        let (header, recorded) = try RecordReader.read(bytes, path: path == "-" ? "standard input" : path)
+        if view == .json { jsonLines.writeHeader(header) }
         if view == .live, let header = live.header() { emit(header) }
-        for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
-            // A file that is not a recording is an error, not "0 events".
-            guard let event = try? decoder.decode(PortTapEvent.self, from: Data(line)) else {
-                throw ValidationError("\(path):\(index + 1): not a portsniff recording (--write writes one JSON event per line)")
-            }
-            account(event)
-            events.append(event)
-        }
-        // Shown in time order, as live (the file is in the order events arrived).
-        for event in events.enumerated().sorted(by: { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }).map(\.element) {
-            if view == .stats, statsView.isDue(at: event.time) {
-                emit(statsView.table(seconds: 1, clock: LiveView.clock(event.time)))
+        for event in recorded { account(event) }
+        // Shown in time order, as live (a recording made without a window is in arrival order).
+        var lastTime: Int64?
+        let ordered = header.sorted ? recorded : recorded.enumerated().sorted {
+            ($0.element.monotonicTime, $0.offset) < ($1.element.monotonicTime, $1.offset)
+        }.map(\.element)
+        for var event in ordered {
+            if view == .stats, statsView.isDue(at: event.monotonicTime) {
+                emit(statsView.table(seconds: 1, clock: TimeStamper.clock(event.time)))
             }
             lastTime = event.time
-            if show(event, late: false) { break }
+            // Latencies are measured again (a recording keeps them, but filters may differ).
+            event.latency = nil
+            matcher.match(&event)
+            if show(event) { break }
         }
-        if view == .stats, let lastTime { emit(statsView.table(seconds: 1, clock: LiveView.clock(lastTime))) }
+        if view == .stats, let lastTime { emit(statsView.table(seconds: 1, clock: TimeStamper.clock(lastTime))) }
         standardError(summary.text + "\n")
     }
 
@@ -296,40 +324,30 @@ final class Sniffer: @unchecked Sendable {
     }
 
     /// Shows one event, in time order; true when --count is reached.
-    private func show(_ event: PortTapEvent, late: Bool) -> Bool {
-        let latency = matcher.match(event)
+    private func show(_ event: PortTapEvent) -> Bool {
         guard filter.accepts(event) else { return false }
-        summary.add(event, latency: latency)
+        summary.add(event)
         switch view {
         case .live:
-            emit(live.line(for: event, latency: latency, process: names.name(of: event.pid), late: late))
+            emit(live.line(for: event, late: event.late == true))
         case .json:
-            emit(json(event, latency: latency, late: late))
+            emit(jsonLines.line(event))
         case .stats:
-            statsView.add(event, latency: latency, newDrops: pendingDrops)
+            statsView.add(event, newDrops: pendingDrops)
             pendingDrops = 0
+        case .none:
+            break
         }
         shown += 1
         if let limit, shown >= limit { return true }
         return false
     }
 
-    private func json(_ event: PortTapEvent, latency: Int64?, late: Bool) -> String {
-        var text = (try? recordEncoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        if text.hasSuffix("}") && (latency != nil || late) {
-            text.removeLast()
-            if late { text += ",\"late\":true" }
-            if let latency { text += ",\"latency\":\(latency)" }
-            text += "}"
-        }
-        return text
-    }
-
     private func printTable() {
         let now = MonotonicNow.nanoseconds()
         let seconds = Double(now - lastTable) / 1e9
         lastTable = now
-        let table = statsView.table(seconds: seconds, clock: LiveView.clock(Int64(Date().timeIntervalSince1970 * 1e9)))
+        let table = statsView.table(seconds: seconds, clock: TimeStamper.clock(Int64(Date().timeIntervalSince1970 * 1e9)))
         emit((live.colour ? "\u{1B}[H\u{1B}[2J" : "") + table)
     }
 
@@ -343,6 +361,7 @@ final class Sniffer: @unchecked Sendable {
             _ = releaseDue(all: true)
         }
         summary.lateCount = reorder.lateCount
+        summary.malformedBatches = malformedBatches
         readCounts()
         if view == .stats { printTable() }
         standardError(summary.text + "\n")

@@ -26,7 +26,7 @@ struct ReorderBuffer {
         var high = waiting.count
         while low < high {
             let middle = (low + high) / 2
-            if waiting[middle].event.time <= event.time { low = middle + 1 } else { high = middle }
+            if waiting[middle].event.monotonicTime <= event.monotonicTime { low = middle + 1 } else { high = middle }
         }
         waiting.insert((now, event), at: low)
     }
@@ -38,8 +38,8 @@ struct ReorderBuffer {
         var count = 0
         while count < waiting.count, all || waiting[count].arrival + window <= now { count += 1 }
         for (_, event) in waiting.prefix(count) {
-            let late = event.time < lastTime
-            if late { lateCount += 1 } else { lastTime = event.time }
+            let late = event.monotonicTime < lastTime
+            if late { lateCount += 1 } else { lastTime = event.monotonicTime }
             due.append((event, late))
         }
         waiting.removeFirst(count)

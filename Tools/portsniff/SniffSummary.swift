@@ -14,9 +14,11 @@ struct SniffSummary {
     var account = TapAccount()
     /// Events that came later than the reorder window (shown, marked late).
     var lateCount = 0
+    /// Batches skipped because they were not the tap's format.
+    var malformedBatches = 0
 
     /// Records an event that was shown.
-    mutating func add(_ event: PortTapEvent, latency: Int64?) {
+    mutating func add(_ event: PortTapEvent) {
         events += 1
         switch event.kind {
         case .send: sends += 1
@@ -24,7 +26,7 @@ struct SniffSummary {
         case .sendFailed: failedSends += 1
         case .messageDropped: dropsOnReceipt += 1
         }
-        if latency != nil { pairs += 1 }
+        if event.latency != nil { pairs += 1 }
     }
 
     var text: String {
@@ -32,13 +34,11 @@ struct SniffSummary {
         if failedSends > 0 { shown += ", \(failedSends) failed send(s)" }
         if dropsOnReceipt > 0 { shown += ", \(dropsOnReceipt) message(s) dropped on receipt" }
         var lines = ["portsniff: \(events) event(s) shown: \(shown), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
+        if malformedBatches > 0 { lines.append("  \(malformedBatches) batch(es) skipped: not the tap's format (another version's tap?)") }
         if lateCount > 0 { lines.append("  \(lateCount) event(s) came later than the reorder window (--window): shown, marked late") }
         for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) where entry.owed > 0 {
             let name = entry.name.map { " (\($0)\(entry.exited ? ", exited" : ""))" } ?? ""
             lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): \(entry.seen) received + \(entry.dropped) dropped")
-        }
-        for (pid, count) in account.legacyDrops.sorted(by: { $0.key < $1.key }) where count > 0 {
-            lines.append("  pid \(pid): \(count) dropped")
         }
         return lines.joined(separator: "\n")
     }

@@ -23,17 +23,17 @@ struct StatsView {
 
     /// Counts a message once: at its delivery if the sniffer sees deliveries,
     /// else at its send.
-    mutating func add(_ event: PortTapEvent, latency: Int64?, newDrops: UInt64) {
+    mutating func add(_ event: PortTapEvent, newDrops: UInt64) {
         let key = Key(port: event.destination, msgid: event.msgid)
         var row = rows[key] ?? Row()
         if event.kind == .deliver || (event.kind == .send && event.trace == nil) {
             row.messages += 1
-            row.bytes += event.components.reduce(0) { $0 + $1.size }
+            row.bytes += event.dataBytes
         }
-        if let latency { row.latencies.append(latency) }
+        if let latency = event.latency { row.latencies.append(latency) }
         row.drops += newDrops
         rows[key] = row
-        if windowStart == nil { windowStart = event.time }
+        if windowStart == nil { windowStart = event.monotonicTime }
     }
 
     /// For a replayed recording: true when `time` is a second or more past

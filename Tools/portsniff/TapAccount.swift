@@ -44,9 +44,6 @@ struct TapAccount {
     /// Where this sniffer attached to each process already running: the
     /// count its file gave then.
     private var attachedAt: [Process: UInt64] = [:]
-    /// Drops counted from the `dropped` field of events that carry no
-    /// number (recordings made before events were numbered), per pid.
-    private(set) var legacyDrops: [Int32: UInt64] = [:]
 
     init(readerStarted: UInt64 = PortTap.processStartTime) {
         self.readerStarted = readerStarted
@@ -66,7 +63,7 @@ struct TapAccount {
             let key = Process(pid: process.pid, started: process.started)
             var entry = entries[key] ?? Entry(firstOwed: firstOwed(key, firstSeen: nil))
             entry.settled = max(entry.settled, process.settled)
-            entry.name = process.name
+            entry.name = entry.name ?? process.name
             entry.exited = process.exited
             if entries[key] != nil || entry.owed > 0 { entries[key] = entry }
         }
@@ -75,14 +72,15 @@ struct TapAccount {
     /// Counts one received event; returns how many events it shows were
     /// missed just before it.
     mutating func note(_ event: PortTapEvent) -> UInt64 {
-        guard let seq = event.seq else { return noteUnnumbered(event) }
-        let key = Process(pid: event.pid, started: event.started ?? 0)
+        let seq = event.seq
+        let key = Process(pid: event.pid, started: event.started)
         var entry = entries[key] ?? Entry(firstOwed: firstOwed(key, firstSeen: seq))
         guard seq >= entry.firstOwed else { return 0 }  // numbered before this sniffer attached
         let previous = max(entry.lastSeen, entry.firstOwed - 1)
         let missed = seq > previous + 1 ? seq - previous - 1 : 0
         entry.seen += 1
         entry.lastSeen = max(entry.lastSeen, seq)
+        if entry.name == nil { entry.name = event.process }
         entries[key] = entry
         return missed
     }
@@ -94,19 +92,11 @@ struct TapAccount {
         return firstSeen ?? UInt64.max
     }
 
-    /// The old way, for recordings without numbers: the process's drop
-    /// count as its latest event carries it.
-    private mutating func noteUnnumbered(_ event: PortTapEvent) -> UInt64 {
-        let previous = legacyDrops[event.pid] ?? 0
-        legacyDrops[event.pid] = max(previous, event.dropped)
-        return event.dropped > previous ? event.dropped - previous : 0
-    }
-
     /// Whether every event owed has come: nothing is on its way.
     var isSettled: Bool { entries.values.allSatisfy { $0.seen >= $0.owed } }
 
     /// Events missed in all.
     var totalDropped: UInt64 {
-        entries.values.reduce(0) { $0 + $1.dropped } + legacyDrops.values.reduce(0, +)
+        entries.values.reduce(0) { $0 + $1.dropped }
     }
 }

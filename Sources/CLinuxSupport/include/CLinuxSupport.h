@@ -55,4 +55,6 @@ int rlk_running_under_address_sanitizer(void);
 int _dispatch_get_main_queue_handle_4CF(void);
 void _dispatch_main_queue_callback_4CF(void *message);
 
+#include "TapRing.h"
+
 #endif

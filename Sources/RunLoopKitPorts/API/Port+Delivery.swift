@@ -109,7 +109,7 @@ extension Port {
                 receiver.drops.emitPending()
             case let .message(traceID):
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
-                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view.makeMessage(), on: self, traceID: traceID) }
+                if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view, on: self, traceID: traceID) }
                 handler(view)
             }
             guard batch.next() else { return .stopped }

@@ -52,7 +52,7 @@ extension Port {
             throw failedSend(error)
         }
         if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, traceID: traceID, time: sendTime)
+            PortTap.recordSend(to: self, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: sendTime)
         }
     }
 
@@ -122,7 +122,7 @@ extension Port {
             throw error
         }
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
-        return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.now())
+        return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.eventTime())
     }
 
     /// A send failed with `error`: when nothing can ever receive through

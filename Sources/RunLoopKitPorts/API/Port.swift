@@ -104,6 +104,13 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// batch reads the handler once and then, for each message, only this
     /// number, taking the lock again only when it moved.
     let handlerVersion = Atomic<UInt64>(0)
+    /// The port as the tap's records name it (`TapNames`): its tap id in
+    /// the low 32 bits (0: none yet), and in the high 32 the generation of
+    /// its name that was announced. A name registered or looked up bumps
+    /// `tapNameGeneration`, so that the next event announces the new name;
+    /// an event reads the two with two loads and no lock.
+    let tapIdentity = Atomic<UInt64>(0)
+    let tapNameGeneration = Atomic<UInt32>(1)
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")
@@ -368,10 +375,21 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// The name a send right was looked up under, if it has none yet (for the tap).
     func noteLookedUp(as name: String) {
         state.withLock { if $0.lookedUpName == nil { $0.lookedUpName = name } }
+        tapNameChanged()
     }
 
-    func didRegister(_ name: String) { state.withLock { $0.registeredNames.append(name) } }
-    func didUnregister(_ name: String) { state.withLock { $0.registeredNames.removeAll { $0 == name } } }
+    func didRegister(_ name: String) {
+        state.withLock { $0.registeredNames.append(name) }
+        tapNameChanged()
+    }
+
+    func didUnregister(_ name: String) {
+        state.withLock { $0.registeredNames.removeAll { $0 == name } }
+        tapNameChanged()
+    }
+
+    /// The tap announces the port's name again with its next event.
+    private func tapNameChanged() { tapNameGeneration.wrappingAdd(1, ordering: .releasing) }
 
     // MARK: - Resolving descriptors
 

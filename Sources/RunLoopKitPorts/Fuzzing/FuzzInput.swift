@@ -16,6 +16,9 @@ package enum FuzzInput {
     case nameFile(UnsafeRawBufferPointer)
     /// Messages, each its frames, in the order they arrive.
     case messages([[Frame]])
+    /// The tap's batches (docs/tap-format.md), each its frames, in the
+    /// order a reader receives them.
+    case tapBatches([[Frame]])
 
     /// A frame's length field with its top bit set makes the frame one
     /// byte over the frame limit, its given bytes first: all the size
@@ -23,12 +26,16 @@ package enum FuzzInput {
     static let oversizedFlag: UInt16 = 0x8000
     static let oversizedLength = WireFormat.maxFrameBytes + 1
 
-    /// Reads `input`: its first byte's low bit chooses a name file (1) or
-    /// messages (0).
+    /// The first byte that chooses the tap's batches.
+    static let tapBatchTarget: UInt8 = 2
+
+    /// Reads `input`: its first byte chooses tap batches (exactly 2), else
+    /// by its low bit a name file (1) or messages (0).
     ///
-    /// Messages: each is a 2-byte little-endian frame count, then that many
-    /// frames; each frame a 2-byte little-endian length field, whose low 15
-    /// bits are `n` (its top bit: the frame is oversized), then `n` bytes.
+    /// Messages and batches: each is a 2-byte little-endian frame count,
+    /// then that many frames; each frame a 2-byte little-endian length
+    /// field, whose low 15 bits are `n` (its top bit: the frame is
+    /// oversized), then `n` bytes.
     package init(_ input: UnsafeRawBufferPointer) {
         var reader = Reader(input)
         let target = reader.byte() ?? 0
@@ -36,6 +43,11 @@ package enum FuzzInput {
             self = .nameFile(reader.rest())
             return
         }
+        let messages = Self.messages(&reader)
+        self = target == Self.tapBatchTarget ? .tapBatches(messages) : .messages(messages)
+    }
+
+    private static func messages(_ reader: inout Reader) -> [[Frame]] {
         var messages: [[Frame]] = []
         while let count = reader.uint16() {
             var frames: [Frame] = []
@@ -46,7 +58,7 @@ package enum FuzzInput {
             }
             if !frames.isEmpty { messages.append(frames) }
         }
-        self = .messages(messages)
+        return messages
     }
 
     /// Reads fields off the front of the input; nil once it runs out.

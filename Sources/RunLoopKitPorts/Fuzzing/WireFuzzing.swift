@@ -27,12 +27,19 @@ package enum WireFuzzing {
         package var refusedMessages = 0
         package var errors: Set<String> = []
         package var descriptorVersions: Set<UInt8> = []
+        /// The tap's batches decoded and refused, and the refusals' errors.
+        package var decodedBatches = 0
+        package var refusedBatches = 0
+        package var tapErrors: Set<String> = []
 
         package mutating func merge(_ other: Outcome) {
             decodedMessages += other.decodedMessages
             refusedMessages += other.refusedMessages
             errors.formUnion(other.errors)
             descriptorVersions.formUnion(other.descriptorVersions)
+            decodedBatches += other.decodedBatches
+            refusedBatches += other.refusedBatches
+            tapErrors.formUnion(other.tapErrors)
         }
     }
 
@@ -45,13 +52,57 @@ package enum WireFuzzing {
         "messageTooLarge", "badDescriptor",
     ]
 
+    /// The name of every `PortTapFormatError` case: what the corpus must
+    /// reach with tap batches.
+    package static let tapErrorNames = [
+        "frameCount", "shortHeader", "badMagic", "unsupportedVersion", "badHeaderSize", "badRecordSize",
+        "recordCountMismatch", "badName", "badKind", "badHeadLength",
+    ]
+
     /// Decodes what `input` holds (`FuzzInput`) and says what it reached.
     @discardableResult
     package static func run(_ input: UnsafeRawBufferPointer) -> Outcome {
         switch FuzzInput(input) {
         case let .nameFile(bytes): readNameFile(bytes)
         case let .messages(messages): decode(messages)
+        case let .tapBatches(batches): decodeTapBatches(batches)
         }
+    }
+
+    /// The tap's batches, through one public decoder, as a reader receives
+    /// them (names announced by one batch serve the next). Whatever a batch
+    /// decodes to must read back: every event's head at most 16 bytes, its
+    /// number and kind as the record said.
+    private static func decodeTapBatches(_ batches: [[FuzzInput.Frame]]) -> Outcome {
+        var outcome = Outcome()
+        var decoder = PortTapDecoder()
+        for frames in batches {
+            // An oversized frame stands for its given bytes here: the tap's
+            // frames have no size limit of their own beyond ZeroMQ's.
+            let result: Result<PortTapBatch, PortTapFormatError>
+            if frames.count == 2 {
+                do throws(PortTapFormatError) {
+                    result = .success(try decoder.decode(header: frames[0].bytes, records: frames[1].bytes))
+                } catch {
+                    result = .failure(error)
+                }
+            } else {
+                do throws(PortTapFormatError) {
+                    result = .success(try decoder.decode(frames.map { Data($0.bytes) }))
+                } catch {
+                    result = .failure(error)
+                }
+            }
+            switch result {
+            case let .success(batch):
+                precondition(batch.events.allSatisfy { $0.head.count <= 16 }, "a tap event with a head over 16 bytes")
+                outcome.decodedBatches += 1
+            case let .failure(error):
+                outcome.refusedBatches += 1
+                outcome.tapErrors.insert(error.caseName)
+            }
+        }
+        return outcome
     }
 
     /// A name file's bytes, read as a lookup reads them: at most one byte

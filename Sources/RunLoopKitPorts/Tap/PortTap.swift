@@ -14,14 +14,15 @@ import ZeroMQ
 /// Switch it on with `RUNLOOPKIT_TAP=1` in the environment (every sniffer in
 /// the readers' directory) or `RUNLOOPKIT_TAP=<endpoint>`, or with
 /// `PortTap.enable()`.
-/// `RUNLOOPKIT_TAP_BYTES=<n>` (default 16) sets how many leading bytes of
-/// each data component an event carries.
+/// `RUNLOOPKIT_TAP_BYTES=<n>` (default and most 16) sets how many leading
+/// bytes of a message's first data component an event carries.
 ///
 /// The tap never blocks a sender and costs it a bounded amount: an event is
-/// put in a bounded queue under a short lock, and the `rlk-tap` thread sends
-/// the queue on with non-blocking sends. When the queue is full, or no
-/// sniffer is there to take an event, the event is dropped and counted; the
-/// count travels in every later event, so it reaches the sniffer. When the
+/// one fixed-size record put in a lock-free ring (numbers only: no String,
+/// no allocation, no lock), and the `rlk-tap` thread sends the records on
+/// in batches with non-blocking sends (docs/tap-format.md). Every event is
+/// numbered; when the ring is full, or no sniffer is there to take an
+/// event, it is dropped and counted, and a sniffer sees the gap. When the
 /// tap is off, a message pays one atomic load and one branch.
 public enum PortTap {
     /// Whether the tap is on in this process.
@@ -63,9 +64,10 @@ public enum PortTap {
     /// - Parameters:
     ///   - endpoint: a ZeroMQ endpoint to PUSH events to, one sniffer's;
     ///     nil for every sniffer in the readers' directory.
-    ///   - dataBytes: leading bytes of each data component to report.
+    ///   - dataBytes: leading bytes of the first data component to report
+    ///     (at most 16).
     public static func enable(endpoint: String? = nil, dataBytes: Int = 16) throws(PortError) {
-        try TapPipeline.shared.start(endpoint: endpoint, dataBytes: max(0, min(dataBytes, 4096)))
+        try TapPipeline.shared.start(endpoint: endpoint, dataBytes: max(0, min(dataBytes, 16)))
         active.store(true, ordering: .releasing)
     }
 
@@ -101,32 +103,43 @@ public enum PortTap {
         (UInt64(UInt32(bitPattern: ProcessIdentity.current.pid)) << 40) | (nextTrace.wrappingAdd(1, ordering: .relaxed).oldValue & 0xFF_FFFF_FFFF)
     }
 
-    /// Wall-clock nanoseconds, as events carry them.
+    /// Wall-clock nanoseconds (count files).
     static func now() -> Int64 { rlk_realtime_nanoseconds() }
+
+    /// CLOCK_MONOTONIC nanoseconds, as events carry them.
+    static func eventTime() -> Int64 { Int64(bitPattern: rlk_monotonic_nanoseconds()) }
 
     static func recordSend(
         to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64, time: Int64
     ) {
-        TapPipeline.shared.record(kind: .send, time: time, destination: destination, msgid: msgid, components: components,
-                                  source: replyPort, traceID: traceID)
+        TapPipeline.shared.recordSend(to: destination, msgid: msgid, components: components, replyPort: replyPort,
+                                      traceID: traceID, time: time)
+    }
+
+    static func recordSend(
+        to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64
+    ) {
+        TapPipeline.shared.recordSend(to: destination, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: time)
     }
 
     /// A send that threw (nothing was sent), with the error's case.
     static func recordFailedSend(
         to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, error: PortError
     ) {
-        TapPipeline.shared.record(kind: .sendFailed, time: now(), destination: destination, msgid: msgid, components: components,
-                                  source: replyPort, traceID: nil, reason: error.caseName)
+        TapPipeline.shared.recordSend(to: destination, msgid: msgid, components: components, replyPort: replyPort,
+                                      traceID: nil, time: eventTime(), reason: error.caseName)
     }
 
     /// A message the port dropped on receipt (no handler, malformed).
     static func recordDrop(on port: Port, msgid: UInt32, reason: PortDropReason) {
-        TapPipeline.shared.record(kind: .messageDropped, time: now(), destination: port, msgid: msgid, components: [],
-                                  source: nil, traceID: nil, reason: reason.description)
+        TapPipeline.shared.recordDrop(on: port, msgid: msgid, reason: reason.description)
     }
 
     static func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
-        TapPipeline.shared.record(kind: .deliver, time: now(), destination: port, msgid: message.msgid,
-                                  components: message.components, source: message.replyPort, traceID: traceID)
+        TapPipeline.shared.recordDelivery(message, on: port, traceID: traceID)
+    }
+
+    static func recordDelivery(_ view: borrowing PortMessageView, on port: Port, traceID: UInt64?) {
+        TapPipeline.shared.recordDelivery(view, on: port, traceID: traceID)
     }
 }

@@ -154,7 +154,7 @@ final class TapCountFile: @unchecked Sendable {
         return bytes
     }
 
-    private static func processName() -> String {
+    static func processName() -> String {
         guard let bytes = read("/proc/self/comm") else { return "?" }
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
     }

@@ -1,11 +1,13 @@
-@_spi(RunLoopKitInternals) import RunLoopKitCore
-
-/// One event of the port traffic tap: a message sent or delivered, as the
-/// tap reports it and `portsniff` shows it. Encoded as one JSON object per
-/// line on the tap socket (and in `portsniff --json` / `--write`).
+/// One event of the port traffic tap: a message sent or delivered, a send
+/// that failed, a message dropped on receipt, as `PortTapDecoder` reads it
+/// from the tap's records and `portsniff` shows and records it.
+///
+/// Encoded (`Codable`) as the JSON Lines record of `portsniff --json` and
+/// `--write` (docs/tap-format.md, "Recordings"): keys in snake case, with
+/// the unit in the name of every field that has one.
 public struct PortTapEvent: Codable, Sendable, Hashable {
     /// What happened; encoded as "send", "deliver", "sendFailed" or "messageDropped".
-    public enum Kind: String, Codable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         /// A thread sent the message (reported by the sender's process).
         case send
         /// A port's handler received it (reported by the receiver's process).
@@ -15,96 +17,208 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         /// A local port dropped a message on receipt instead of delivering
         /// it: it had no handler, or the message was malformed (`reason`
         /// names the `PortDropReason`; a malformed message's msgid is 0).
-        /// Not to be confused with `PortTapEvent.dropped`, the tap events
-        /// the tap itself could not pass on.
         case messageDropped
     }
 
-    /// One component of the message: its kind, its size, and its first bytes
-    /// (data components only, as many as the tap was told to keep).
-    public struct Component: Codable, Sendable, Hashable {
-        /// What a component is; encoded as "data" or "port".
-        public enum Kind: String, Codable, Sendable {
-            /// A data component.
-            case data
-            /// A port component.
-            case port
-        }
-
-        /// Whether the component is data or a port.
-        public var kind: Kind
-        /// Bytes of a data component; 0 for a port.
-        public var size: Int
-        /// The first bytes of a data component, in hexadecimal; for a port,
-        /// its name as the tap shows ports.
-        public var head: String?
-
-        /// A component as the tap reports it.
-        public init(kind: Kind, size: Int, head: String? = nil) {
-            self.kind = kind
-            self.size = size
-            self.head = head
-        }
-    }
-
-    /// A send or a delivery.
+    /// What happened.
     public var kind: Kind
-    /// Wall-clock time of the event, in nanoseconds since 1970.
-    public var time: Int64
-    /// The process that reported the event.
-    public var pid: Int32
-    /// The name of the thread that sent, or on whose loop it was delivered.
-    public var thread: String
-    /// The port the message came from: its reply port, if it had one.
-    public var source: String?
-    /// The port the message was sent to.
-    public var destination: String
-    /// The message's msgid.
-    public var msgid: UInt32
-    /// The message's components, in order.
-    public var components: [Component]
-    /// Pairs a send with its delivery; the same in both events (hexadecimal).
-    public var trace: String?
-    /// Events this process's tap could not pass on so far (its queue was
-    /// full, no sniffer was listening, or a sniffer's socket was full: once
-    /// for each sniffer that missed it), counted from the tap's start. A
-    /// sniffer counts its own misses exactly from the gaps in `seq`.
-    public var dropped: UInt64
-    /// Why a send failed (`sendFailed`: the `PortError`'s case, such as
-    /// `invalidPort` or `timedOut`) or a message was dropped (`messageDropped`:
-    /// the `PortDropReason` as logs name it, such as `no message handler`
-    /// or `malformed: bad magic`); nil for the other kinds.
-    public var reason: String?
     /// The event's number in its process, from 1, one for every event the
     /// tap produced, passed on or dropped (S-TAP-1): a reader that finds a
     /// gap between two numbers of one process knows exactly how many it
-    /// missed. Nil in recordings made before events were numbered.
-    public var seq: UInt64?
+    /// missed.
+    public var seq: UInt64
+    /// The process that reported the event.
+    public var pid: Int32
     /// When the process started, in clock ticks since the machine booted
     /// (field 22 of `/proc/<pid>/stat`): with `pid`, it names the process
-    /// even after its pid is reused, and tells a reader whether the process
-    /// started after it (then every event from 1 is owed to it). Nil in
-    /// recordings made before events were numbered.
-    public var started: UInt64?
+    /// even after its pid is reused.
+    public var started: UInt64
+    /// The process's name (`/proc/<pid>/comm`), if its tap announced it.
+    public var process: String?
+    /// CLOCK_MONOTONIC when it happened, in nanoseconds: what readers order
+    /// events by and measure latency with (one clock for every process on
+    /// the machine).
+    public var monotonicTime: Int64
+    /// The same instant on the wall clock, in nanoseconds since 1970: the
+    /// monotonic time plus the process's anchor (the difference of the two
+    /// clocks when its tap started), for display.
+    public var time: Int64
+    /// The kernel thread id of the thread that sent, or on whose loop the
+    /// message was delivered.
+    public var tid: Int32
+    /// That thread's name: its loop's name, its OS-level name, `main`, or
+    /// `dispatch-<qos>` for libdispatch's workers.
+    public var thread: String
+    /// The port the message was sent to (or that dropped it).
+    public var destination: String
+    /// The port the message came from: its reply port, if it had one.
+    public var source: String?
+    /// The message's msgid.
+    public var msgid: UInt32
+    /// Its components.
+    public var componentCount: Int
+    /// How many of them are ports.
+    public var portCount: Int
+    /// Bytes of all its data components.
+    public var dataBytes: Int
+    /// The leading bytes of its first data component (as many as the tap
+    /// keeps: `RUNLOOPKIT_TAP_BYTES`, at most 16).
+    public var head: [UInt8]
+    /// Pairs a send with its delivery; the same in both events.
+    public var trace: UInt64?
+    /// Why a send failed (`sendFailed`: the `PortError`'s case, such as
+    /// `invalidPort`) or a message was dropped (`messageDropped`: the
+    /// `PortDropReason` as logs name it, such as `no message handler`).
+    public var reason: String?
+    /// A delivery read in place (`PortMessageView`).
+    public var inPlace: Bool
+    /// Set by a reader that paired this delivery with its send: the time
+    /// between the two, in nanoseconds.
+    public var latency: Int64?
+    /// Set by a reader whose reorder window this event missed: it is shown
+    /// after events later than it.
+    public var late: Bool?
 
-    /// An event with every field given; the tap makes these, and portsniff decodes them.
+    /// An event with every field given; `PortTapDecoder` makes these.
     public init(
-        kind: Kind, time: Int64, pid: Int32, thread: String, source: String?, destination: String,
-        msgid: UInt32, components: [Component], trace: String?, dropped: UInt64,
-        seq: UInt64? = nil, started: UInt64? = nil, reason: String? = nil
+        kind: Kind, seq: UInt64, pid: Int32, started: UInt64, process: String? = nil,
+        monotonicTime: Int64, time: Int64, tid: Int32, thread: String,
+        destination: String, source: String? = nil, msgid: UInt32,
+        componentCount: Int = 0, portCount: Int = 0, dataBytes: Int = 0, head: [UInt8] = [],
+        trace: UInt64? = nil, reason: String? = nil, inPlace: Bool = false
     ) {
         self.kind = kind
-        self.time = time
-        self.pid = pid
-        self.thread = thread
-        self.source = source
-        self.destination = destination
-        self.msgid = msgid
-        self.components = components
-        self.trace = trace
-        self.dropped = dropped
         self.seq = seq
+        self.pid = pid
         self.started = started
+        self.process = process
+        self.monotonicTime = monotonicTime
+        self.time = time
+        self.tid = tid
+        self.thread = thread
+        self.destination = destination
+        self.source = source
+        self.msgid = msgid
+        self.componentCount = componentCount
+        self.portCount = portCount
+        self.dataBytes = dataBytes
+        self.head = head
+        self.trace = trace
         self.reason = reason
+        self.inPlace = inPlace
+    }
+
+    /// The recording format's version, in every record (`version`).
+    public static let recordVersion = 1
+
+    private enum CodingKeys: String, CodingKey {
+        case version, kind, seq, pid
+        case started = "started_ticks"
+        case process
+        case monotonicTime = "time_monotonic_ns"
+        case time = "time_unix_ns"
+        case tid, thread
+        case destination, source, msgid
+        case componentCount = "components"
+        case portCount = "port_components"
+        case dataBytes = "data_bytes"
+        case head = "head_hex"
+        case trace, reason
+        case inPlace = "in_place"
+        case latency = "latency_ns"
+        case late
+    }
+
+    /// Reads a record; one of another version, or not a record, throws.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try container.decode(Int.self, forKey: .version)
+        guard version == Self.recordVersion else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .version, in: container, debugDescription: "record version \(version); this reader reads \(Self.recordVersion)")
+        }
+        kind = try container.decode(Kind.self, forKey: .kind)
+        seq = try container.decode(UInt64.self, forKey: .seq)
+        pid = try container.decode(Int32.self, forKey: .pid)
+        started = try container.decode(UInt64.self, forKey: .started)
+        process = try container.decodeIfPresent(String.self, forKey: .process)
+        monotonicTime = try container.decode(Int64.self, forKey: .monotonicTime)
+        time = try container.decode(Int64.self, forKey: .time)
+        tid = try container.decode(Int32.self, forKey: .tid)
+        thread = try container.decode(String.self, forKey: .thread)
+        destination = try container.decode(String.self, forKey: .destination)
+        source = try container.decodeIfPresent(String.self, forKey: .source)
+        msgid = try container.decode(UInt32.self, forKey: .msgid)
+        componentCount = try container.decode(Int.self, forKey: .componentCount)
+        portCount = try container.decode(Int.self, forKey: .portCount)
+        dataBytes = try container.decode(Int.self, forKey: .dataBytes)
+        let hex = try container.decode(String.self, forKey: .head)
+        guard let bytes = Self.bytes(fromHex: hex) else {
+            throw DecodingError.dataCorruptedError(forKey: .head, in: container, debugDescription: "not hexadecimal: \(hex)")
+        }
+        head = bytes
+        if let text = try container.decodeIfPresent(String.self, forKey: .trace) {
+            guard let value = UInt64(text, radix: 16) else {
+                throw DecodingError.dataCorruptedError(forKey: .trace, in: container, debugDescription: "not hexadecimal: \(text)")
+            }
+            trace = value
+        }
+        reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        inPlace = try container.decodeIfPresent(Bool.self, forKey: .inPlace) ?? false
+        latency = try container.decodeIfPresent(Int64.self, forKey: .latency)
+        late = try container.decodeIfPresent(Bool.self, forKey: .late)
+    }
+
+    /// Writes the record: the trace id as hexadecimal text (ids pass 2^53,
+    /// past what a JSON reader's doubles hold), the head as hexadecimal.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.recordVersion, forKey: .version)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(pid, forKey: .pid)
+        try container.encode(started, forKey: .started)
+        try container.encodeIfPresent(process, forKey: .process)
+        try container.encode(monotonicTime, forKey: .monotonicTime)
+        try container.encode(time, forKey: .time)
+        try container.encode(tid, forKey: .tid)
+        try container.encode(thread, forKey: .thread)
+        try container.encode(destination, forKey: .destination)
+        try container.encodeIfPresent(source, forKey: .source)
+        try container.encode(msgid, forKey: .msgid)
+        try container.encode(componentCount, forKey: .componentCount)
+        try container.encode(portCount, forKey: .portCount)
+        try container.encode(dataBytes, forKey: .dataBytes)
+        try container.encode(Self.hex(head), forKey: .head)
+        try container.encodeIfPresent(trace.map { String($0, radix: 16) }, forKey: .trace)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        if inPlace { try container.encode(true, forKey: .inPlace) }
+        try container.encodeIfPresent(latency, forKey: .latency)
+        try container.encodeIfPresent(late, forKey: .late)
+    }
+
+    /// Bytes as lower-case hexadecimal, two digits each.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private static func bytes(fromHex hex: String) -> [UInt8]? {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < utf8.count {
+            guard let byte = UInt8(String(decoding: utf8[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+            index += 2
+        }
+        return bytes
     }
 }

@@ -1,91 +1,114 @@
 internal import CLinuxSupport
+import FoundationEssentials
 import Glibc
 import Synchronization
 import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Carries tap events from the threads that send and receive to the
-/// sniffer: a bounded queue filled under a short lock, drained by the
-/// `rlk-tap` loop thread, which encodes each event as a JSON line and sends
-/// it on a PUSH socket without ever blocking. Whatever cannot go on (queue
-/// full, no sniffer, sniffer too slow) is dropped and counted.
+/// readers. A sender writes one fixed-size record into a lock-free ring
+/// (`rlk_tap_ring`): ids and numbers only, no allocation, no String, no
+/// lock (names are announced once, by `TapNames`). The `rlk-tap` loop
+/// thread takes the records in batches, at most once a millisecond while
+/// events flow (woken by the first record after the ring ran dry), and
+/// sends each batch to each reader as one ZeroMQ message (docs/tap-format.md),
+/// never blocking. Whatever cannot go on (ring full, no reader, a reader too
+/// slow) is dropped and counted, and readers see it as gaps in the numbers.
 final class TapPipeline: @unchecked Sendable {
-    // @unchecked Sendable: what changes is in `state` (behind its lock) or
-    // atomic; `encoder` is used under `drainLock` only.
+    // @unchecked Sendable: what changes is in `state` (behind its lock),
+    // atomic, or the tap thread's (`outlets`, `buffer`: under `drainLock`).
     static let shared = TapPipeline()
 
-    /// Events waiting for the tap thread at most; beyond, they are dropped.
-    static let queueCapacity = 16_384
-    /// Events libzmq queues towards the sniffer before sends would block.
-    static let socketHighWaterMark: Int32 = 10_000
+    /// Events the ring holds (2^14): beyond, they are dropped.
+    static let ringCapacityLog2: UInt32 = 14
+    /// Records in one batch at most: 320 KiB.
+    static let batchRecords = 4096
+    /// Batches libzmq queues towards a reader before sends fail (and count
+    /// as drops): 64 ms of traffic at one batch a millisecond, and at most
+    /// 20 MiB of full batches, per reader.
+    static let socketHighWaterMark: Int32 = 64
+    /// How long the tap thread lets records gather while they flow.
+    static let drainInterval: TimeInterval = 0.001
+
+    /// A reader's socket, and how many of the names it has been sent.
+    final class Outlet {
+        let socket: Socket
+        var namesSent = 0
+        init(_ socket: Socket) { self.socket = socket }
+    }
 
     private struct State {
-        /// Events produced so far: the last event's number (S-TAP-1).
-        /// Numbered under this lock, in queue order, so that a process's
-        /// events reach a sniffer in the order of their numbers.
-        var produced: UInt64 = 0
-        /// Every event numbered up to this one has left the tap (passed on
-        /// or dropped): what the count file says besides `produced`.
-        var settled: UInt64 = 0
-        /// The process's count file (the default, readers' directory mode),
-        /// and whether a write of it is already due.
         var countFile: TapCountFile?
         var countWriteDue = false
-        var queue: [PortTapEvent] = []
-        /// The drain's spare buffer, swapped with `queue`.
-        var spare: [PortTapEvent] = []
+        /// Every event numbered up to this one has left the tap (passed on
+        /// or dropped): what the count file says besides the events produced.
+        var settled: UInt64 = 0
+        var drainDue = false
         // Set once by start; the sockets are used on the tap thread (and at exit).
         var thread: LoopThread?
         var loop: RunLoop?
-        /// The one sniffer of an explicit endpoint.
-        var socket: Socket?
-        /// Or every sniffer in the readers' directory (the default).
+        /// The one reader of an explicit endpoint.
+        var single: Outlet?
+        /// Or every reader in the readers' directory (the default).
         var readers: TapReaders?
         var drainSource: CustomSource?
         var watchSource: SocketSource?
+        var origin: TapWireFormat.Origin?
     }
 
     private let state = Locked(State())
-    /// Leading bytes of each data component an event carries.
-    private let dataBytes = Atomic<Int>(16)
-    private let dropped = Atomic<UInt64>(0)
-    /// One form for every event: keys sorted, slashes as they are (a
-    /// port's path reads as a path).
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-    /// Serialises use of the socket: the tap thread's drains, and the last
-    /// drain at process exit.
+    /// The ring, once started: its address (0 before).
+    private let ringAddress = Atomic<UInt>(0)
+    /// Leading bytes of the first data component a record carries.
+    private let headBytes = Atomic<Int>(16)
+    /// Events lost on the way to a reader (no reader, a reader's socket
+    /// full: once per reader); the ring's own drops are counted there.
+    private let sendDrops = Atomic<UInt64>(0)
+    /// Serialises the tap thread's drains and the last drain at exit.
     private let drainLock = Lock()
-    /// How long start waits for a listening sniffer to connect, so that the
+    /// The drain's buffer of records (under `drainLock`).
+    private var buffer = [rlk_tap_record](repeating: rlk_tap_record(), count: TapPipeline.batchRecords)
+    /// The number of the last record taken (under `drainLock`).
+    private var lastTaken: UInt64 = 0
+    /// How long start waits for a listening reader to connect, so that the
     /// first events are not dropped for want of a connection.
     static let connectWait: TimeInterval = 0.2
 
-    var droppedCount: UInt64 { dropped.load(ordering: .relaxed) }
-    /// The sniffers the tap reports to now (the readers' directory's, or 1
-    /// for an explicit endpoint).
-    var readerCount: Int {
-        drainLock.withLock { state.withLock { $0.socket != nil ? 1 : $0.readers?.sockets.count ?? 0 } }
+    private var ring: OpaquePointer? { OpaquePointer(bitPattern: ringAddress.load(ordering: .acquiring)) }
+
+    /// Events dropped so far: by the ring, and on the way to readers.
+    var droppedCount: UInt64 {
+        sendDrops.load(ordering: .relaxed) + (ring.map { rlk_tap_ring_dropped($0) } ?? 0)
     }
 
     /// Events produced so far, passed on or dropped: the last event's number.
-    var producedCount: UInt64 { state.withLock { $0.produced } }
+    var producedCount: UInt64 { ring.map { rlk_tap_ring_numbered($0) } ?? 0 }
+
+    /// The readers the tap reports to now (the readers' directory's, or 1
+    /// for an explicit endpoint).
+    var readerCount: Int {
+        drainLock.withLock { state.withLock { $0.single != nil ? 1 : $0.readers?.outlets.count ?? 0 } }
+    }
 
     /// Starts the tap thread. With an endpoint, the tap reports to that
-    /// one sniffer; with none, to every sniffer in the readers' directory
+    /// one reader; with none, to every reader in the readers' directory
     /// (`TapReaders`), as many as come and go.
     func start(endpoint: String?, dataBytes: Int) throws(PortError) {
         // Resolved first: the runtime directory's checks may throw.
         let readersDirectory = endpoint == nil ? try TapReaders.directoryPath() : nil
         try state.withLock { (state) throws(PortError) -> Void in
-            self.dataBytes.store(dataBytes, ordering: .relaxed)
+            headBytes.store(min(dataBytes, TapWireFormat.headBytes), ordering: .relaxed)
             guard state.thread == nil else { return }
-            let made = LoopThread(name: "rlk-tap")
-            do throws(RunLoopError) { try made.start() } catch { throw .runLoop(error) }
+            guard let made = rlk_tap_ring_create(Self.ringCapacityLog2) else { throw .systemCall(SystemCallError(call: "aligned_alloc (the tap's ring)", errno: ENOMEM)) }
+            let thread = LoopThread(name: "rlk-tap")
+            do throws(RunLoopError) { try thread.start() } catch { throw .runLoop(error) }
+            let identity = ProcessIdentity.current
+            state.origin = TapWireFormat.Origin(
+                pid: identity.pid, started: identity.startTime,
+                realtimeAnchor: rlk_realtime_nanoseconds() &- Int64(bitPattern: rlk_monotonic_nanoseconds()))
+            TapNames.shared.announceProcess(TapNames.processName, pid: identity.pid)
             // An ipc tap uses the outbound context, which is flushed at
-            // exit, so that a process's last events reach the sniffer.
+            // exit, so that a process's last events reach the reader.
             let crossProcess = !(endpoint?.hasPrefix("inproc://") ?? false)
             let context = crossProcess ? OutboundFlush.shared.context : ZMQContext.shared
             let linger = crossProcess ? SendChannel.lingerMilliseconds : 0
@@ -95,14 +118,14 @@ final class TapPipeline: @unchecked Sendable {
                     try Self.configure(push, lingerMilliseconds: linger)
                     try push.connect(endpoint)
                     push.releaseOwnership()
-                    state.socket = push
+                    state.single = Outlet(push)
                 } else if let readersDirectory {
                     let readers = TapReaders(directory: readersDirectory, context: context, lingerMilliseconds: linger)
                     if let watch = readers.startWatching() {
                         let source = SocketSource(fileDescriptor: watch) { [self] _, _ in
                             drainLock.withLock { readers.directoryChanged() }
                         }
-                        do throws(RunLoopError) { try made.runLoop?.add(source, forMode: .common) } catch {}
+                        do throws(RunLoopError) { try thread.runLoop?.add(source, forMode: .common) } catch {}
                         state.watchSource = source
                     }
                     readers.refresh()
@@ -115,20 +138,21 @@ final class TapPipeline: @unchecked Sendable {
                     }
                 }
             } catch {
-                made.stop()
+                thread.stop()
                 throw .zeroMQ(error)
             }
-            if let socket = state.socket { Self.awaitConnection(socket) }
+            if let socket = state.single?.socket { Self.awaitConnection(socket) }
             if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit(lingerMilliseconds: $0) } }
             let source = CustomSource { [self] in drain() }
-            made.runLoop?.add(source, forMode: .common)
+            thread.runLoop?.add(source, forMode: .common)
             state.drainSource = source
-            state.loop = made.runLoop
-            state.thread = made
+            state.loop = thread.runLoop
+            state.thread = thread
+            ringAddress.store(UInt(bitPattern: Int(bitPattern: UnsafeMutableRawPointer(made))), ordering: .releasing)
         }
     }
 
-    /// Waits up to `connectWait` for `push` to reach its sniffer, so that
+    /// Waits up to `connectWait` for `push` to reach its reader, so that
     /// the events that follow are not dropped for want of a connection
     /// (with ZMQ_IMMEDIATE, pollOut means connected). On the thread that
     /// owns the socket, before it passes anything on.
@@ -141,8 +165,8 @@ final class TapPipeline: @unchecked Sendable {
         push.releaseOwnership()
     }
 
-    /// How every tap socket is set up: no sniffer yet means sends fail at
-    /// once (and count as drops) instead of queueing for a sniffer that
+    /// How every tap socket is set up: no reader yet means sends fail at
+    /// once (and count as drops) instead of queueing for a reader that
     /// may never come; a bounded queue towards it; the exit's linger.
     static func configure(_ push: Socket, lingerMilliseconds: Int32) throws(ZMQError) {
         try push.setImmediate(true)
@@ -150,67 +174,211 @@ final class TapPipeline: @unchecked Sendable {
         try push.setLinger(milliseconds: lingerMilliseconds)
     }
 
-    /// Any thread: queues one event, or counts it as dropped. Bounded cost:
-    /// building the summary, a short lock, and at most one wake-up per batch.
-    func record(
-        kind: PortTapEvent.Kind, time: Int64, destination: Port, msgid: UInt32, components: [PortMessage.Component],
-        source: Port?, traceID: UInt64?, reason: String? = nil
+    // MARK: - Recording (any thread)
+
+    /// The record every event starts from: its kind, time, thread and
+    /// destination.
+    @inline(__always)
+    private func record(_ kind: UInt8, destination: Port, msgid: UInt32, time: Int64) -> rlk_tap_record {
+        var record = rlk_tap_record()
+        record.kind = kind
+        record.monotonic_ns = time
+        record.msgid = msgid
+        record.destination = TapNames.shared.id(of: destination)
+        record.tid = TapNames.shared.currentThread()
+        return record
+    }
+
+    /// Numbers the record and puts it in the ring (or counts it dropped),
+    /// waking the tap thread if it asked to be.
+    @inline(__always)
+    private func put(_ record: inout rlk_tap_record) {
+        guard let ring else { return }
+        var wake: Int32 = 0
+        _ = rlk_tap_ring_put(ring, &record, &wake)
+        if wake != 0 { wakeTapThread() }
+    }
+
+    private func wakeTapThread() {
+        let (loop, source) = state.withLock { ($0.loop, $0.drainSource) }
+        source?.signal()
+        loop?.wakeUp()
+    }
+
+    /// A send, or a send that failed (`reason`).
+    func recordSend(
+        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?,
+        traceID: UInt64?, time: Int64, reason: String? = nil
     ) {
-        let headBytes = dataBytes.load(ordering: .relaxed)
-        var event = PortTapEvent(
-            kind: kind, time: time, pid: ProcessIdentity.current.pid,
-            thread: ThreadIdentity.cachedName, source: source?.tapLabel, destination: destination.tapLabel,
-            msgid: msgid, components: components.map { Self.summary(of: $0, headBytes: headBytes) },
-            trace: traceID.map { String($0, radix: 16) }, dropped: 0, started: ProcessIdentity.current.startTime,
-            reason: reason)
-        let (accepted, firstInBatch, loop, source): (Bool, Bool, RunLoop?, CustomSource?) = state.withLock { state in
-            // Numbered whether it goes on or not: a dropped event leaves a gap.
-            state.produced += 1
-            event.seq = state.produced
-            guard state.queue.count < Self.queueCapacity else { return (false, false, nil, nil) }
-            state.queue.append(event)
-            return (true, state.queue.count == 1, state.loop, state.drainSource)
+        var record = record(reason == nil ? 1 : 3, destination: destination, msgid: msgid, time: time)
+        describe(components, in: &record)
+        if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
+        record.trace = traceID ?? 0
+        if let reason { record.reason = TapNames.shared.reasonID(reason) }
+        put(&record)
+    }
+
+    /// A send of one data component given as bytes.
+    func recordSend(to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64) {
+        var record = record(1, destination: destination, msgid: msgid, time: time)
+        record.components = 1
+        describeData(bytes, first: true, in: &record)
+        if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
+        record.trace = traceID
+        put(&record)
+    }
+
+    /// A delivery to a handler of `PortMessage`s.
+    func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
+        var record = record(2, destination: port, msgid: message.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        describe(message.components, in: &record)
+        if let reply = message.replyPort { record.source = TapNames.shared.id(of: reply) }
+        record.trace = traceID ?? 0
+        put(&record)
+    }
+
+    /// A delivery read in place: described from the view, nothing copied.
+    func recordDelivery(_ view: borrowing PortMessageView, on port: Port, traceID: UInt64?) {
+        var record = record(2, destination: port, msgid: view.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        record.flags |= UInt8(RLK_TAP_FLAG_IN_PLACE)
+        let count = view.componentCount
+        record.components = UInt16(clamping: count)
+        var sawData = false
+        for index in 0..<count {
+            if view.isPort(at: index) {
+                record.port_components &+= 1
+            } else {
+                describeData(view.unsafeBytes(ofComponent: index), first: !sawData, in: &record)
+                sawData = true
+            }
         }
-        guard accepted else {
-            dropped.wrappingAdd(1, ordering: .relaxed)
-            return
-        }
-        if firstInBatch {
-            source?.signal()
-            loop?.wakeUp()
+        if let reply = view.replyPort { record.source = TapNames.shared.id(of: reply) }
+        record.trace = traceID ?? 0
+        put(&record)
+    }
+
+    /// A message a port dropped on receipt.
+    func recordDrop(on port: Port, msgid: UInt32, reason: String) {
+        var record = record(4, destination: port, msgid: msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        record.reason = TapNames.shared.reasonID(reason)
+        put(&record)
+    }
+
+    private func describe(_ components: [PortMessage.Component], in record: inout rlk_tap_record) {
+        record.components = UInt16(clamping: components.count)
+        var sawData = false
+        for component in components {
+            switch component {
+            case .port:
+                record.port_components &+= 1
+            case let .data(data):
+                data.withUnsafeBytes { describeData($0, first: !sawData, in: &record) }
+                sawData = true
+            }
         }
     }
 
-    /// On the tap thread: sends everything queued.
+    /// Counts a data component's bytes; the first one's size and leading
+    /// bytes go in the record.
+    @inline(__always)
+    private func describeData(_ bytes: UnsafeRawBufferPointer, first: Bool, in record: inout rlk_tap_record) {
+        record.data_bytes &+= UInt64(bytes.count)
+        guard first else { return }
+        record.first_data_size = UInt32(clamping: bytes.count)
+        let count = min(bytes.count, headBytes.load(ordering: .relaxed))
+        guard count > 0, let base = bytes.baseAddress else { return }
+        record.head_length = UInt8(count)
+        withUnsafeMutableBytes(of: &record.head) { $0.baseAddress!.copyMemory(from: base, byteCount: count) }
+    }
+
+    // MARK: - Draining (the tap thread)
+
+    /// Sends what the ring holds to every reader, batch by batch. While
+    /// records come, the next drain is 1 ms away (one wake-up for many
+    /// events); once the ring is dry, the next record's writer wakes the
+    /// thread.
     private func drain() {
-        drainLock.withLock {
-            let (batch, single, readers, upTo): ([PortTapEvent], Socket?, TapReaders?, UInt64) = state.withLock { state in
-                swap(&state.queue, &state.spare)
-                // Every event numbered so far is in this batch or was dropped.
-                return (state.spare, state.socket, state.readers, state.produced)
+        guard let ring else { return }
+        let tookAny = drainLock.withLock { () -> Bool in
+            var tookAny = false
+            while true {
+                let taken = buffer.withUnsafeMutableBufferPointer { rlk_tap_ring_take(ring, $0.baseAddress, $0.count) }
+                guard taken > 0 else { break }
+                tookAny = true
+                lastTaken = buffer[taken - 1].seq
+                send(taken)
+                if taken < buffer.count { break }
             }
-            let sockets = single.map { [$0] } ?? Array(readers?.sockets.values ?? [:].values)
-            for var event in batch {
-                event.dropped = dropped.load(ordering: .relaxed)
-                guard var line = try? encoder.encode(event) else { continue }
-                line.append(UInt8(ascii: "\n"))
-                // No sniffer at all: the event is dropped (and counted) once;
-                // otherwise once for each sniffer whose socket was full.
-                if sockets.isEmpty { dropped.wrappingAdd(1, ordering: .relaxed) }
-                for socket in sockets where (try? socket.send(line, dontWait: true)) != true {
-                    dropped.wrappingAdd(1, ordering: .relaxed)
-                }
-            }
-            for socket in sockets { socket.releaseOwnership() }
-            let (countFile, writeNow): (TapCountFile?, Bool) = state.withLock { state in
-                state.spare.removeAll(keepingCapacity: true)
-                state.settled = max(state.settled, upTo)
-                guard state.countFile != nil, !state.countWriteDue else { return (nil, false) }
-                state.countWriteDue = true
-                return (state.countFile, true)
-            }
-            if writeNow, countFile != nil { scheduleCountWrite() }
+            return tookAny
         }
+        noteSettled(rlk_tap_ring_settled(ring, drainLock.withLock { lastTaken }))
+        if tookAny {
+            scheduleDrain()
+        } else if rlk_tap_ring_request_wake(ring) != 0 {
+            // A record came as the thread asked: it would wake nobody.
+            scheduleDrain()
+        }
+    }
+
+    /// Sends the first `count` records of the buffer to every reader: one
+    /// message each, with the names it has not had yet.
+    private func send(_ count: Int) {
+        let (single, readers, origin) = state.withLock { ($0.single, $0.readers, $0.origin) }
+        guard let origin, let ring else { return }
+        let outlets = single.map { [$0] } ?? readers.map { Array($0.outlets.values) } ?? []
+        guard !outlets.isEmpty else {
+            // No reader: the batch is dropped (and counted) once.
+            sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
+            return
+        }
+        let produced = rlk_tap_ring_numbered(ring)
+        let dropped = droppedCount
+        buffer.withUnsafeBytes { all in
+            let records = UnsafeRawBufferPointer(rebasing: all.prefix(count * TapWireFormat.recordBytes))
+            for outlet in outlets {
+                let (names, nameCount) = TapNames.shared.encoded(from: outlet.namesSent)
+                let header = TapWireFormat.headerFrame(
+                    origin: origin, produced: produced, dropped: dropped, recordCount: count,
+                    names: names, nameCount: nameCount - outlet.namesSent)
+                let sent = header.withUnsafeBytes { (try? outlet.socket.send($0, more: true, dontWait: true)) == true }
+                if sent {
+                    // The second frame of a message whose first went is queued whatever the mark.
+                    _ = try? outlet.socket.send(records)
+                    outlet.namesSent = nameCount
+                } else {
+                    sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
+                }
+                outlet.socket.releaseOwnership()
+            }
+        }
+    }
+
+    /// A drain 1 ms from now, unless one is due already.
+    private func scheduleDrain() {
+        let loop: RunLoop? = state.withLock { state in
+            guard !state.drainDue else { return nil }
+            state.drainDue = true
+            return state.loop
+        }
+        guard let loop else { return }
+        let scheduled = try? loop.perform(afterDelay: Self.drainInterval) { [self] in
+            state.withLock { $0.drainDue = false }
+            drain()
+        }
+        if scheduled == nil { state.withLock { $0.drainDue = false } }
+    }
+
+    /// Every event numbered up to `settled` has left the tap: the count
+    /// file says so within 100 ms.
+    private func noteSettled(_ settled: UInt64) {
+        let (countFile, writeNow): (TapCountFile?, Bool) = state.withLock { state in
+            state.settled = max(state.settled, settled)
+            guard state.countFile != nil else { return (nil, false) }
+            guard !state.countWriteDue else { return (nil, false) }
+            state.countWriteDue = true
+            return (state.countFile, true)
+        }
+        if writeNow, countFile != nil { scheduleCountWrite() }
     }
 
     /// On the tap thread: the count file is rewritten 100 ms after the
@@ -220,11 +388,11 @@ final class TapPipeline: @unchecked Sendable {
         let loop = state.withLock { $0.loop }
         let written = try? loop?.perform(afterDelay: Self.countWriteDelay) { [self] in
             drainLock.withLock {
-                let (countFile, produced, settled) = state.withLock { state in
+                let (countFile, settled) = state.withLock { state in
                     state.countWriteDue = false
-                    return (state.countFile, state.produced, state.settled)
+                    return (state.countFile, state.settled)
                 }
-                countFile?.write(produced: produced, settled: settled)
+                countFile?.write(produced: max(producedCount, settled), settled: settled)
             }
         }
         if written == nil { state.withLock { $0.countWriteDue = false } }
@@ -232,34 +400,23 @@ final class TapPipeline: @unchecked Sendable {
 
     static let countWriteDelay: TimeInterval = 0.1
 
-    /// At process exit: sends what is still queued, then closes the sockets
-    /// so that the outbound context's termination flushes them, for what is
-    /// left of the exit bound at most (`lingerMilliseconds`).
+    /// At process exit: sends what the ring still holds, then closes the
+    /// sockets so that the outbound context's termination flushes them, for
+    /// what is left of the exit bound at most (`lingerMilliseconds`).
     private func drainAtExit(lingerMilliseconds: Int32) {
         drain()
         drainLock.withLock {
             state.withLock { state in
-                try? state.socket?.setLinger(milliseconds: lingerMilliseconds)
-                state.socket?.close()
-                state.socket = nil
+                if let single = state.single {
+                    try? single.socket.setLinger(milliseconds: lingerMilliseconds)
+                    single.socket.close()
+                }
+                state.single = nil
                 state.readers?.closeAll(lingerMilliseconds: lingerMilliseconds)
-                // Everything left the tap: the last word, for a sniffer that reads it later.
-                state.countFile?.write(produced: state.produced, settled: state.produced, exited: true)
+                // Everything left the tap: the last word, for a reader that reads it later.
+                let produced = producedCount
+                state.countFile?.write(produced: produced, settled: produced, exited: true)
             }
-        }
-    }
-
-    private static func summary(of component: PortMessage.Component, headBytes: Int) -> PortTapEvent.Component {
-        switch component {
-        case let .port(port):
-            return PortTapEvent.Component(kind: .port, size: 0, head: port.tapLabel)
-        case let .data(data):
-            guard headBytes > 0, !data.isEmpty else { return PortTapEvent.Component(kind: .data, size: data.count) }
-            let hex = data.prefix(headBytes).map { byte in
-                let digits = String(byte, radix: 16)
-                return byte < 16 ? "0" + digits : digits
-            }.joined()
-            return PortTapEvent.Component(kind: .data, size: data.count, head: hex)
         }
     }
 }

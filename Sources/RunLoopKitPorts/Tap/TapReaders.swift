@@ -26,8 +26,9 @@ final class TapReaders: @unchecked Sendable {
     let directory: String
     private let context: ZMQContext
     private let lingerMilliseconds: Int32
-    /// Socket file path -> the PUSH socket connected to it.
-    private(set) var sockets: [String: Socket] = [:]
+    /// Socket file path -> the PUSH socket connected to it, and the names
+    /// sent on it.
+    private(set) var outlets: [String: TapPipeline.Outlet] = [:]
     private var watch: Int32 = -1
 
     /// The readers' directory, made (mode 0700, inside the runtime
@@ -89,16 +90,17 @@ final class TapReaders: @unchecked Sendable {
                 present.insert(path)
             }
         }
-        for (path, socket) in sockets where !present.contains(path) {
-            socket.close()
-            sockets[path] = nil
+        for (path, outlet) in outlets where !present.contains(path) {
+            outlet.socket.close()
+            outlets[path] = nil
         }
-        for path in present where sockets[path] == nil {
+        for path in present where outlets[path] == nil {
             guard let socket = try? connect(to: "ipc://" + path) else { continue }
-            // The tap's queue holds the events meanwhile: none is lost to
+            // The tap's ring holds the events meanwhile: none is lost to
             // a connection still under way.
             TapPipeline.awaitConnection(socket)
-            sockets[path] = socket
+            // A new reader is sent every name before its first records.
+            outlets[path] = TapPipeline.Outlet(socket)
         }
     }
 
@@ -113,11 +115,11 @@ final class TapReaders: @unchecked Sendable {
     /// At exit, or when the tap stops: closes every socket (with `linger`)
     /// and the watch.
     func closeAll(lingerMilliseconds linger: Int32) {
-        for socket in sockets.values {
-            try? socket.setLinger(milliseconds: linger)
-            socket.close()
+        for outlet in outlets.values {
+            try? outlet.socket.setLinger(milliseconds: linger)
+            outlet.socket.close()
         }
-        sockets.removeAll()
+        outlets.removeAll()
         if watch >= 0 { close(watch) }
         watch = -1
     }

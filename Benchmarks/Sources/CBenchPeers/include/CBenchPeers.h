@@ -137,10 +137,13 @@ int bench_eventfd_pingpong(int warmup, int iterations, uint64_t *samples_ns, int
 // MARK: - Helpers for other scenarios
 
 typedef struct bench_pull_reader bench_pull_reader;
-/// A thread that binds a PULL socket at `endpoint` and reads and discards
-/// everything (the tap's sniffer stand-in). NULL on failure.
+/// A thread that binds a PULL socket at `endpoint` and takes every batch
+/// the tap sends, counting its events (the sniffer's stand-in). NULL on
+/// failure.
 bench_pull_reader *bench_pull_reader_start(const char *endpoint);
-/// Stops the reader; returns how many messages it read.
+/// The events the reader has taken so far.
+uint64_t bench_pull_reader_events(bench_pull_reader *reader);
+/// Stops the reader; returns how many events it took.
 uint64_t bench_pull_reader_stop(bench_pull_reader *reader);
 
 typedef struct bench_zmq_sockets bench_zmq_sockets;

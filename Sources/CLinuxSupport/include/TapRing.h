@@ -1,0 +1,81 @@
+#ifndef RLK_TAP_RING_H
+#define RLK_TAP_RING_H
+// The port tap's event ring: where threads that send and receive put one
+// fixed-size record per event, without a lock, an allocation or a system
+// call, and the tap thread takes them in order (docs/tap-format.md).
+#include <stdint.h>
+#include <stddef.h>
+
+/// One tap event as the tap's wire format carries it: 80 bytes,
+/// little-endian, the same bytes in the ring and on the wire (the record
+/// section of docs/tap-format.md gives each field's meaning).
+typedef struct rlk_tap_record {
+    uint64_t seq;              //  0: the event's number in its process, from 1
+    int64_t monotonic_ns;      //  8: CLOCK_MONOTONIC when it happened
+    uint64_t trace;            // 16: pairs a send with its delivery (0: none)
+    uint32_t msgid;            // 24
+    uint32_t destination;      // 28: the port's tap id (names travel apart)
+    uint32_t source;           // 32: the reply port's tap id (0: none)
+    int32_t tid;               // 36: the kernel thread id
+    uint64_t data_bytes;       // 40: bytes of all data components
+    uint32_t first_data_size;  // 48: bytes of the first data component (saturated)
+    uint16_t components;       // 52: components (saturated)
+    uint16_t port_components;  // 54: port components among them (saturated)
+    uint16_t reason;           // 56: tap id of the reason's name (0: none)
+    uint8_t kind;              // 58: 1 send, 2 deliver, 3 send failed, 4 message dropped
+    uint8_t flags;             // 59: RLK_TAP_FLAG_*
+    uint8_t head_length;       // 60: bytes of `head` used (0...16)
+    uint8_t reserved[3];       // 61: zero
+    uint8_t head[16];          // 64: the first data component's leading bytes
+} rlk_tap_record;
+
+enum {
+    RLK_TAP_RECORD_SIZE = 80,
+    RLK_TAP_HEAD_CAPACITY = 16,
+    /// A delivery read in place (`PortMessageView`).
+    RLK_TAP_FLAG_IN_PLACE = 2,
+};
+
+typedef struct rlk_tap_ring rlk_tap_ring;
+
+/// A ring of `1 << capacity_log2` records (10...15). Never freed: one per
+/// process, as long as it runs.
+rlk_tap_ring *rlk_tap_ring_create(unsigned capacity_log2);
+
+/// Any thread: numbers `record` (sets its seq) and puts it in the ring, or,
+/// when the ring is full, counts it dropped: numbered all the same, so that
+/// a reader sees the gap. Returns the number. `*wake` is set to 1 when the
+/// taking thread asked to be told of the next record (it found the ring
+/// empty), else 0. Lock-free: a compare-and-swap, a copy, a store.
+uint64_t rlk_tap_ring_put(rlk_tap_ring *ring, rlk_tap_record *record, int *wake);
+
+/// The taking thread only: copies up to `max` records, oldest first, into
+/// `out` and frees their slots. Records come in the order of their numbers.
+size_t rlk_tap_ring_take(rlk_tap_ring *ring, rlk_tap_record *out, size_t max);
+
+/// The taking thread only, once `take` found nothing: asks to be told of
+/// the next record (`put`'s `*wake`). Returns 1 if a record came in the
+/// meantime (take again; the request stands), 0 if the ring is empty.
+int rlk_tap_ring_request_wake(rlk_tap_ring *ring);
+
+/// Events numbered so far (the last number given).
+uint64_t rlk_tap_ring_numbered(const rlk_tap_ring *ring);
+/// Events dropped so far because the ring was full.
+uint64_t rlk_tap_ring_dropped(const rlk_tap_ring *ring);
+/// The taking thread only: the highest number up to which every event has
+/// left the ring (taken or dropped), given the number of the last record
+/// taken.
+uint64_t rlk_tap_ring_settled(const rlk_tap_ring *ring, uint64_t last_taken);
+
+/// The calling thread's kernel thread id, from a thread-local after the
+/// first call (a fork's child asks again).
+int32_t rlk_tap_thread_id(void);
+/// 1 the first time the calling thread asks (and again in a fork's child),
+/// 0 after: whether the tap still has to
+/// announce the thread's name.
+int rlk_tap_thread_is_new(void);
+
+/// The label of the dispatch queue running the calling thread's code ("" if none).
+const char *rlk_current_queue_label(void);
+
+#endif

@@ -1,0 +1,219 @@
+import FoundationEssentials
+
+/// Reads what a tapped process sends its readers (docs/tap-format.md): one
+/// batch per ZeroMQ message, its header and names in the first frame and
+/// its fixed-size records in the second, into `PortTapEvent`s.
+///
+/// A decoder keeps the names each process announced (ports, threads,
+/// reasons, the process's own), which come once, ahead of the first record
+/// that needs them; use one decoder for everything a reader receives.
+/// Malformed input throws a `PortTapFormatError` and changes nothing.
+public struct PortTapDecoder: Sendable {
+    /// A process's names, by kind and id.
+    private struct Names: Sendable {
+        var ports: [UInt32: String] = [:]
+        var threads: [UInt32: String] = [:]
+        var reasons: [UInt32: String] = [:]
+        var process: String?
+    }
+
+    private struct ProcessKey: Hashable, Sendable {
+        let pid: Int32
+        let started: UInt64
+    }
+
+    private var names: [ProcessKey: Names] = [:]
+
+    /// A decoder that knows no names yet.
+    public init() {}
+
+    /// The name of the process `pid` (started at `started`), if it announced one.
+    public func processName(pid: Int32, started: UInt64) -> String? {
+        names[ProcessKey(pid: pid, started: started)]?.process
+    }
+
+    /// Decodes one batch from its two frames.
+    public mutating func decode(_ frames: [Data]) throws(PortTapFormatError) -> PortTapBatch {
+        guard frames.count == 2 else { throw .frameCount(frames.count) }
+        var batch: PortTapBatch?
+        var failure: PortTapFormatError?
+        frames[0].withUnsafeBytes { header in
+            frames[1].withUnsafeBytes { records in
+                do throws(PortTapFormatError) { batch = try decode(header: header, records: records) } catch { failure = error }
+            }
+        }
+        if let failure { throw failure }
+        return batch!
+    }
+
+    /// Decodes one batch: `header` is its first frame, `records` its second.
+    public mutating func decode(header: UnsafeRawBufferPointer, records: UnsafeRawBufferPointer) throws(PortTapFormatError) -> PortTapBatch {
+        guard header.count >= TapWireFormat.headerBytes else { throw .shortHeader(header.count) }
+        guard Self.read(UInt32.self, header, TapWireFormat.Offset.magic) == TapWireFormat.magic else { throw .badMagic }
+        let version = Self.read(UInt16.self, header, TapWireFormat.Offset.version)
+        guard version == TapWireFormat.version else { throw .unsupportedVersion(version) }
+        let headerSize = Int(Self.read(UInt16.self, header, TapWireFormat.Offset.headerSize))
+        guard headerSize >= TapWireFormat.headerBytes, headerSize <= header.count else { throw .badHeaderSize(headerSize) }
+        // Larger records (a later minor revision) are read by their first 80 bytes.
+        let recordSize = Int(Self.read(UInt32.self, header, TapWireFormat.Offset.recordSize))
+        guard recordSize >= TapWireFormat.recordBytes, recordSize <= 4096 else { throw .badRecordSize(recordSize) }
+        let recordCount = Int(Self.read(UInt32.self, header, TapWireFormat.Offset.recordCount))
+        guard records.count == recordCount * recordSize else { throw .recordCountMismatch(records: recordCount, bytes: records.count) }
+        let pid = Int32(bitPattern: Self.read(UInt32.self, header, TapWireFormat.Offset.pid))
+        let started = Self.read(UInt64.self, header, TapWireFormat.Offset.started)
+        let anchor = Int64(bitPattern: Self.read(UInt64.self, header, TapWireFormat.Offset.realtimeAnchor))
+        let key = ProcessKey(pid: pid, started: started)
+        var table = names[key] ?? Names()
+        let nameCount = Int(Self.read(UInt32.self, header, TapWireFormat.Offset.nameCount))
+        try Self.readNames(UnsafeRawBufferPointer(rebasing: header[headerSize...]), count: nameCount, into: &table)
+
+        var events: [PortTapEvent] = []
+        events.reserveCapacity(recordCount)
+        for index in 0..<recordCount {
+            let record = UnsafeRawBufferPointer(rebasing: records[(index * recordSize)..<(index * recordSize + TapWireFormat.recordBytes)])
+            events.append(try Self.event(record, pid: pid, started: started, anchor: anchor, names: table))
+        }
+        // The names are kept only once the whole batch has been read.
+        names[key] = table
+        return PortTapBatch(
+            pid: pid, started: started, processName: table.process, realtimeAnchor: anchor,
+            produced: Self.read(UInt64.self, header, TapWireFormat.Offset.produced),
+            dropped: Self.read(UInt64.self, header, TapWireFormat.Offset.dropped), events: events)
+    }
+
+    private static func readNames(_ bytes: UnsafeRawBufferPointer, count: Int, into table: inout Names) throws(PortTapFormatError) {
+        var offset = 0
+        for _ in 0..<count {
+            guard bytes.count - offset >= TapWireFormat.nameEntryBytes else { throw .badName(offset: offset) }
+            let kind = bytes[offset]
+            let length = Int(read(UInt16.self, bytes, offset + 2))
+            let id = read(UInt32.self, bytes, offset + 4)
+            let start = offset + TapWireFormat.nameEntryBytes
+            guard length <= TapWireFormat.maxNameBytes, bytes.count - start >= length else { throw .badName(offset: offset) }
+            let name = String(decoding: bytes[start..<start + length], as: UTF8.self)
+            switch TapNames.Kind(rawValue: kind) {
+            case .port: table.ports[id] = name
+            case .thread: table.threads[id] = name
+            case .reason: table.reasons[id] = name
+            case .process: table.process = name
+            case nil: throw .badName(offset: offset)
+            }
+            offset = start + length
+        }
+        guard offset == bytes.count else { throw .badName(offset: offset) }
+    }
+
+    private static func event(
+        _ record: UnsafeRawBufferPointer, pid: Int32, started: UInt64, anchor: Int64, names: Names
+    ) throws(PortTapFormatError) -> PortTapEvent {
+        let kinds: [PortTapEvent.Kind] = [.send, .deliver, .sendFailed, .messageDropped]
+        let kindCode = record[58]
+        guard kindCode >= 1, Int(kindCode) <= kinds.count else { throw .badKind(kindCode) }
+        let headLength = Int(record[60])
+        guard headLength <= TapWireFormat.headBytes else { throw .badHeadLength(headLength) }
+        let flags = record[59]
+        let monotonic = Int64(bitPattern: read(UInt64.self, record, 8))
+        let trace = read(UInt64.self, record, 16)
+        let destination = read(UInt32.self, record, 28)
+        let source = read(UInt32.self, record, 32)
+        let tid = Int32(bitPattern: read(UInt32.self, record, 36))
+        let reason = UInt32(read(UInt16.self, record, 56))
+        return PortTapEvent(
+            kind: kinds[Int(kindCode) - 1], seq: read(UInt64.self, record, 0), pid: pid, started: started,
+            process: names.process, monotonicTime: monotonic, time: monotonic &+ anchor,
+            tid: tid, thread: names.threads[UInt32(bitPattern: tid)] ?? "tid \(tid)",
+            destination: portName(destination, names), source: source == 0 ? nil : portName(source, names),
+            msgid: read(UInt32.self, record, 24), componentCount: Int(read(UInt16.self, record, 52)),
+            portCount: Int(read(UInt16.self, record, 54)), dataBytes: Int(clamping: read(UInt64.self, record, 40)),
+            head: Array(record[64..<64 + headLength]), trace: trace == 0 ? nil : trace,
+            reason: reason == 0 ? nil : names.reasons[reason] ?? "reason \(reason)",
+            inPlace: flags & UInt8(RLKTapFlags.inPlace) != 0)
+    }
+
+    /// A port the process never named to this reader (a reader that
+    /// reconnected to an explicit endpoint) shows as `port#<id>`.
+    private static func portName(_ id: UInt32, _ names: Names) -> String { names.ports[id] ?? "port#\(id)" }
+
+    private static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: UnsafeRawBufferPointer, _ offset: Int) -> T {
+        T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}
+
+/// The record flags' values (`rlk_tap_record.flags`), without the C module.
+enum RLKTapFlags {
+    static let inPlace = 2
+}
+
+/// One batch of a tapped process's events, decoded.
+public struct PortTapBatch: Sendable {
+    /// The process that sent it.
+    public var pid: Int32
+    /// When it started, in clock ticks since boot.
+    public var started: UInt64
+    /// Its name, if its tap announced it.
+    public var processName: String?
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC in that process, in nanoseconds.
+    public var realtimeAnchor: Int64
+    /// Events the process had numbered when it sent the batch.
+    public var produced: UInt64
+    /// Events its tap had dropped by then, for all its readers.
+    public var dropped: UInt64
+    /// The batch's events, in the order of their numbers.
+    public var events: [PortTapEvent]
+}
+
+/// What is wrong with bytes that are not a tap batch.
+public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A batch is two frames; this message had another count.
+    case frameCount(Int)
+    /// The first frame is shorter than a header.
+    case shortHeader(Int)
+    /// The first frame does not start with "RLKT".
+    case badMagic
+    /// A version this reader does not read.
+    case unsupportedVersion(UInt16)
+    /// The header's size is below 64 or past the frame.
+    case badHeaderSize(Int)
+    /// The record size is below 80 bytes or implausibly large.
+    case badRecordSize(Int)
+    /// The second frame is not the header's record count of records.
+    case recordCountMismatch(records: Int, bytes: Int)
+    /// A name entry is cut short, too long, of an unknown kind, or the
+    /// names do not end where the frame does.
+    case badName(offset: Int)
+    /// A record's kind is not 1 to 4.
+    case badKind(UInt8)
+    /// A record's head length is over 16.
+    case badHeadLength(Int)
+
+    public var description: String {
+        switch self {
+        case let .frameCount(count): "a tap batch has 2 frames, not \(count)"
+        case let .shortHeader(count): "a tap batch header has 64 bytes at least, not \(count)"
+        case .badMagic: "not a tap batch (no RLKT magic)"
+        case let .unsupportedVersion(version): "tap format version \(version); this reader reads version \(TapWireFormat.version)"
+        case let .badHeaderSize(size): "bad header size \(size)"
+        case let .badRecordSize(size): "bad record size \(size)"
+        case let .recordCountMismatch(records, bytes): "\(records) records announced, \(bytes) record bytes"
+        case let .badName(offset): "malformed name entry at byte \(offset) of the names"
+        case let .badKind(kind): "unknown event kind \(kind)"
+        case let .badHeadLength(length): "head length \(length) over 16"
+        }
+    }
+
+    /// The case's name, as the fuzzer's coverage names it.
+    package var caseName: String {
+        switch self {
+        case .frameCount: "frameCount"
+        case .shortHeader: "shortHeader"
+        case .badMagic: "badMagic"
+        case .unsupportedVersion: "unsupportedVersion"
+        case .badHeaderSize: "badHeaderSize"
+        case .badRecordSize: "badRecordSize"
+        case .recordCountMismatch: "recordCountMismatch"
+        case .badName: "badName"
+        case .badKind: "badKind"
+        case .badHeadLength: "badHeadLength"
+        }
+    }
+}

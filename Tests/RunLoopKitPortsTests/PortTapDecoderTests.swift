@@ -1,0 +1,99 @@
+// The tap's batch format read by the public decoder (docs/tap-format.md):
+// batches written from the document's tables by a foreign writer
+// (scripts/fuzz-seeds.py, whose seeds are in the fuzz corpus) decode to
+// exactly the events they describe, and every malformed kind is refused
+// with its typed error, changing nothing.
+import Foundation
+import Testing
+import RunLoopKit
+@testable import RunLoopKitPorts
+
+@Suite("The tap's batch format and its decoder")
+struct PortTapDecoderTests {
+    /// A corpus input's batches: each as its frames (docs/fuzzing.md's input format).
+    static func batches(_ seed: String) throws -> [[Data]] {
+        let bytes = [UInt8](try Data(contentsOf: WireFuzzCorpusTests.corpus.appendingPathComponent(seed)))
+        #expect(bytes.first == 2, "\(seed) is not a tap input")
+        var offset = 1
+        func u16() -> Int? {
+            guard offset + 2 <= bytes.count else { return nil }
+            defer { offset += 2 }
+            return Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
+        }
+        var batches: [[Data]] = []
+        while let count = u16() {
+            var frames: [Data] = []
+            for _ in 0..<count {
+                guard let length = u16() else { break }
+                frames.append(Data(bytes[offset..<min(bytes.count, offset + (length & 0x7FFF))]))
+                offset += length & 0x7FFF
+            }
+            batches.append(frames)
+        }
+        return batches
+    }
+
+    @Test("S-TAP-1: batches written from docs/tap-format.md by another writer decode to the events they describe: names from an earlier batch, the wall-clock time as monotonic time plus the anchor, the head, the reason")
+    func foreignBatchesDecode() throws {
+        var decoder = PortTapDecoder()
+        let batches = try Self.batches("tap-valid")
+        #expect(batches.count == 2)
+        let first = try decoder.decode(batches[0])
+        #expect(first.pid == 4242 && first.started == 987_654 && first.processName == "made-up" && first.produced == 10)
+        #expect(first.events.count == 2)
+        let send = first.events[0], deliver = first.events[1]
+        #expect(send.kind == .send && send.seq == 1 && send.msgid == 7 && send.destination == "service" && send.source == nil)
+        #expect(send.thread == "worker" && send.tid == 4243 && send.process == "made-up")
+        #expect(send.monotonicTime == 5_000_001 && send.time == 1_700_000_000_000_000_000 + 5_000_001)
+        #expect(send.head == Array("hello".utf8) && send.dataBytes == 5 && send.componentCount == 1 && send.trace == 0x1f)
+        #expect(deliver.kind == .deliver && deliver.source == "reply")
+        // The second batch announces nothing: the first's names serve it.
+        let second = try decoder.decode(batches[1])
+        #expect(second.events.map(\.kind) == [.sendFailed] && second.events[0].reason == "timedOut" && second.events[0].thread == "worker")
+    }
+
+    @Test("S-TAP-1: every malformed batch is refused with its own typed error, and a refused batch's names are not kept")
+    func malformedBatchesAreRefused() throws {
+        let expected: [(String, PortTapFormatError)] = [
+            ("tap-frame-count", .frameCount(1)),
+            ("tap-short-header", .shortHeader(40)),
+            ("tap-bad-magic", .badMagic),
+            ("tap-unsupported-version", .unsupportedVersion(2)),
+            ("tap-bad-header-size", .badHeaderSize(200)),
+            ("tap-bad-record-size", .badRecordSize(40)),
+            ("tap-record-count-mismatch", .recordCountMismatch(records: 2, bytes: 80)),
+            ("tap-bad-name", .badName(offset: 0)),
+            ("tap-bad-kind", .badKind(7)),
+            ("tap-bad-head-length", .badHeadLength(17)),
+        ]
+        for (seed, error) in expected {
+            var decoder = PortTapDecoder()
+            #expect(throws: error, "\(seed)") { try decoder.decode(try Self.batches(seed)[0]) }
+        }
+        // A batch that names a process and then fails on a record leaves no name behind.
+        var decoder = PortTapDecoder()
+        var batch = try Self.batches("tap-valid")[0]
+        var records = [UInt8](batch[1])
+        records[80 + 58] = 9  // the second record's kind
+        batch[1] = Data(records)
+        #expect(throws: PortTapFormatError.badKind(9)) { try decoder.decode(batch) }
+        #expect(decoder.processName(pid: 4242, started: 987_654) == nil)
+    }
+
+    @Test("S-TAP-1: the recording format's event lines read back as written (trace ids past 2^53 as text), and a line of another version is refused")
+    func recordsRoundTrip() throws {
+        var event = PortTapEvent(
+            kind: .deliver, seq: 12, pid: 7, started: 99, process: "p", monotonicTime: 5, time: 1_700_000_000_000_000_005,
+            tid: 8, thread: "dispatch-default", destination: "a/b", source: "c", msgid: 3, componentCount: 2,
+            portCount: 1, dataBytes: 4, head: [0, 1, 0xFE, 0xFF], trace: UInt64.max - 1, reason: nil, inPlace: true)
+        event.latency = 1_500
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let line = String(decoding: try encoder.encode(event), as: UTF8.self)
+        #expect(line.contains(#""trace":"fffffffffffffffe""#) && line.contains(#""head_hex":"0001feff""#) && line.contains(#""destination":"a/b""#))
+        #expect(line.contains(#""latency_ns":1500"#) && line.contains(#""version":1"#))
+        #expect(try JSONDecoder().decode(PortTapEvent.self, from: Data(line.utf8)) == event)
+        let other = line.replacingOccurrences(of: #""version":1"#, with: #""version":2"#)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PortTapEvent.self, from: Data(other.utf8)) }
+    }
+}
