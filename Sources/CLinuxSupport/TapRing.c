@@ -51,13 +51,16 @@ struct rlk_tap_ring {
 rlk_tap_ring *rlk_tap_ring_create(unsigned capacity_log2) {
     if (capacity_log2 < 10) capacity_log2 = 10;
     if (capacity_log2 > 15) capacity_log2 = 15;
-    rlk_tap_ring *ring = aligned_alloc(64, sizeof(rlk_tap_ring));
-    if (!ring) return NULL;
+    // posix_memalign: aligned_alloc wants a size that is a multiple of the alignment.
+    void *memory = NULL;
+    if (posix_memalign(&memory, 64, sizeof(rlk_tap_ring)) != 0) return NULL;
+    rlk_tap_ring *ring = memory;
     memset(ring, 0, sizeof *ring);
     ring->capacity = 1u << capacity_log2;
     ring->mask = ring->capacity - 1;
     ring->turns = calloc(ring->capacity, sizeof(_Atomic uint16_t));
-    ring->slots = aligned_alloc(64, (size_t)ring->capacity * sizeof(rlk_tap_record));
+    void *slots = NULL;
+    ring->slots = posix_memalign(&slots, 64, (size_t)ring->capacity * sizeof(rlk_tap_record)) == 0 ? slots : NULL;
     if (!ring->turns || !ring->slots) {
         free(ring->turns);
         free(ring->slots);

@@ -475,6 +475,31 @@ struct PortTapTests {
         #expect(failing.waitForExit(timeout: 60) == 3, "\(failing.errorOutput)")
     }
 
+    @Test("portsniff's live view above --max-rate lines a second prints one summary line a second instead of every event, while --write records every event and the summary counts them all",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func busyLiveViewSummarises() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let roundTrips = 10_000
+        let recording = directory + "/all.jsonl"
+        let sniff = try SpawnedProgram(
+            "portsniff", ["--max-rate", "100", "--write", recording, "--", SpawnedProgram.productsDirectory + "/pingpong", "--count", "\(roundTrips)"],
+            environment: runtime, in: directory)
+        #expect(sniff.waitForExit(timeout: 120) == 0, "\(sniff.errorOutput)")
+        let lines = sniff.output.split(separator: "\n")
+        let eventLines = lines.filter { $0.contains(" SEND ") || $0.contains(" DELIVER ") }
+        let summaries = lines.filter { $0.contains("events/s") && $0.contains("over 100 lines/s") }
+        #expect(!summaries.isEmpty, "no summary line: \(lines.prefix(5))")
+        // Every event received is recorded and counted, shown or summarised
+        // (a reader slowed down, as under ThreadSanitizer, may miss some: counted).
+        let summary = try #require(sniff.errorOutput.split(separator: "\n").first { $0.contains("pid ") && $0.contains("owed") })
+        let received = try #require(Int(summary.split(separator: ":").last!.split(separator: " ").first!))
+        #expect(summary.hasSuffix("owed (\(4 * roundTrips)): \(received) received + \(4 * roundTrips - received) dropped"), "\(summary)")
+        #expect(SpawnedProgram.read(recording).split(separator: "\n").count == 1 + received)
+        #expect(eventLines.count < received / 2, "\(eventLines.count) event lines printed at a rate over the limit")
+    }
+
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {

@@ -88,6 +88,9 @@ struct LiveView {
         return String(visible.prefix(width - 1)) + "…"
     }
 
+    /// A line of the view's own (a summary of a busy second), cut to the width.
+    func note(_ text: String) -> String { fit(paint(text, "33"), visible: text.count) }
+
     func dropLine(pid: Int32, newDrops: UInt64, total: UInt64) -> String {
         let text = "!! pid \(pid) dropped \(newDrops) tap event(s) (\(total) in all): the sniffer or the tap queue could not keep up"
         return fit(paint(text, "31"), visible: text.count)

@@ -65,6 +65,9 @@ struct PortSniff: ParsableCommand {
     @Option(help: ArgumentHelp("Hold each event up to MS milliseconds so that events show, and --write records them, in time order; one later than that shows at once, marked late (default: 50; 0: as they arrive).", valueName: "MS"))
     var window = 50
 
+    @Option(name: .customLong("max-rate"), help: ArgumentHelp("On a terminal, above N lines a second the live view prints one summary line a second instead of every event, until the rate falls again (default: 200; 0: no limit). Not applied to a pipe or file; --write records every event.", valueName: "N"))
+    var maxRate: Int?
+
     @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
     var noColor = false
 
@@ -78,6 +81,7 @@ struct PortSniff: ParsableCommand {
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
         if write == "-" && (json || stats) { throw ValidationError("--write - records to standard output: not with another view there") }
+        if let maxRate, maxRate < 0 { throw ValidationError("--max-rate must not be negative") }
         if tcpdumpTime > 5 { throw ValidationError("-t is given at most five times (-ttttt)") }
         if let time, TimeFormat(rawValue: time) == nil {
             throw ValidationError("--time takes \(TimeFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(time)")
@@ -102,7 +106,8 @@ struct PortSniff: ParsableCommand {
         let sniffer = Sniffer(
             filter: filter, view: view,
             live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1), timeFormat: timeFormat),
-            limit: count, windowMilliseconds: window)
+            limit: count, windowMilliseconds: window,
+            maxLinesPerSecond: maxRate ?? (isatty(1) == 1 ? Sniffer.terminalMaxLinesPerSecond : 0))
         if let read {
             try sniffer.replay(path: read)
             return
@@ -149,8 +154,14 @@ final class Sniffer: @unchecked Sendable {
     private var pendingDrops: UInt64 = 0
     /// --json's lines.
     private let jsonLines = RecordWriter(fd: 1)
+    /// The live view's limit of lines a second (--max-rate).
+    private var gate: RateGate
+    /// The live view's default limit on a terminal: a screenful a second
+    /// or so is what a reader can follow.
+    static let terminalMaxLinesPerSecond = 200
 
-    init(filter: EventFilter, view: View, live: LiveView, limit: Int?, windowMilliseconds: Int) {
+    init(filter: EventFilter, view: View, live: LiveView, limit: Int?, windowMilliseconds: Int, maxLinesPerSecond: Int = 0) {
+        gate = RateGate(maxLinesPerSecond: maxLinesPerSecond)
         self.filter = filter
         self.view = view
         self.live = live
@@ -206,6 +217,13 @@ final class Sniffer: @unchecked Sendable {
         }
         if view == .stats {
             let timer = try Timer(timeInterval: 1, repeats: true) { [self] _ in printTable() }
+            loop.add(timer, forMode: .default)
+        }
+        if view == .live && gate.maxLinesPerSecond > 0 {
+            // A summary also when the traffic stops in the middle of a busy second.
+            let timer = try Timer(timeInterval: 1, repeats: true) { [self] _ in
+                if let summary = gate.tick(now: MonotonicNow.nanoseconds()) { emit(live.note(summary)) }
+            }
             loop.add(timer, forMode: .default)
         }
         try catchInterrupt(on: loop)
@@ -329,7 +347,9 @@ final class Sniffer: @unchecked Sendable {
         summary.add(event)
         switch view {
         case .live:
-            emit(live.line(for: event, late: event.late == true))
+            let (admitted, summary) = gate.admit(event, now: MonotonicNow.nanoseconds())
+            if let summary { emit(live.note(summary)) }
+            if admitted { emit(live.line(for: event, late: event.late == true)) }
         case .json:
             emit(jsonLines.line(event))
         case .stats:

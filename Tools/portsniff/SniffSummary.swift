@@ -40,6 +40,11 @@ struct SniffSummary {
             let name = entry.name.map { " (\($0)\(entry.exited ? ", exited" : ""))" } ?? ""
             lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): \(entry.seen) received + \(entry.dropped) dropped")
         }
+        let owing = account.entries.values.filter { $0.owed > 0 }
+        if owing.count > 1 {
+            let owed = owing.reduce(0) { $0 + $1.owed }, seen = owing.reduce(0) { $0 + min($1.seen, $1.owed) }
+            lines.append("  in all, \(owing.count) processes: \(owed) owed: \(seen) received + \(owed - seen) dropped")
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -1,0 +1,63 @@
+import RunLoopKit
+
+/// Keeps the live view readable at any rate: above `maxLinesPerSecond`
+/// lines in a second, the view stops printing one line per event and
+/// prints one summary line a second instead (how many events, of which
+/// kinds), saying why, until a second comes with no more than the limit.
+/// Only what is shown is gated: `--write` records every event, and the
+/// final summary counts every one.
+struct RateGate {
+    /// Lines a second at most (0: no limit).
+    let maxLinesPerSecond: Int
+    private var windowStart: Int64 = 0
+    private var inWindow = 0
+    private var summarising = false
+    private var counts: [PortTapEvent.Kind: Int] = [:]
+
+    init(maxLinesPerSecond: Int) { self.maxLinesPerSecond = maxLinesPerSecond }
+
+    /// Whether the event at `now` (monotonic nanoseconds) gets its line.
+    /// Also returns the summary line of a second that just ended, if the
+    /// view was summarising in it.
+    mutating func admit(_ event: PortTapEvent, now: Int64) -> (show: Bool, summary: String?) {
+        guard maxLinesPerSecond > 0 else { return (true, nil) }
+        let summary = roll(now: now)
+        inWindow += 1
+        counts[event.kind, default: 0] += 1
+        if inWindow > maxLinesPerSecond { summarising = true }
+        return (!summarising, summary)
+    }
+
+    /// Called every second: the summary of the second that ended, if any.
+    mutating func tick(now: Int64) -> String? { maxLinesPerSecond > 0 ? roll(now: now) : nil }
+
+    /// Starts a new window when a second has passed; returns the last
+    /// window's summary when it was summarising.
+    private mutating func roll(now: Int64) -> String? {
+        guard now - windowStart >= 1_000_000_000 else { return nil }
+        let seconds = windowStart == 0 ? 1 : Double(now - windowStart) / 1e9
+        var line: String?
+        if summarising {
+            let kinds = PortTapEvent.Kind.allCases.compactMap { kind -> String? in
+                guard let count = counts[kind], count > 0 else { return nil }
+                return "\(count) \(Self.label(kind))"
+            }
+            line = "… \(Int((Double(inWindow) / seconds).rounded())) events/s (\(kinds.joined(separator: ", "))): over \(maxLinesPerSecond) lines/s, one summary a second (--max-rate, or filters, to see lines)"
+        }
+        // Back to lines once a whole second stayed under the limit.
+        summarising = summarising && inWindow > maxLinesPerSecond
+        windowStart = now
+        inWindow = 0
+        counts.removeAll(keepingCapacity: true)
+        return line
+    }
+
+    private static func label(_ kind: PortTapEvent.Kind) -> String {
+        switch kind {
+        case .send: "SEND"
+        case .deliver: "DELIVER"
+        case .sendFailed: "SENDERR"
+        case .messageDropped: "DROPPED"
+        }
+    }
+}
