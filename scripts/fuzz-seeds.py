@@ -126,7 +126,7 @@ def main():
         "tap-bad-record-size": tap_batches(tap_batch(tap_header(record_size=40))),
         "tap-record-count-mismatch": tap_batches(tap_batch(tap_header((), 2), tap_record(1))),
         "tap-bad-name": tap_batches(tap_batch(tap_header([tap_name(9, 1, "x")]))),
-        "tap-bad-kind": tap_batches(tap_batch(tap_header((), 1), tap_record(1, kind=7))),
+        "tap-bad-kind": tap_batches(tap_batch(tap_header((), 1), tap_record(1, kind=9))),
         "tap-bad-head-length": tap_batches(tap_batch(tap_header((), 1), tap_record(1, head_length=17))),
     })
     for name, seed in seeds.items():

@@ -29,6 +29,7 @@ echo "== Foundation beside RunLoopKit: every clashing name covered by both recip
 ./scripts/foundation-clashes.sh
 swift run --skip-build foundation-interop
 echo "== swift test"
+source scripts/ensure-test-deps.sh
 swift test
 part "plain build and tests passed"
 if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then

@@ -57,6 +57,68 @@ struct MonitorTests {
         #expect(passes.allSatisfy { $0.mode == .default && $0.threadName == "mon-worker" })
     }
 
+    @Test("Monitor: RunLoop.tracer hears of every loop's passes and callouts after the loop's own monitor, with the pass's and the sleep's start on CLOCK_MONOTONIC; removed, it hears of nothing more (in a child process: the tracer is the process's)")
+    func tracerComposesWithMonitor() async {
+        await #expect(processExitsWith: .success) {
+            final class Ordered: RunLoopMonitor, @unchecked Sendable {
+                let log: Locked<[String]>
+                let name: String
+                let passes = Locked<[RunLoop.PassReport]>([])
+                init(_ name: String, _ log: Locked<[String]>) { self.name = name; self.log = log }
+                func runLoop(_ loop: RunLoop, didFinish callout: RunLoop.CalloutReport) {
+                    guard callout.threadName == "tracer-worker" else { return }
+                    log.withLock { $0.append("\(name) \(callout.kind)") }
+                }
+                func runLoop(_ loop: RunLoop, didFinish pass: RunLoop.PassReport) {
+                    guard pass.threadName == "tracer-worker" else { return }
+                    log.withLock { $0.append("\(name) pass") }
+                    passes.withLock { $0.append(pass) }
+                }
+            }
+            let log = Locked<[String]>([])
+            let monitor = Ordered("monitor", log), tracer = Ordered("tracer", log)
+            let worker = LoopThread(name: "tracer-worker")
+            try worker.start()
+            let loop = try #require(worker.runLoop)
+            loop.monitor = monitor
+            RunLoop.tracer = tracer
+            try worker.performAndWait {}
+            // Cleared on the loop's thread, between two reports of a pair's.
+            try worker.performAndWait { log.withLock { $0.removeAll() } }
+            let before = monotonicNow()
+            // A block, then a sleep until the timer fires.
+            try worker.perform {}
+            let fired = DispatchSemaphore(value: 0)
+            try worker.performAndWait { loop.add(try! Timer(timeInterval: 0.02, repeats: false) { _ in fired.signal() }, forMode: .default) }
+            #expect(fired.wait(timeout: .now() + 30) == .success)
+            try worker.performAndWait {}
+            let seen = log.value
+            // Each report reaches the monitor, then the tracer.
+            // (The block that cleared the log is reported after it: its pair leads.)
+            #expect(seen.count >= 4 && seen.count % 2 == 0, "\(seen)")
+            for index in stride(from: 0, to: seen.count - 1, by: 2) {
+                #expect(seen[index].hasPrefix("monitor ") && seen[index + 1] == "tracer " + seen[index].dropFirst("monitor ".count), "\(seen)")
+            }
+            #expect(seen.contains("tracer block") && seen.contains("tracer timer"))
+            let slept = tracer.passes.value.filter { $0.startNanoseconds >= before && $0.sleptNanoseconds > 0 }
+            #expect(!slept.isEmpty && slept.allSatisfy {
+                $0.sleepStartNanoseconds >= $0.startNanoseconds
+                    && $0.sleepStartNanoseconds + $0.sleptNanoseconds <= $0.startNanoseconds + $0.durationNanoseconds
+            })
+            RunLoop.tracer = nil
+            // The pass under way at the removal (asleep) still reports to the
+            // tracer; the one after it reads the removal. Two passes on, both
+            // have ended.
+            let removedAt = loop.passesCompleted
+            while loop.passesCompleted < removedAt + 2 { try worker.performAndWait {} }
+            let count = log.value.count
+            try worker.performAndWait {}
+            try worker.performAndWait {}
+            #expect(log.value.dropFirst(count).allSatisfy { $0.hasPrefix("monitor ") }, "the tracer was told after its removal")
+            worker.stop()
+        }
+    }
+
     @Test("Monitor: one PassReport per pass, numbered without gaps up to passesCompleted")
     func onePassReportPerPass() throws {
         let worker = LoopThread(name: "mon-passes")

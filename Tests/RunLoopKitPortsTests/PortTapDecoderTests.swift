@@ -63,7 +63,7 @@ struct PortTapDecoderTests {
             ("tap-bad-record-size", .badRecordSize(40)),
             ("tap-record-count-mismatch", .recordCountMismatch(records: 2, bytes: 80)),
             ("tap-bad-name", .badName(offset: 0)),
-            ("tap-bad-kind", .badKind(7)),
+            ("tap-bad-kind", .badKind(9)),
             ("tap-bad-head-length", .badHeadLength(17)),
         ]
         for (seed, error) in expected {

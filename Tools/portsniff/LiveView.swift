@@ -72,11 +72,23 @@ struct LiveView {
         case .deliver: ("DELIVER", "32")
         case .sendFailed: ("SENDERR", "31")
         case .messageDropped: ("DROPPED", "31")
+        case .pass: ("PASS   ", "34")
+        case .sleep: ("SLEEP  ", "34")
+        case .callout: ("CALLOUT", "34")
         }
         parts.append((kind, kindColour))
-        parts.append(("\(event.source ?? "-") → \(event.destination)", nil))
-        parts.append((layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil))
-        parts.append((components(of: event), nil))
+        if let duration = event.duration {
+            // Loop tracing: what ran, in which mode, for how long.
+            var what = event.callout ?? (event.kind == .pass ? "pass \(event.passNumber ?? 0)" : "sleep")
+            if let origin = event.origin { what += " " + origin }
+            parts.append((what, nil))
+            parts.append((event.mode ?? "-", nil))
+            parts.append((Self.duration(duration), "33"))
+        } else {
+            parts.append(("\(event.source ?? "-") → \(event.destination)", nil))
+            parts.append((layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil))
+            parts.append((components(of: event), nil))
+        }
         if let latency = event.latency { parts.append((Self.duration(latency), "33")) }
         if let reason = event.reason { parts.append((reason, "31")) }
         if late { parts.append(("LATE", "35")) }

@@ -5,14 +5,14 @@ import RunLoopKit
 /// portsniff: shows the port traffic of processes whose tap is on
 /// (RUNLOOPKIT_TAP=1), live, filtered, as statistics or JSON, and records
 /// and replays it.
-@main
 struct PortSniff: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "portsniff",
         abstract: "Show RunLoopKit port traffic live: every send and delivery of processes started with RUNLOOPKIT_TAP=1.",
         discussion: """
             Start it before or after the processes it watches. Filters combine: an event is shown when it \
-            matches every filter given; several values of one filter match any of them. Ctrl-C prints a summary.
+            matches every filter given; several values of one filter match any of them. Ctrl-C prints a summary. \
+            `portsniff timeline FILE --svg OUT` draws a recording as a timeline (see portsniff timeline --help).
             """)
 
     // Each option names what it takes (N, ID, NAME, FILE...): by default
@@ -56,6 +56,9 @@ struct PortSniff: ParsableCommand {
     @Option(help: ArgumentHelp("Record every event received (before filters) to FILE (- for standard output), as JSON Lines, in time order (see --window).", valueName: "FILE"))
     var write: String?
 
+    @Option(help: ArgumentHelp("What --write writes: jsonl (the recording, which --read replays) or trace (Trace Event JSON for Perfetto and Chrome's trace viewer).", valueName: "FORMAT"))
+    var format = "jsonl"
+
     @Option(help: ArgumentHelp("Replay FILE (- for standard input), a recording made with --write, through the same filters and views, instead of listening.", valueName: "FILE"))
     var read: String?
 
@@ -71,6 +74,9 @@ struct PortSniff: ParsableCommand {
     @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
     var noColor = false
 
+    @Flag(help: "With -- COMMAND: also report the program's loops, each pass, sleep and callout an event (RUNLOOPKIT_TAP_LOOPS=1), for a timeline.")
+    var loops = false
+
     @Argument(parsing: .postTerminator, help: ArgumentHelp("After --: a program to run with the tap on (RUNLOOPKIT_TAP=1), as strace runs one; portsniff passes SIGINT and SIGTERM on to it, stops when it exits, and exits with its status.", valueName: "COMMAND"))
     var command: [String] = []
 
@@ -81,6 +87,8 @@ struct PortSniff: ParsableCommand {
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
         if write == "-" && (json || stats) { throw ValidationError("--write - records to standard output: not with another view there") }
+        if format != "jsonl" && format != "trace" { throw ValidationError("--format takes jsonl or trace, not \(format)") }
+        if format == "trace" && write == nil { throw ValidationError("--format trace says what --write writes: give --write FILE") }
         if let maxRate, maxRate < 0 { throw ValidationError("--max-rate must not be negative") }
         if tcpdumpTime > 5 { throw ValidationError("-t is given at most five times (-ttttt)") }
         if let time, TimeFormat(rawValue: time) == nil {
@@ -89,6 +97,9 @@ struct PortSniff: ParsableCommand {
         if time != nil && tcpdumpTime > 0 { throw ValidationError("-t and --time both say how lines are stamped: choose one") }
         for kind in kinds where PortTapEvent.Kind(rawValue: kind.hasPrefix("!") ? String(kind.dropFirst()) : kind) == nil {
             throw ValidationError("--kind takes \(PortTapEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")) (or ! and one), not \(kind)")
+        }
+        if loops && command.isEmpty {
+            throw ValidationError("--loops traces the program run after --; for other programs set RUNLOOPKIT_TAP_LOOPS=1 in their environment")
         }
         if !command.isEmpty && (read != nil || endpoint != nil) {
             throw ValidationError("-- COMMAND runs a program that reports to the readers' directory: not with --read or --endpoint")
@@ -112,7 +123,7 @@ struct PortSniff: ParsableCommand {
             try sniffer.replay(path: read)
             return
         }
-        try sniffer.listen(on: endpoint, recordingTo: write, running: command)
+        try sniffer.listen(on: endpoint, recordingTo: write, asTrace: format == "trace", running: command, tracingLoops: loops)
         if let status = sniffer.commandStatus { throw ExitCode(status) }
     }
 }
@@ -134,6 +145,8 @@ final class Sniffer: @unchecked Sendable {
     private var shown = 0
     /// Where --write records go (a file, or standard output for `-`).
     private var recording: RecordWriter?
+    /// Or the trace --write --format trace writes.
+    private var traceWriter: TraceEventWriter?
     private let windowMilliseconds: Int
     /// Batches that were not the tap's format (skipped).
     private var malformedBatches = 0
@@ -175,12 +188,18 @@ final class Sniffer: @unchecked Sendable {
     /// Listens on `endpoint`. In the readers' directory (the default), the
     /// processes' count files say what this sniffer is owed; on an
     /// endpoint of its own, only the numbers of what arrives do.
-    func listen(on endpoint: String?, recordingTo path: String?, running command: [String] = []) throws {
+    func listen(
+        on endpoint: String?, recordingTo path: String?, asTrace: Bool = false, running command: [String] = [], tracingLoops: Bool = false
+    ) throws {
         if let path {
             let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw ValidationError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
-            recording = RecordWriter(fd: fd)
-            recording?.writeHeader(RecordingHeader(sorted: windowMilliseconds > 0, windowMilliseconds: windowMilliseconds))
+            if asTrace {
+                traceWriter = TraceEventWriter(fd: fd)
+            } else {
+                recording = RecordWriter(fd: fd)
+                recording?.writeHeader(RecordingHeader(sorted: windowMilliseconds > 0, windowMilliseconds: windowMilliseconds))
+            }
         }
         // A socket of this sniffer's own in the readers' directory (files
         // 0600, removed when it stops), or the endpoint given.
@@ -231,9 +250,11 @@ final class Sniffer: @unchecked Sendable {
         if view == .json { jsonLines.writeHeader(RecordingHeader(sorted: windowMilliseconds > 0, windowMilliseconds: windowMilliseconds)) }
         if view == .live, let header = live.header() { emit(header) }
         // Started once this sniffer listens, so that it is owed every event.
-        if !command.isEmpty { traced = try TracedCommand(command) }
+        if !command.isEmpty { traced = try TracedCommand(command, traceLoops: tracingLoops) }
         loop.runUntilStopped()
         if let recording, recording.fd != 1 { close(recording.fd) }
+        traceWriter?.finish()
+        if let traceWriter, traceWriter.fd != 1 { close(traceWriter.fd) }
     }
 
     /// Takes every batch waiting in the socket; true when --count is reached.
@@ -269,6 +290,7 @@ final class Sniffer: @unchecked Sendable {
             if late { event.late = true }
             // Recorded in time order, before the filters.
             recording?.write(event)
+            traceWriter?.add(event)
             if show(event) { return true }
         }
         armReleaseTimer()
@@ -336,6 +358,7 @@ final class Sniffer: @unchecked Sendable {
     private func account(_ event: PortTapEvent) {
         let newDrops = summary.account.note(event)
         pendingDrops += newDrops
+        if newDrops > 0 { traceWriter?.addMissed(newDrops, pid: event.pid, at: event.monotonicTime) }
         if newDrops > 0, view == .live {
             emit(live.dropLine(pid: event.pid, newDrops: newDrops, total: summary.account.totalDropped))
         }
@@ -380,6 +403,7 @@ final class Sniffer: @unchecked Sendable {
             pendingReceiver?()
             _ = releaseDue(all: true)
         }
+        if view == .live, let last = gate.flush(now: MonotonicNow.nanoseconds()) { emit(live.note(last)) }
         summary.lateCount = reorder.lateCount
         summary.malformedBatches = malformedBatches
         readCounts()

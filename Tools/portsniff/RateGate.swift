@@ -28,14 +28,20 @@ struct RateGate {
         return (!summarising, summary)
     }
 
+    /// At the end: the summary of the second under way, if it was summarising.
+    mutating func flush(now: Int64) -> String? {
+        guard maxLinesPerSecond > 0, summarising else { return nil }
+        return roll(now: now, force: true)
+    }
+
     /// Called every second: the summary of the second that ended, if any.
     mutating func tick(now: Int64) -> String? { maxLinesPerSecond > 0 ? roll(now: now) : nil }
 
     /// Starts a new window when a second has passed; returns the last
     /// window's summary when it was summarising.
-    private mutating func roll(now: Int64) -> String? {
-        guard now - windowStart >= 1_000_000_000 else { return nil }
-        let seconds = windowStart == 0 ? 1 : Double(now - windowStart) / 1e9
+    private mutating func roll(now: Int64, force: Bool = false) -> String? {
+        guard force || now - windowStart >= 1_000_000_000 else { return nil }
+        let seconds = windowStart == 0 ? 1 : max(0.001, Double(now - windowStart) / 1e9)
         var line: String?
         if summarising {
             let kinds = PortTapEvent.Kind.allCases.compactMap { kind -> String? in
@@ -58,6 +64,9 @@ struct RateGate {
         case .deliver: "DELIVER"
         case .sendFailed: "SENDERR"
         case .messageDropped: "DROPPED"
+        case .pass: "PASS"
+        case .sleep: "SLEEP"
+        case .callout: "CALLOUT"
         }
     }
 }

@@ -10,6 +10,8 @@ struct SniffSummary {
     var failedSends = 0
     var dropsOnReceipt = 0
     var pairs = 0
+    /// Loop tracing's passes, sleeps and callouts.
+    var loopEvents = 0
     /// Every received event is counted here, shown or filtered out.
     var account = TapAccount()
     /// Events that came later than the reorder window (shown, marked late).
@@ -25,6 +27,7 @@ struct SniffSummary {
         case .deliver: deliveries += 1
         case .sendFailed: failedSends += 1
         case .messageDropped: dropsOnReceipt += 1
+        case .pass, .sleep, .callout: loopEvents += 1
         }
         if event.latency != nil { pairs += 1 }
     }
@@ -33,6 +36,7 @@ struct SniffSummary {
         var shown = "\(sends) send(s), \(deliveries) deliver(ies)"
         if failedSends > 0 { shown += ", \(failedSends) failed send(s)" }
         if dropsOnReceipt > 0 { shown += ", \(dropsOnReceipt) message(s) dropped on receipt" }
+        if loopEvents > 0 { shown += ", \(loopEvents) loop event(s)" }
         var lines = ["portsniff: \(events) event(s) shown: \(shown), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
         if malformedBatches > 0 { lines.append("  \(malformedBatches) batch(es) skipped: not the tap's format (another version's tap?)") }
         if lateCount > 0 { lines.append("  \(lateCount) event(s) came later than the reorder window (--window): shown, marked late") }

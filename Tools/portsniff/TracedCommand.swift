@@ -13,15 +13,18 @@ final class TracedCommand {
     private(set) var status: Int32?
 
     /// Starts `arguments` (the first found on PATH, as a shell would).
-    init(_ arguments: [String]) throws {
+    /// With `traceLoops`, its loops' passes, sleeps and callouts are
+    /// events too (`RUNLOOPKIT_TAP_LOOPS=1`).
+    init(_ arguments: [String], traceLoops: Bool = false) throws {
         var environment: [String] = []
         var index = 0
         while let entry = environ[index] {
             let text = String(cString: entry)
-            if !text.hasPrefix("RUNLOOPKIT_TAP=") { environment.append(text) }
+            if !text.hasPrefix("RUNLOOPKIT_TAP=") && !text.hasPrefix("RUNLOOPKIT_TAP_LOOPS=") { environment.append(text) }
             index += 1
         }
         environment.append("RUNLOOPKIT_TAP=1")
+        if traceLoops { environment.append("RUNLOOPKIT_TAP_LOOPS=1") }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }

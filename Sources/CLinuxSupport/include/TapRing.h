@@ -22,7 +22,7 @@ typedef struct rlk_tap_record {
     uint16_t components;       // 52: components (saturated)
     uint16_t port_components;  // 54: port components among them (saturated)
     uint16_t reason;           // 56: tap id of the reason's name (0: none)
-    uint8_t kind;              // 58: 1 send, 2 deliver, 3 send failed, 4 message dropped
+    uint8_t kind;              // 58: 1 send, 2 deliver, 3 send failed, 4 message dropped, 5 pass, 6 sleep, 7 callout
     uint8_t flags;             // 59: RLK_TAP_FLAG_*
     uint8_t head_length;       // 60: bytes of `head` used (0...16)
     uint8_t reserved[3];       // 61: zero
@@ -34,6 +34,8 @@ enum {
     RLK_TAP_HEAD_CAPACITY = 16,
     /// A delivery read in place (`PortMessageView`).
     RLK_TAP_FLAG_IN_PLACE = 2,
+    /// A pass (kind 5) that handled a source or a perform request.
+    RLK_TAP_FLAG_HANDLED_SOURCE = 4,
 };
 
 typedef struct rlk_tap_ring rlk_tap_ring;

@@ -32,6 +32,11 @@ package struct ModeSnapshot {
     var waitSet: WaitSet?
     var hasSourcesOrTimers = false
     var monitor: (any RunLoopMonitor)?
+    /// The process's tracer (`RunLoop.tracer`), read at the start of each
+    /// pass: told of what the monitor is told, after it.
+    var tracer: (any RunLoopMonitor)?
+    /// Whether anyone hears of passes and callouts.
+    var isReported: Bool { monitor != nil || tracer != nil }
     /// What the mode's timers and the run's deadline are measured on.
     var clock = LoopClock.real
 

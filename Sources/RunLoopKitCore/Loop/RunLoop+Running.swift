@@ -160,9 +160,16 @@ extension RunLoop {
         // On a test clock, what is already due must not wait for an advance.
         let testDeadlinePassed = { !deadlineClock.isReal && deadline <= deadlineClock.now() }
         while true {
-            let monitored = snapshot.monitor != nil
+            // The process's tracer: one load and a branch a pass while there is none.
+            if Self.tracing.load(ordering: .relaxed) {
+                snapshot.tracer = Self.currentTracer
+            } else if snapshot.tracer != nil {
+                snapshot.tracer = nil
+            }
+            let monitored = snapshot.isReported
             let passStart = monitored ? MonotonicClock.now() : 0
             var sleptNanoseconds: UInt64 = 0
+            var sleepStart: UInt64 = 0
 
             // A stop ends the run right after the callout that asked for it
             // (S-RUN-4): every later step of the pass is skipped, and the
@@ -177,7 +184,7 @@ extension RunLoop {
             if !isStopPending && !isMainQueueDue(snapshot) && !waiter.readyList.hasReadySource(snapshot, of: self) {  // 6
                 let willSleep = !pollOnly && !handled && !isStopPending
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
-                let sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
+                sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
                 // A stop asked for by a beforeWaiting observer: look, don't sleep.
                 waitForEvents(&snapshot, mode: mode, deadline: wakeDeadline,
                               block: willSleep && !isStopPending && !testDeadlinePassed())  // 8
@@ -201,11 +208,13 @@ extension RunLoop {
             // read-modify-write.
             let passNumber = completedPasses.load(ordering: .relaxed) &+ 1
             completedPasses.store(passNumber, ordering: .relaxed)
-            if let monitor = snapshot.monitor {
-                monitor.runLoop(self, didFinish: PassReport(
-                    mode: mode, threadName: threadName, passNumber: passNumber,
-                    durationNanoseconds: MonotonicClock.now() - passStart, sleptNanoseconds: sleptNanoseconds,
-                    handledSource: handled, firedTimers: firedTimers))
+            if monitored {
+                let report = PassReport(
+                    mode: mode, threadName: threadName, passNumber: passNumber, startNanoseconds: passStart,
+                    durationNanoseconds: MonotonicClock.now() - passStart, sleepStartNanoseconds: sleepStart,
+                    sleptNanoseconds: sleptNanoseconds, handledSource: handled, firedTimers: firedTimers)
+                snapshot.monitor?.runLoop(self, didFinish: report)
+                snapshot.tracer?.runLoop(self, didFinish: report)
             }
 
             // 11: decide, in CFRunLoop's order.
@@ -258,13 +267,15 @@ extension RunLoop {
         _ kind: CalloutKind, _ snapshot: ModeSnapshot, mode: Mode,
         origin: @autoclosure () -> BlockOrigin? = nil, _ body: () -> Void
     ) {
-        guard let monitor = snapshot.monitor else { return body() }
+        guard snapshot.isReported else { return body() }
         let start = MonotonicClock.now()
         body()
         let duration = MonotonicClock.now() - start
-        monitor.runLoop(self, didFinish: CalloutReport(
+        let report = CalloutReport(
             kind: kind, mode: mode, threadName: threadName, startNanoseconds: start, durationNanoseconds: duration,
-            origin: origin()?.calloutOrigin))
+            origin: origin()?.calloutOrigin)
+        snapshot.monitor?.runLoop(self, didFinish: report)
+        snapshot.tracer?.runLoop(self, didFinish: report)
     }
 
     /// Tells the mode's observers of `activity`, in order (S-OBS-2). Works

@@ -71,6 +71,17 @@ public enum PortTap {
         active.store(true, ordering: .releasing)
     }
 
+    /// Also reports every loop's passes, sleeps and callouts as events
+    /// (`pass`, `sleep`, `callout`), for a timeline of what each loop thread
+    /// did (`portsniff --loops`, `portsniff timeline`); off by default, and
+    /// what `RUNLOOPKIT_TAP_LOOPS=1` switches on. It installs the process's
+    /// `RunLoop.tracer` (a loop's own `monitor` still hears of everything
+    /// first); `traceLoops(false)` removes it. Each pass then costs two
+    /// clock reads and a record, each callout two clock reads and a record.
+    public static func traceLoops(_ on: Bool = true) {
+        RunLoop.tracer = on ? TapLoopTracer.shared : nil
+    }
+
     /// Switches the tap off; events already queued are still sent.
     public static func disable() {
         active.store(false, ordering: .releasing)
@@ -90,6 +101,7 @@ public enum PortTap {
         if let rawBytes = getenv("RUNLOOPKIT_TAP_BYTES"), let parsed = Int(String(cString: rawBytes)) { bytes = parsed }
         do {
             try enable(endpoint: value == "1" ? nil : value, dataBytes: bytes)
+            if let loops = getenv("RUNLOOPKIT_TAP_LOOPS"), String(cString: loops) == "1" { traceLoops() }
         } catch {
             Logger(label: "RunLoopKit.PortTap").error("RUNLOOPKIT_TAP=\(value): the tap could not start: \(error)")
         }

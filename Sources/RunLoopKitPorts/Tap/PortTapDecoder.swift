@@ -106,7 +106,7 @@ public struct PortTapDecoder: Sendable {
     private static func event(
         _ record: UnsafeRawBufferPointer, pid: Int32, started: UInt64, anchor: Int64, names: Names
     ) throws(PortTapFormatError) -> PortTapEvent {
-        let kinds: [PortTapEvent.Kind] = [.send, .deliver, .sendFailed, .messageDropped]
+        let kinds: [PortTapEvent.Kind] = [.send, .deliver, .sendFailed, .messageDropped, .pass, .sleep, .callout]
         let kindCode = record[58]
         guard kindCode >= 1, Int(kindCode) <= kinds.count else { throw .badKind(kindCode) }
         let headLength = Int(record[60])
@@ -118,8 +118,10 @@ public struct PortTapDecoder: Sendable {
         let source = read(UInt32.self, record, 32)
         let tid = Int32(bitPattern: read(UInt32.self, record, 36))
         let reason = UInt32(read(UInt16.self, record, 56))
+        let kind = kinds[Int(kindCode) - 1]
+        guard kindCode < 5 else { return loopEvent(kind, record, pid: pid, started: started, anchor: anchor, names: names) }
         return PortTapEvent(
-            kind: kinds[Int(kindCode) - 1], seq: read(UInt64.self, record, 0), pid: pid, started: started,
+            kind: kind, seq: read(UInt64.self, record, 0), pid: pid, started: started,
             process: names.process, monotonicTime: monotonic, time: monotonic &+ anchor,
             tid: tid, thread: names.threads[UInt32(bitPattern: tid)] ?? "tid \(tid)",
             destination: portName(destination, names), source: source == 0 ? nil : portName(source, names),
@@ -128,6 +130,31 @@ public struct PortTapDecoder: Sendable {
             head: Array(record[64..<64 + headLength]), trace: trace == 0 ? nil : trace,
             reason: reason == 0 ? nil : names.reasons[reason] ?? "reason \(reason)",
             inPlace: flags & UInt8(RLKTapFlags.inPlace) != 0)
+    }
+
+    /// A loop record (docs/tap-format.md, "Loop records"): the mode in
+    /// `reason`, the duration in `data bytes`, the pass number in `trace`;
+    /// a callout's name in `msgid` and its origin in `first data size`,
+    /// both names of kind 3.
+    private static func loopEvent(
+        _ kind: PortTapEvent.Kind, _ record: UnsafeRawBufferPointer, pid: Int32, started: UInt64, anchor: Int64, names: Names
+    ) -> PortTapEvent {
+        let monotonic = Int64(bitPattern: read(UInt64.self, record, 8))
+        let tid = Int32(bitPattern: read(UInt32.self, record, 36))
+        func label(_ id: UInt32) -> String? { id == 0 ? nil : names.reasons[id] ?? "label \(id)" }
+        var event = PortTapEvent(
+            kind: kind, seq: read(UInt64.self, record, 0), pid: pid, started: started, process: names.process,
+            monotonicTime: monotonic, time: monotonic &+ anchor, tid: tid,
+            thread: names.threads[UInt32(bitPattern: tid)] ?? "tid \(tid)", destination: "", msgid: 0)
+        event.duration = Int64(clamping: read(UInt64.self, record, 40))
+        event.mode = label(UInt32(read(UInt16.self, record, 56)))
+        if kind == .callout {
+            event.callout = label(read(UInt32.self, record, 24))
+            event.origin = label(read(UInt32.self, record, 48))
+        } else {
+            event.passNumber = read(UInt64.self, record, 16)
+        }
+        return event
     }
 
     /// A port the process never named to this reader (a reader that
@@ -181,7 +208,7 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
     /// A name entry is cut short, too long, of an unknown kind, or the
     /// names do not end where the frame does.
     case badName(offset: Int)
-    /// A record's kind is not 1 to 4.
+    /// A record's kind is not 1 to 7.
     case badKind(UInt8)
     /// A record's head length is over 16.
     case badHeadLength(Int)

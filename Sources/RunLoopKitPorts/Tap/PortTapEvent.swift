@@ -6,7 +6,9 @@
 /// `--write` (docs/tap-format.md, "Recordings"): keys in snake case, with
 /// the unit in the name of every field that has one.
 public struct PortTapEvent: Codable, Sendable, Hashable {
-    /// What happened; encoded as "send", "deliver", "sendFailed" or "messageDropped".
+    /// What happened; encoded as "send", "deliver", "sendFailed",
+    /// "messageDropped", and for loop tracing (`PortTap.traceLoops()`)
+    /// "pass", "sleep" and "callout".
     public enum Kind: String, Codable, Sendable, CaseIterable {
         /// A thread sent the message (reported by the sender's process).
         case send
@@ -18,6 +20,14 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         /// it: it had no handler, or the message was malformed (`reason`
         /// names the `PortDropReason`; a malformed message's msgid is 0).
         case messageDropped
+        /// A pass of a loop (loop tracing): `duration`, `mode`, `passNumber`.
+        case pass
+        /// The loop slept in a pass (loop tracing): `duration`, `mode`.
+        case sleep
+        /// A loop called out (loop tracing): `callout` names what ran (a
+        /// timer, a source, a block, a job, the main queue, an observer),
+        /// `origin` the block's tag and call site; `duration`, `mode`.
+        case callout
     }
 
     /// What happened.
@@ -49,7 +59,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// That thread's name: its loop's name, its OS-level name, `main`, or
     /// `dispatch-<qos>` for libdispatch's workers.
     public var thread: String
-    /// The port the message was sent to (or that dropped it).
+    /// The port the message was sent to (or that dropped it); empty for loop tracing's events.
     public var destination: String
     /// The port the message came from: its reply port, if it had one.
     public var source: String?
@@ -72,6 +82,16 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     public var reason: String?
     /// A delivery read in place (`PortMessageView`).
     public var inPlace: Bool
+    /// Loop tracing: how long the pass, sleep or callout lasted, in nanoseconds.
+    public var duration: Int64?
+    /// Loop tracing: the mode the loop ran.
+    public var mode: String?
+    /// Loop tracing: what a callout ran (`RunLoop.CalloutKind`'s description).
+    public var callout: String?
+    /// Loop tracing: a block's tag and call site (`RunLoop.CalloutOrigin`).
+    public var origin: String?
+    /// Loop tracing: the pass's number on its loop.
+    public var passNumber: UInt64?
     /// Set by a reader that paired this delivery with its send: the time
     /// between the two, in nanoseconds.
     public var latency: Int64?
@@ -127,6 +147,9 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         case inPlace = "in_place"
         case latency = "latency_ns"
         case late
+        case duration = "duration_ns"
+        case mode, callout, origin
+        case passNumber = "pass"
     }
 
     /// Reads a record; one of another version, or not a record, throws.
@@ -146,7 +169,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         time = try container.decode(Int64.self, forKey: .time)
         tid = try container.decode(Int32.self, forKey: .tid)
         thread = try container.decode(String.self, forKey: .thread)
-        destination = try container.decode(String.self, forKey: .destination)
+        destination = try container.decodeIfPresent(String.self, forKey: .destination) ?? ""
         source = try container.decodeIfPresent(String.self, forKey: .source)
         msgid = try container.decode(UInt32.self, forKey: .msgid)
         componentCount = try container.decode(Int.self, forKey: .componentCount)
@@ -167,6 +190,11 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         inPlace = try container.decodeIfPresent(Bool.self, forKey: .inPlace) ?? false
         latency = try container.decodeIfPresent(Int64.self, forKey: .latency)
         late = try container.decodeIfPresent(Bool.self, forKey: .late)
+        duration = try container.decodeIfPresent(Int64.self, forKey: .duration)
+        mode = try container.decodeIfPresent(String.self, forKey: .mode)
+        callout = try container.decodeIfPresent(String.self, forKey: .callout)
+        origin = try container.decodeIfPresent(String.self, forKey: .origin)
+        passNumber = try container.decodeIfPresent(UInt64.self, forKey: .passNumber)
     }
 
     /// Writes the record: the trace id as hexadecimal text (ids pass 2^53,
@@ -183,7 +211,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         try container.encode(time, forKey: .time)
         try container.encode(tid, forKey: .tid)
         try container.encode(thread, forKey: .thread)
-        try container.encode(destination, forKey: .destination)
+        if !destination.isEmpty { try container.encode(destination, forKey: .destination) }
         try container.encodeIfPresent(source, forKey: .source)
         try container.encode(msgid, forKey: .msgid)
         try container.encode(componentCount, forKey: .componentCount)
@@ -195,6 +223,11 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         if inPlace { try container.encode(true, forKey: .inPlace) }
         try container.encodeIfPresent(latency, forKey: .latency)
         try container.encodeIfPresent(late, forKey: .late)
+        try container.encodeIfPresent(duration, forKey: .duration)
+        try container.encodeIfPresent(mode, forKey: .mode)
+        try container.encodeIfPresent(callout, forKey: .callout)
+        try container.encodeIfPresent(origin, forKey: .origin)
+        try container.encodeIfPresent(passNumber, forKey: .passNumber)
     }
 
     /// Bytes as lower-case hexadecimal, two digits each.

@@ -74,6 +74,15 @@ final class TapPipeline: @unchecked Sendable {
     /// first events are not dropped for want of a connection.
     static let connectWait: TimeInterval = 0.2
 
+    /// The tap thread's loop, by identity (0 before start), which the loop
+    /// tracer leaves out.
+    private let tapLoopIdentity = Atomic<UInt>(0)
+
+    /// Whether `loop` is the tap thread's own.
+    func isTapLoop(_ loop: RunLoop) -> Bool {
+        tapLoopIdentity.load(ordering: .relaxed) == UInt(bitPattern: ObjectIdentifier(loop))
+    }
+
     private var ring: OpaquePointer? { OpaquePointer(bitPattern: ringAddress.load(ordering: .acquiring)) }
 
     /// Events dropped so far: by the ring, and on the way to readers.
@@ -147,6 +156,7 @@ final class TapPipeline: @unchecked Sendable {
             thread.runLoop?.add(source, forMode: .common)
             state.drainSource = source
             state.loop = thread.runLoop
+            if let loop = thread.runLoop { tapLoopIdentity.store(UInt(bitPattern: ObjectIdentifier(loop)), ordering: .relaxed) }
             state.thread = thread
             ringAddress.store(UInt(bitPattern: Int(bitPattern: UnsafeMutableRawPointer(made))), ordering: .releasing)
         }
@@ -254,6 +264,25 @@ final class TapPipeline: @unchecked Sendable {
         }
         if let reply = view.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0
+        put(&record)
+    }
+
+    /// A loop's pass (kind 5), sleep (6) or callout (7), from the loop
+    /// tracer (docs/tap-format.md, "Loop records"): on the loop's thread.
+    func recordLoop(
+        kind: UInt8, start: UInt64, duration: UInt64, mode: UInt16, number: UInt64, label: UInt16, detail: UInt32,
+        handledSource: Bool
+    ) {
+        var record = rlk_tap_record()
+        record.kind = kind
+        record.monotonic_ns = Int64(bitPattern: start)
+        record.data_bytes = duration
+        record.reason = mode
+        record.trace = number
+        record.msgid = UInt32(label)
+        record.first_data_size = detail
+        if handledSource { record.flags |= UInt8(RLK_TAP_FLAG_HANDLED_SOURCE) }
+        record.tid = TapNames.shared.currentThread()
         put(&record)
     }
 

@@ -1,0 +1,119 @@
+// A loop's timeline as a picture (issue 23, item 8): pingpong run under
+// portsniff with its loops traced, written as Trace Event JSON (whose
+// structure is checked: every thread named, every flow bound to a slice)
+// and drawn as an SVG, which headless Chromium lays out: the test counts
+// the drawing's elements the browser gave a size, and takes a screenshot.
+import Foundation
+import Glibc
+import Testing
+import RunLoopKit
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+
+@Suite("portsniff's timeline")
+struct SnifferTimelineTests {
+    static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { (path: String) in access(path, X_OK) == 0 }
+    static let programsBuilt = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("pingpong")
+
+    /// Runs `pingpong --count <roundTrips>` under `portsniff --loops` with `arguments`.
+    static func sniffPingpong(_ arguments: [String], roundTrips: Int, in directory: String) throws {
+        let sniff = try SpawnedProgram(
+            "portsniff", ["--loops"] + arguments + ["--", SpawnedProgram.productsDirectory + "/pingpong", "--count", "\(roundTrips)"],
+            environment: ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"], in: directory)
+        #expect(sniff.waitForExit(timeout: 120) == 0, "\(sniff.errorOutput)")
+        #expect(sniff.errorOutput.contains("+ 0 dropped"), "\(sniff.errorOutput)")
+    }
+
+    @Test("portsniff --write FILE --format trace writes Trace Event JSON: named processes and threads (kernel tids), a slice for each SEND and DELIVER and for each loop pass, sleep and callout, and a flow per message whose two ends each bind to a slice of their thread, with the latency in the delivery's arguments",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func traceEventStructure() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let roundTrips = 5
+        try Self.sniffPingpong(["--write", directory + "/trace.json", "--format", "trace"], roundTrips: roundTrips, in: directory)
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/trace.json"))) as? [String: Any]
+        let events = try #require(document?["traceEvents"] as? [[String: Any]])
+        func string(_ event: [String: Any], _ key: String) -> String? { event[key] as? String }
+        func number(_ event: [String: Any], _ key: String) -> Double? { (event[key] as? NSNumber)?.doubleValue }
+        let slices = events.filter { string($0, "ph") == "X" }
+        let named = Set(events.filter { string($0, "ph") == "M" && string($0, "name") == "thread_name" }.map { "\(number($0, "pid")!)/\(number($0, "tid")!)" })
+        let processes = Set(events.filter { string($0, "ph") == "M" && string($0, "name") == "process_name" }.compactMap { number($0, "pid") })
+        // Every track named; tids are kernel tids (the process's own threads, not 0).
+        for event in events where string(event, "ph") != "M" && string(event, "s") != "p" {
+            #expect(named.contains("\(number(event, "pid")!)/\(number(event, "tid")!)"), "an unnamed track: \(event)")
+            #expect(processes.contains(number(event, "pid")!))
+            #expect(number(event, "tid")! != 0)
+        }
+        #expect(named.count == 2, "pingpong's two threads: \(named)")
+        let sends = slices.filter { (string($0, "name") ?? "").hasPrefix("SEND") }
+        let deliveries = slices.filter { (string($0, "name") ?? "").hasPrefix("DELIVER") }
+        #expect(sends.count == 2 * roundTrips && deliveries.count == 2 * roundTrips)
+        #expect(deliveries.allSatisfy { (($0["args"] as? [String: Any])?["latency_ns"] as? NSNumber).map { $0.int64Value > 0 } == true })
+        for name in ["pass", "sleep", "socketSource"] {
+            #expect(slices.contains { string($0, "name") == name && number($0, "dur")! > 0 }, "no \(name) slice")
+        }
+        // Flows: one start and one end per message, string ids, each bound
+        // to a slice of its own thread that encloses its time.
+        let flows = events.filter { ["s", "f"].contains(string($0, "ph")) }
+        let byID = Dictionary(grouping: flows) { string($0, "id") ?? "" }
+        #expect(byID.count == 2 * roundTrips && !byID.keys.contains(""))
+        for (id, ends) in byID {
+            #expect(ends.map { string($0, "ph")! }.sorted() == ["f", "s"], "flow \(id): \(ends)")
+            for end in ends {
+                let ts = number(end, "ts")!
+                let bound = slices.contains { slice in
+                    number(slice, "pid") == number(end, "pid") && number(slice, "tid") == number(end, "tid")
+                        && number(slice, "ts")! <= ts && ts <= number(slice, "ts")! + number(slice, "dur")!
+                        && (string(slice, "name") ?? "").hasPrefix(string(end, "ph") == "s" ? "SEND" : "DELIVER")
+                }
+                #expect(bound, "flow \(id)'s \(string(end, "ph")!) binds to no slice")
+            }
+        }
+    }
+
+    @Test("portsniff timeline FILE --svg OUT draws a recording: a track per thread, loop passes, sleeps and callouts, each SEND and DELIVER, an arrow per message with its latency; headless Chromium lays every element out with a size and takes a screenshot",
+          .enabled(if: programsBuilt && chromium != nil, "needs the programs built and Chromium (scripts/test.sh installs it)"))
+    func svgTimelineInABrowser() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let roundTrips = 3
+        let recording = directory + "/loops.jsonl", picture = directory + "/timeline.svg"
+        try Self.sniffPingpong(["--write", recording], roundTrips: roundTrips, in: directory)
+        let timeline = try SpawnedProgram("portsniff", ["timeline", recording, "--svg", picture], in: directory)
+        #expect(timeline.waitForExit(timeout: 60) == 0, "\(timeline.errorOutput)")
+        let svg = SpawnedProgram.read(picture)
+        func count(_ className: String) -> Int { svg.components(separatedBy: "class=\"\(className)\"").count - 1 }
+        #expect(count("track") == 2 && count("send") == 2 * roundTrips && count("deliver") == 2 * roundTrips)
+        #expect(count("flow") == 2 * roundTrips && count("latency") == 2 * roundTrips)
+        #expect(count("pass") > 0 && count("sleep") > 0 && count("callout") > 0)
+
+        // In the browser: every element above laid out with a width and a height.
+        let page = directory + "/timeline.html"
+        let script = """
+            <script>
+            const result = {};
+            for (const name of ['track', 'pass', 'sleep', 'callout', 'send', 'deliver', 'flow', 'latency']) {
+              const all = [...document.querySelectorAll('.' + name)];
+              result[name] = [all.length, all.filter(e => { const b = e.getBBox(); return b.width > 0 && b.height > 0 || (name === 'flow' && b.width + b.height > 0); }).length];
+            }
+            document.body.setAttribute('data-drawn', JSON.stringify(result));
+            </script>
+            """
+        try ("<!DOCTYPE html><html><body>" + svg + script + "</body></html>").write(toFile: page, atomically: true, encoding: .utf8)
+        let dom = try SpawnedProgram(path: Self.chromium!, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + page], in: directory)
+        #expect(dom.waitForExit(timeout: 120) == 0, "\(dom.errorOutput)")
+        let attribute = try #require(dom.output.range(of: #"data-drawn="[^"]*""#, options: .regularExpression).map { String(dom.output[$0]) })
+        let json = attribute.dropFirst("data-drawn=\"".count).dropLast().replacingOccurrences(of: "&quot;", with: "\"")
+        let drawn = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: [Int]])
+        for (name, counts) in drawn {
+            #expect(counts[0] == counts[1] && counts[0] == count(name), "\(name): \(counts) in the browser, \(count(name)) in the file")
+        }
+        #expect(drawn["send"]?[1] == 2 * roundTrips && drawn["flow"]?[1] == 2 * roundTrips)
+
+        let screenshot = directory + "/timeline.png"
+        let shot = try SpawnedProgram(path: Self.chromium!, ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                                             "--window-size=1200,400", "--screenshot=" + screenshot, "file://" + picture], in: directory)
+        #expect(shot.waitForExit(timeout: 120) == 0, "\(shot.errorOutput)")
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 5_000, "not a screenshot: \(png.count) bytes")
+    }
+}
