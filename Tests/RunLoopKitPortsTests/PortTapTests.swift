@@ -662,7 +662,10 @@ struct PortTapTests {
     }
 
     /// Sends probe messages until the sniffer gets their events (the tap's
-    /// connection is up), then discards what arrived. Returns the probes sent.
+    /// connection is up), then takes every event numbered so far (they come
+    /// in the order of their numbers, so up to the last one produced), so
+    /// that none of the warm-up's reaches a later receive, however late the
+    /// tap thread runs. Returns the probes sent.
     @discardableResult
     static func warmUp(_ port: Port, _ sniffer: RawSniffer, _ delivered: DeliveryCounter, already: Int = 0) throws -> Int {
         var sent = 0
@@ -673,7 +676,12 @@ struct PortTapTests {
             if !sniffer.receive(1, timeout: 0.1).isEmpty { break }
             try require(sent < 200, "the tap never connected")
         }
-        _ = sniffer.receive(Int.max, timeout: 0.2)
+        let produced = PortTap.producedEventCount
+        let settled = waitUntil(timeout: 60) {
+            _ = sniffer.receive(Int.max, timeout: 0.05)
+            return sniffer.lastSeq >= produced
+        }
+        try require(settled, "the warm-up's events up to \(produced) never all came (last \(sniffer.lastSeq))")
         return sent
     }
 }
@@ -692,6 +700,8 @@ final class RawSniffer {
     private var decoder = PortTapDecoder()
     /// The tap's drop count, as the last batch received gave it.
     private(set) var lastDropped: UInt64 = 0
+    /// The number of the last event received.
+    private(set) var lastSeq: UInt64 = 0
 
     /// The private directory made for the endpoint, removed with the sniffer.
     private let directory: String?
@@ -710,6 +720,7 @@ final class RawSniffer {
         guard let frames = try? socket.receiveMultipart() else { return nil }
         guard let batch = try? decoder.decode(frames) else { return [] }
         lastDropped = batch.dropped
+        lastSeq = max(lastSeq, batch.events.last?.seq ?? 0)
         return batch.events
     }
 
