@@ -154,6 +154,70 @@ struct PortTapTests {
         }
     }
 
+    @Test("S-TAP-1: a slow reader (it pauses after each batch) gets what it can and counts the rest exactly: the gaps between the numbers it received are the events it missed, and received + missed = produced")
+    func slowReaderAccountsExactly() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer(receiveHighWaterMark: 4)
+            try PortTap.enable(endpoint: sniffer.endpoint)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-slow-reader")
+            let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
+            let before = PortTap.producedEventCount
+            let count = 20_000
+            DispatchQueue.global().async {
+                for index in 0..<count { try? port.send(msgid: UInt32(index), components: [.data(Data(count: 16))], before: Date() + 5) }
+            }
+            // The reader's slowness is the point here, not a synchronisation:
+            // 2 ms after every batch, while the sender floods.
+            var numbers: [UInt64] = []
+            let last = before + UInt64(2 * count)
+            let complete = waitUntil(timeout: 120) {
+                for event in sniffer.receive(1, timeout: 0.05) where event.seq > before { numbers.append(event.seq) }
+                usleep(2_000)
+                if numbers.last == last { return true }
+                // Past the end of the traffic: the last events may have been missed; the counts say so.
+                return delivered.waitFor(count + warmUps, timeout: 0) && PortTap.producedEventCount == last
+                    && sniffer.receiveAll(timeout: 0.5).isEmpty
+            }
+            try PortTapTests.require(complete, "the traffic never ended")
+            try PortTapTests.require(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "the numbers did not rise")
+            let missed = (last - before) - UInt64(numbers.count)
+            try PortTapTests.require(missed > 0, "a reader 2 ms behind every batch missed nothing")
+            try PortTapTests.require(numbers.count > 0, "the slow reader got nothing")
+            try PortTapTests.require(UInt64(numbers.count) + missed == PortTap.producedEventCount - before)
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
+    @Test("tap: threads are named as a reader can use them: a LoopThread by its name, libdispatch's workers (DispatchQueue.global(), Swift tasks) as dispatch-<qos>")
+    func dispatchThreadsAreNamed() async {
+        await #expect(processExitsWith: .success) {
+            let sniffer = try RawSniffer()
+            try PortTap.enable(endpoint: sniffer.endpoint)
+            let (worker, port, delivered) = try PortTapTests.servedPort("tap-names")
+            let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
+            let sent = DispatchSemaphore(value: 0)
+            DispatchQueue.global(qos: .utility).async {
+                try? port.send(msgid: 1, before: Date() + 5)
+                sent.signal()
+            }
+            try PortTapTests.require(sent.wait(timeout: .now() + 30) == .success)
+            Task.detached(priority: .medium) {
+                try? port.send(msgid: 2, before: Date() + 5)
+                sent.signal()
+            }
+            try PortTapTests.require(sent.wait(timeout: .now() + 30) == .success)
+            try PortTapTests.require(delivered.waitFor(warmUps + 2))
+            let events = sniffer.receive(4, timeout: 10)
+            let threads = Dictionary(events.map { ("\($0.kind) \($0.msgid)", $0.thread) }) { first, _ in first }
+            try PortTapTests.require(threads["send 1"] == "dispatch-utility", "a global queue's worker: \(threads)")
+            try PortTapTests.require(threads["send 2"]?.hasPrefix("dispatch-") == true, "a Swift task's thread: \(threads)")
+            try PortTapTests.require(threads["deliver 1"] == "tap-names" && threads["deliver 2"] == "tap-names", "\(threads)")
+            port.invalidate()
+            worker.stop()
+        }
+    }
+
     @Test("S-TAP-1: several sniffers at once, as two tcpdumps on one interface: each in the readers' directory gets every event, numbered alike; one started later gets all that follows; one that leaves changes nothing for the others")
     func severalSniffers() async {
         await #expect(processExitsWith: .success) {
@@ -500,6 +564,22 @@ struct PortTapTests {
         #expect(eventLines.count < received / 2, "\(eventLines.count) event lines printed at a rate over the limit")
     }
 
+    @Test("S-TAP-1: an unstopped portsniff, --write included, loses no event of pingpong --count 100000 (400,000 events in about 2 s) and records all of them",
+          .enabled(if: programsBuilt && !ProcessProbe.isUnderThreadSanitizer && !ProcessProbe.isUnderAddressSanitizer,
+                   "the rate of a plain build: the sanitizers slow the sniffer more than the program"))
+    func unstoppedSnifferKeepsUp() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let recording = directory + "/all.jsonl"
+        let roundTrips = 100_000
+        let sniff = try SpawnedProgram(
+            "portsniff", ["--write", recording, "--", SpawnedProgram.productsDirectory + "/pingpong", "--count", "\(roundTrips)"],
+            environment: ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"], in: directory)
+        #expect(sniff.waitForExit(timeout: 300) == 0, "\(sniff.errorOutput)")
+        #expect(sniff.errorOutput.contains("owed (\(4 * roundTrips)): \(4 * roundTrips) received + 0 dropped"), "\(sniff.errorOutput)")
+        #expect(SpawnedProgram.read(recording).split(separator: "\n").count == 1 + 4 * roundTrips)
+    }
+
     @Test("portsniff --json --count N records every message of pingpong, both directions, exactly",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func sniffPingpong() throws {
@@ -689,7 +769,7 @@ struct PortTapTests {
 final class DeliveryCounter: Sendable {
     private let count = Atomic<Int>(0)
     func increment() { count.wrappingAdd(1, ordering: .relaxed) }
-    func waitFor(_ target: Int) -> Bool { waitUntil(timeout: 60) { count.load(ordering: .relaxed) >= target } }
+    func waitFor(_ target: Int, timeout: Double = 60) -> Bool { waitUntil(timeout: timeout) { count.load(ordering: .relaxed) >= target } }
 }
 
 /// A sniffer made of a bare PULL socket, reading the tap's batches with
