@@ -213,6 +213,7 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
     /// A record's head length is over 16.
     case badHeadLength(Int)
 
+    /// What is wrong, in a sentence.
     public var description: String {
         switch self {
         case let .frameCount(count): "a tap batch has 2 frames, not \(count)"
