@@ -41,6 +41,11 @@ struct EventFilter {
     /// `send`, `deliver`, `sendFailed`, `messageDropped` (or `!` one of them).
     var kinds = Patterns([])
 
+    /// Whether no filter was given: every event is accepted.
+    var isEmpty: Bool {
+        msgids.isEmpty && ports.isEmpty && processes.isEmpty && threads.isEmpty && pids.isEmpty && kinds.isEmpty
+    }
+
     func accepts(_ event: PortTapEvent) -> Bool {
         if !msgids.isEmpty && !msgids.contains(event.msgid) { return false }
         if !pids.isEmpty && !pids.contains(event.pid) { return false }

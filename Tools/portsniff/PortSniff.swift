@@ -50,6 +50,9 @@ struct PortSniff: ParsableCommand {
     @Flag(help: "A table refreshed every second: per port and msgid, messages/s, bytes/s, latency p50/p99, drops.")
     var stats = false
 
+    @Flag(help: "A full-screen view as htop's, refreshed every second: per port (key p), process (c) or thread (t; Tab: the next), with events/s, messages/s, bytes/s, drops/s, latency p50/p99 and totals. Sorted by rate; r rate, n name, d drops, l p99, m messages/s, b bytes/s, i reverses. Rates count missed events: exactly per process, estimated per port and thread (marked ~). On the alternate screen, given back on exit; q quits as Ctrl-C does (then the summary), Ctrl-Z suspends. Not on a terminal: the three tables every second as plain text, as top -b (with --read: one per recorded second).")
+    var top = false
+
     @Flag(help: "JSON Lines, as --write records them: a header line, then one object per event.")
     var json = false
 
@@ -85,8 +88,9 @@ struct PortSniff: ParsableCommand {
         if let hex, hex < 0 { throw ValidationError("--hex must not be negative") }
         if window < 0 { throw ValidationError("--window must not be negative") }
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
+        if top && (stats || json) { throw ValidationError("--top is a view of its own: not with --\(stats ? "stats" : "json")") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
-        if write == "-" && (json || stats) { throw ValidationError("--write - records to standard output: not with another view there") }
+        if write == "-" && (json || stats || top) { throw ValidationError("--write - records to standard output: not with another view there") }
         if format != "jsonl" && format != "trace" { throw ValidationError("--format takes jsonl or trace, not \(format)") }
         if format == "trace" && write == nil { throw ValidationError("--format trace says what --write writes: give --write FILE") }
         if let maxRate, maxRate < 0 { throw ValidationError("--max-rate must not be negative") }
@@ -113,7 +117,7 @@ struct PortSniff: ParsableCommand {
             msgids: Set(msgids), ports: .init(ports), processes: .init(processes), threads: .init(threads), pids: Set(pids),
             kinds: .init(kinds))
         // With --write -, the records are the output: the live view is not shown.
-        let view: Sniffer.View = write == "-" ? .none : json ? .json : (stats ? .stats : .live)
+        let view: Sniffer.View = write == "-" ? .none : json ? .json : top ? .top : (stats ? .stats : .live)
         let sniffer = Sniffer(
             filter: filter, view: view,
             live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1), timeFormat: timeFormat),
@@ -133,7 +137,7 @@ struct PortSniff: ParsableCommand {
 final class Sniffer: @unchecked Sendable {
     // @unchecked Sendable: used only on the main thread (its loop's callouts
     // run there).
-    enum View { case live, json, stats, none }
+    enum View { case live, json, stats, top, none }
 
     private let filter: EventFilter
     private let view: View
@@ -153,6 +157,8 @@ final class Sniffer: @unchecked Sendable {
     private var lastTable = MonotonicNow.nanoseconds()
     /// The count files' directory, when listening in the readers' directory mode.
     private var countsDirectory: String?
+    /// The time of the latest event taken from the reader.
+    private var newestTaken = Int64.min
     /// Takes what waits in the socket (set while listening).
     private var pendingReceiver: (() -> Void)?
     /// The program run after `--`, if any.
@@ -167,6 +173,9 @@ final class Sniffer: @unchecked Sendable {
     private var pendingDrops: UInt64 = 0
     /// --json's lines.
     private let jsonLines = RecordWriter(fd: 1)
+    /// --top's figures, and its terminal when the output is one.
+    private var top: TopView
+    private var topScreen: TopTerminal?
     /// The live view's limit of lines a second (--max-rate).
     private var gate: RateGate
     /// The live view's default limit on a terminal: a screenful a second
@@ -181,6 +190,7 @@ final class Sniffer: @unchecked Sendable {
         self.limit = limit
         self.windowMilliseconds = windowMilliseconds
         reorder = ReorderBuffer(windowMilliseconds: windowMilliseconds)
+        top = TopView(filtered: !filter.isEmpty, startedAt: MonotonicNow.nanoseconds())
     }
 
     // MARK: - Sources of events
@@ -216,7 +226,7 @@ final class Sniffer: @unchecked Sendable {
             if receivePending(from: reader) { finish(loop) }
         }
         pendingReceiver = { [self] in
-            _ = receivePending(from: reader)
+            _ = receivePending(from: reader, all: true)
             // A program that exited has passed its last events to the
             // socket, and its count file says how many: wait for them (1 s
             // at most), so that the summary does not count events still on
@@ -249,6 +259,7 @@ final class Sniffer: @unchecked Sendable {
         standardError("portsniff: listening on \(reader.endpoint)\n")
         if view == .json { jsonLines.writeHeader(RecordingHeader(sorted: windowMilliseconds > 0, windowMilliseconds: windowMilliseconds)) }
         if view == .live, let header = live.header() { emit(header) }
+        if view == .top { try startTop(on: loop) }
         // Started once this sniffer listens, so that it is owed every event.
         if !command.isEmpty { traced = try TracedCommand(command, traceLoops: tracingLoops) }
         loop.runUntilStopped()
@@ -257,11 +268,21 @@ final class Sniffer: @unchecked Sendable {
         if let traceWriter, traceWriter.fd != 1 { close(traceWriter.fd) }
     }
 
-    /// Takes every batch waiting in the socket; true when --count is reached.
-    private func receivePending(from reader: PortTapReader) -> Bool {
-        while take(from: reader, waiting: nil) {}
+    /// Takes the batches the reader holds; true when --count is reached.
+    /// At most `batchesPerCallout` at a time (the reader's source calls
+    /// again for the rest), so that a producer faster than the sniffer does
+    /// not keep it in one callout, its timers (--stats, --top), keys and
+    /// Ctrl-C starved. With `all` (at the end), every batch of events that
+    /// happened before now: a producer still running would otherwise keep
+    /// it here for ever.
+    private func receivePending(from reader: PortTapReader, all: Bool = false) -> Bool {
+        let now = MonotonicNow.nanoseconds()
+        var taken = 0
+        while all ? newestTaken <= now : taken < Self.batchesPerCallout, take(from: reader, waiting: nil) { taken += 1 }
         return releaseDue()
     }
+
+    private static let batchesPerCallout = 64
 
     /// Takes one batch (waiting up to `waiting` seconds); false when none came.
     @discardableResult
@@ -272,6 +293,7 @@ final class Sniffer: @unchecked Sendable {
             for event in batch.events {
                 account(event)
                 reorder.add(event, now: now)
+                newestTaken = max(newestTaken, event.monotonicTime)
             }
         } catch {
             malformedBatches += 1
@@ -340,6 +362,7 @@ final class Sniffer: @unchecked Sendable {
             if view == .stats, statsView.isDue(at: event.monotonicTime) {
                 emit(statsView.table(seconds: 1, clock: TimeStamper.clock(event.time)))
             }
+            if view == .top, let tables = top.replay(event) { emit(tables) }
             lastTime = event.time
             // Latencies are measured again (a recording keeps them, but filters may differ).
             event.latency = nil
@@ -347,6 +370,7 @@ final class Sniffer: @unchecked Sendable {
             if show(event) { break }
         }
         if view == .stats, let lastTime { emit(statsView.table(seconds: 1, clock: TimeStamper.clock(lastTime))) }
+        if view == .top, let tables = top.endReplay() { emit(tables) }
         standardError(summary.text + "\n")
     }
 
@@ -378,6 +402,8 @@ final class Sniffer: @unchecked Sendable {
         case .stats:
             statsView.add(event, newDrops: pendingDrops)
             pendingDrops = 0
+        case .top:
+            top.add(event)
         case .none:
             break
         }
@@ -395,6 +421,8 @@ final class Sniffer: @unchecked Sendable {
     }
 
     private func finish(_ loop: RunLoop) {
+        // The shell's screen first: what follows may take a while.
+        topScreen?.leave()
         // What is still queued for this sniffer, and what waits in the
         // reorder window, is shown first (unless --count was reached), then
         // the counts are read a last time, so that the summary adds up:
@@ -408,8 +436,53 @@ final class Sniffer: @unchecked Sendable {
         summary.malformedBatches = malformedBatches
         readCounts()
         if view == .stats { printTable() }
+        if view == .top { finishTop() }
         standardError(summary.text + "\n")
         loop.stop()
+    }
+
+    // MARK: - The top view
+
+    /// On a terminal, the full screen, redrawn every second and on a key;
+    /// otherwise plain tables every second.
+    private func startTop(on loop: RunLoop) throws {
+        if isatty(1) == 1 {
+            let screen = TopTerminal()
+            topScreen = screen
+            screen.onResume = { [self] in drawTop() }
+            screen.enter()
+            try screen.readKeys(on: loop) { [self] keys in
+                for key in keys {
+                    switch top.press(key) {
+                    // q does what Ctrl-C does: the same signal, through the same pipe.
+                    case .quit: raise(SIGINT)
+                    case .redraw: drawTop()
+                    case .none: break
+                    }
+                }
+            }
+            drawTop()
+        }
+        let timer = try Timer(timeInterval: 1, repeats: true) { [self] _ in tickTop() }
+        loop.add(timer, forMode: .default)
+    }
+
+    /// Closes the second: the counts files read first, so that what the
+    /// processes owe is up to date.
+    private func tickTop() {
+        readCounts()
+        top.tick(now: MonotonicNow.nanoseconds(), wallTime: Int64(Date().timeIntervalSince1970 * 1e9), account: summary.account)
+        if topScreen != nil { drawTop() } else { emit(top.plainText()) }
+    }
+
+    private func drawTop() {
+        guard let topScreen else { return }
+        topScreen.draw(top.screen(width: topScreen.columns, height: topScreen.rows, colour: live.colour))
+    }
+
+    /// In a pipe, the tables of the part of a second since the last.
+    private func finishTop() {
+        if topScreen == nil { tickTop() }
     }
 
     // MARK: - Ctrl-C
@@ -437,6 +510,7 @@ final class Sniffer: @unchecked Sendable {
             // The terminal was resized: the live view takes the new width.
             if caught == SIGWINCH {
                 live.width = LiveView.terminalWidth(1)
+                if let topScreen { topScreen.updateSize(); drawTop() }
                 return
             }
             if let traced {
