@@ -19,8 +19,10 @@ final class TapPipeline: @unchecked Sendable {
     // atomic, or the tap thread's (`outlets`, `buffer`: under `drainLock`).
     static let shared = TapPipeline()
 
-    /// Events the ring holds (2^14): beyond, they are dropped.
-    static let ringCapacityLog2: UInt32 = 14
+    /// Events the ring holds (2^15, 2.5 MiB): beyond, they are dropped.
+    /// About 180 ms of pingpong's flat-out traffic, for a tap thread that
+    /// the scheduler keeps waiting.
+    static let ringCapacityLog2: UInt32 = 15
     /// Records in one batch at most: 320 KiB.
     static let batchRecords = 4096
     /// Batches libzmq queues towards a reader before sends fail (and count
