@@ -19,10 +19,12 @@ final class TapPipeline: @unchecked Sendable {
     // atomic, or the tap thread's (`outlets`, `buffer`: under `drainLock`).
     static let shared = TapPipeline()
 
-    /// Events the ring holds (2^15, 2.5 MiB): beyond, they are dropped.
-    /// About 180 ms of pingpong's flat-out traffic, for a tap thread that
-    /// the scheduler keeps waiting.
-    static let ringCapacityLog2: UInt32 = 15
+    /// Events the ring holds (2^14, 1.25 MiB): beyond, they are dropped.
+    /// About 90 ms of pingpong's flat-out traffic, for a tap thread that
+    /// the scheduler keeps waiting. Not more: a ring past the L2 cache made
+    /// every event dearer (tap-cost on one CPU rose from 1.67 × to 2.2 ×
+    /// with 2^15).
+    static let ringCapacityLog2: UInt32 = 14
     /// Records in one batch at most: 320 KiB.
     static let batchRecords = 4096
     /// Batches libzmq queues towards a reader before sends fail (and count
@@ -110,7 +112,7 @@ final class TapPipeline: @unchecked Sendable {
         try state.withLock { (state) throws(PortError) -> Void in
             headBytes.store(min(dataBytes, TapWireFormat.headBytes), ordering: .relaxed)
             guard state.thread == nil else { return }
-            guard let made = rlk_tap_ring_create(Self.ringCapacityLog2) else { throw .systemCall(SystemCallError(call: "aligned_alloc (the tap's ring)", errno: ENOMEM)) }
+            guard let made = rlk_tap_ring_create(Self.ringCapacityLog2) else { throw .systemCall(SystemCallError(call: "posix_memalign (the tap's ring)", errno: ENOMEM)) }
             let thread = LoopThread(name: "rlk-tap")
             do throws(RunLoopError) { try thread.start() } catch { throw .runLoop(error) }
             let identity = ProcessIdentity.current
