@@ -86,6 +86,10 @@ uint64_t rlk_tap_ring_put(rlk_tap_ring *ring, rlk_tap_record *record, int *wake)
             if (atomic_compare_exchange_weak_explicit(&ring->state, &state, claimed, memory_order_relaxed,
                                                       memory_order_relaxed)) {
                 record->seq = number;
+                // The slots ahead were last read by the taking thread, on
+                // another CPU: ask for them now, so that the stores to come
+                // find them here instead of waiting for them.
+                __builtin_prefetch(&ring->slots[(position + 8) & ring->mask], 1, 3);
                 ring->slots[position & ring->mask] = *record;
                 atomic_store_explicit(turn, (uint16_t)(position + 1), memory_order_release);
                 // Dekker with the reader's request: either the reader, after
