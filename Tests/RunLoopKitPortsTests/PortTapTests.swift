@@ -69,6 +69,7 @@ struct PortTapTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             // A sniffer that stops reading: its queue fills at once.
             let sniffer = try RawSniffer(receiveHighWaterMark: 10)
+            PortTapTests.smallBatches()
             try PortTap.enable(endpoint: sniffer.endpoint)
             let (worker, port, delivered) = try PortTapTests.servedPort("tap-overload")
             let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
@@ -104,6 +105,7 @@ struct PortTapTests {
     func eventsAreNumbered() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let sniffer = try RawSniffer(receiveHighWaterMark: 10)
+            PortTapTests.smallBatches()
             try PortTap.enable(endpoint: sniffer.endpoint)
             let (worker, port, delivered) = try PortTapTests.servedPort("tap-numbered")
             let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
@@ -158,6 +160,7 @@ struct PortTapTests {
     func slowReaderAccountsExactly() async {
         await #expect(processExitsWith: .success) {
             let sniffer = try RawSniffer(receiveHighWaterMark: 4)
+            PortTapTests.smallBatches()
             try PortTap.enable(endpoint: sniffer.endpoint)
             let (worker, port, delivered) = try PortTapTests.servedPort("tap-slow-reader")
             let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
@@ -759,6 +762,16 @@ struct PortTapTests {
         let traces = Set(sends.compactMap(\.trace))
         try require(traces == Set(deliveries.compactMap(\.trace)) && traces.count == count, "every send must pair with exactly one delivery")
         return (sends, deliveries)
+    }
+
+    /// Batches of 16 records and a queue of 2 batches towards the reader:
+    /// a reader that stops reading is full after a few hundred events,
+    /// however big the batches a slow machine would otherwise make (with
+    /// 4,096-record batches, 74 queued held all 40,000 events of a test and
+    /// nothing was dropped). In the exit tests' child processes only.
+    static func smallBatches() {
+        TapPipeline.batchRecords = 16
+        TapPipeline.socketHighWaterMark = 2
     }
 
     /// A LoopThread receiving on a port, counting deliveries (read in place

@@ -25,12 +25,15 @@ final class TapPipeline: @unchecked Sendable {
     /// every event dearer (tap-cost on one CPU rose from 1.67 × to 2.2 ×
     /// with 2^15).
     static let ringCapacityLog2: UInt32 = 14
-    /// Records in one batch at most: 320 KiB.
-    static let batchRecords = 4096
+    /// Records in one batch at most: 320 KiB. (Tests that overload a
+    /// reader set it, and the mark below, low before the tap starts, so that
+    /// the reader's queue is full after a few hundred events whatever the
+    /// machine's speed; nothing else changes them.)
+    nonisolated(unsafe) static var batchRecords = 4096
     /// Batches libzmq queues towards a reader before sends fail (and count
     /// as drops): 64 ms of traffic at one batch a millisecond, and at most
     /// 20 MiB of full batches, per reader.
-    static let socketHighWaterMark: Int32 = 64
+    nonisolated(unsafe) static var socketHighWaterMark: Int32 = 64
     /// How long the tap thread lets records gather while they flow.
     static let drainInterval: TimeInterval = 0.001
 
@@ -335,12 +338,13 @@ final class TapPipeline: @unchecked Sendable {
         let tookAny = drainLock.withLock { () -> Bool in
             var tookAny = false
             while true {
-                let taken = buffer.withUnsafeMutableBufferPointer { rlk_tap_ring_take(ring, $0.baseAddress, $0.count) }
+                let limit = min(buffer.count, Self.batchRecords)
+                let taken = buffer.withUnsafeMutableBufferPointer { rlk_tap_ring_take(ring, $0.baseAddress, limit) }
                 guard taken > 0 else { break }
                 tookAny = true
                 lastTaken = buffer[taken - 1].seq
                 send(taken)
-                if taken < buffer.count { break }
+                if taken < limit { break }
             }
             return tookAny
         }
