@@ -189,8 +189,8 @@ public final class PortTapReader: @unchecked Sendable {
         }
     }
 
-    /// Stops the receiving thread, closes the socket and removes its file.
-    /// Idempotent.
+    /// Stops the receiving thread, closes the socket and removes its file;
+    /// the batches held and not read are let go. Idempotent.
     public func close() {
         let first = held.withLock { held -> Bool in
             defer { held.closed = true }
@@ -198,6 +198,11 @@ public final class PortTapReader: @unchecked Sendable {
         }
         guard first else { return }
         thread.stop()
+        held.withLock { held in
+            held.batches.removeAll()
+            held.first = 0
+            held.bytes = 0
+        }
         socket.close()
         if let socketFile { unlink(socketFile) }
         Glibc.close(signal)
