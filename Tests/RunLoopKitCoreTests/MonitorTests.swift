@@ -91,8 +91,10 @@ struct MonitorTests {
             let fired = DispatchSemaphore(value: 0)
             try worker.performAndWait { loop.add(try! Timer(timeInterval: 0.02, repeats: false) { _ in fired.signal() }, forMode: .default) }
             #expect(fired.wait(timeout: .now() + 30) == .success)
-            try worker.performAndWait {}
-            let seen = log.value
+            // Read on the loop's thread: every earlier callout's and pass's
+            // reports have then reached both (read from here, a pair can be
+            // caught half told).
+            let seen = try worker.performAndWait { log.value }
             // Each report reaches the monitor, then the tracer.
             // (The block that cleared the log is reported after it: its pair leads.)
             #expect(seen.count >= 4 && seen.count % 2 == 0, "\(seen)")
