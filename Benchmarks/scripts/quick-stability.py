@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """How much each row of `rlk-bench --quick` moves between runs.
 
-    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--filter NAME]...
+    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--filter NAME]... [--sides]
 
 Runs the quick benchmark RUNS times (the release build in Benchmarks/.build,
 built first) and prints, per row, its ratio in each run and the spread
 (largest over smallest, minus one); a row whose ratio moves by 20 % or more
 is marked. The quick run must measure enough that no row does
 (docs/performance.md, "Quick runs"). Rows without a ratio are skipped.
-Exits 1 when a row moved by 20 % or more."""
+With --sides it also prints how far each side's median moved (ours, then
+the peer): which side moves tells a noisy peer from a noisy measurement of
+ours. Exits 1 when a row moved by 20 % or more."""
 import argparse
 import json
 import os
@@ -25,6 +27,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--placement", default="cross")
     parser.add_argument("--filter", action="append", default=[])
+    parser.add_argument("--sides", action="store_true")
     args = parser.parse_args()
     subprocess.run(["swift", "build", "-c", "release", "--product", "rlk-bench"], cwd=PACKAGE, check=True,
                    stdout=subprocess.DEVNULL)
@@ -32,21 +35,30 @@ def main():
     for name in args.filter:
         command += ["--filter", name]
     runs = []
+    sides = []
     for index in range(args.runs):
         output = subprocess.run(command, cwd=PACKAGE, check=True, capture_output=True, text=True).stdout
         document = json.loads(output)
         runs.append({row["name"]: row["ratio"] for row in document["scenarios"]})
+        sides.append({row["name"]: ((row["ours"] or {}).get("median"), (row["peer"] or {}).get("median"))
+                      for row in document["scenarios"]})
         print(f"run {index + 1}: {document['seconds']:.0f} s", file=sys.stderr)
     names = [name for name in runs[0] if all(run.get(name) for run in runs)]
     moved = []
-    print(f"{'row':34} " + " ".join(f"{'run ' + str(i + 1):>9}" for i in range(args.runs)) + "   spread")
+    print(f"{'row':34} " + " ".join(f"{'run ' + str(i + 1):>9}" for i in range(args.runs)) + "   spread" +
+          ("     ours     peer" if args.sides else ""))
     for name in names:
         ratios = [run[name] for run in runs]
         spread = max(ratios) / min(ratios) - 1
         mark = "  MOVED" if spread >= LIMIT else ""
         if spread >= LIMIT:
             moved.append(name)
-        print(f"{name:34} " + " ".join(f"{ratio:9.3f}" for ratio in ratios) + f"   {spread * 100:5.1f} %{mark}")
+        line = f"{name:34} " + " ".join(f"{ratio:9.3f}" for ratio in ratios) + f"   {spread * 100:5.1f} %"
+        if args.sides:
+            for side in (0, 1):
+                values = [run[name][side] for run in sides]
+                line += f"  {max(values) / min(values) * 100 - 100:5.1f} %" if all(values) else "      -"
+        print(line + mark)
     print(f"placement {args.placement}: {len(moved)} of {len(names)} rows moved by {LIMIT * 100:.0f} % or more" +
           (": " + ", ".join(moved) if moved else ""))
     sys.exit(1 if moved else 0)

@@ -34,21 +34,27 @@ enum BenchMain {
         }
         _ = ProcessStats.raiseFileDescriptorLimit()
 
-        let config = RunConfig(quick: options.quick, placement: Placement(options.placement))
+        let config = RunConfig(quick: options.quick, placement: Placement(options.placement), passes: options.passes)
         let machine = MachineInfo.current()
         // With --json, stdout carries only the JSON document; the table goes to stderr.
         let say: (String) -> Void = options.json ? { FileHandleOut.error($0) } : { FileHandleOut.out($0) }
-        say(TableReport.header(machine, quick: options.quick, placement: config.placement))
+        say(TableReport.header(machine, quick: options.quick, placement: config.placement, passes: config.passes))
         let started = monotonicNanoseconds()
-        var rows: [ScenarioResult] = []
-        for scenario in selected {
-            let scenarioStart = monotonicNanoseconds()
-            FileHandleOut.error("[\(format(secondsSince(started))) s] running \(scenario.name)…")
-            let produced = scenario.run(config)
-            FileHandleOut.error("[\(format(secondsSince(started))) s] \(scenario.name) took \(format(secondsSince(scenarioStart))) s")
-            for row in produced { say(TableReport.block(row)) }
-            rows += produced
+        // Each scenario's rows, one array per pass (see RunConfig.passes).
+        var produced = Array(repeating: [[ScenarioResult]](), count: selected.count)
+        for pass in 1...config.passes {
+            let passLabel = config.passes > 1 ? " (pass \(pass) of \(config.passes))" : ""
+            for (index, scenario) in selected.enumerated() {
+                let scenarioStart = monotonicNanoseconds()
+                FileHandleOut.error("[\(format(secondsSince(started))) s] running \(scenario.name)\(passLabel)…")
+                produced[index].append(scenario.run(config))
+                FileHandleOut.error("[\(format(secondsSince(started))) s] \(scenario.name) took \(format(secondsSince(scenarioStart))) s")
+                if pass == config.passes {
+                    for row in Passes.pool(produced[index]) { say(TableReport.block(row)) }
+                }
+            }
         }
+        let rows = produced.flatMap { Passes.pool($0) }
         let elapsed = secondsSince(started)
         say(TableReport.summary(rows, elapsed: elapsed))
 
@@ -58,7 +64,8 @@ enum BenchMain {
         if options.json {
             do {
                 FileHandleOut.out(try JSONReport.render(rows, machine: machine, quick: options.quick,
-                                                        placement: config.placement, seconds: elapsed))
+                                                        placement: config.placement, passes: config.passes,
+                                                        seconds: elapsed))
             } catch {
                 FileHandleOut.error("rlk-bench: JSON: \(error)")
                 status = 1

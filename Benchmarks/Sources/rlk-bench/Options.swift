@@ -9,17 +9,21 @@ struct Options {
     var list = false
     var markdown = false
     var placement = Placement.Mode.cross
+    /// nil: the default of the run's size (RunConfig.defaultPasses).
+    var passes: Int?
 
     static let usage = """
-        usage: rlk-bench [--quick] [--json] [--markdown] [--svg DIR] [--filter NAME]... [--placement cross|same|free] [--list]
+        usage: rlk-bench [--quick] [--json] [--markdown] [--svg DIR] [--filter NAME]... [--placement cross|same|free] [--passes N] [--list]
 
-          --quick        smaller counts: finishes within a minute (what CI runs)
+          --quick        smaller counts, three passes: about 2.5 minutes (what CI runs)
           --json         print the results as JSON on stdout (progress goes to stderr)
           --markdown     also print the summary as a Markdown table (docs/performance.md)
           --svg DIR      write DIR/scaling.svg and DIR/latency.svg
           --filter NAME  run only scenarios whose name contains NAME (repeatable)
           --placement P  cross (default): the two threads of a measurement on CPUs 0 and 1;
                          same: both on CPU 0; free: no pinning (results then vary run to run)
+          --passes N     run the scenarios N times in turn and pool each row's samples
+                         (default: 3 with --quick, 1 otherwise; see docs/performance.md)
           --list         list the scenarios and exit
 
         Run it in release: swift run -c release rlk-bench
@@ -44,6 +48,11 @@ struct Options {
                     fail("--placement needs cross, same or free")
                 }
                 options.placement = mode
+            case "--passes":
+                guard let value = rest.popFirst(), let passes = Int(value), passes >= 1 else {
+                    fail("--passes needs a count of 1 or more")
+                }
+                options.passes = passes
             case "--filter":
                 guard let name = rest.popFirst() else { fail("--filter needs a scenario name") }
                 options.filters.append(name)

@@ -74,16 +74,19 @@ struct TimerChurnLoad {
 final class RLKTimerChurn: Contender {
     let label = "RunLoopKit Timer (LoopThread)"
     private let load: TimerChurnLoad
+    /// The CPU its loop runs on (-1: any), the C loop's too.
+    private let cpu: Int32
     private var thread: LoopThread?
     /// Changes made in the last measurement, for the row's notes.
     private(set) var lastChanges = 0
 
-    init(_ load: TimerChurnLoad) { self.load = load }
+    init(_ load: TimerChurnLoad, cpu: Int32) {
+        self.load = load
+        self.cpu = cpu
+    }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-churn")
-        try thread.start()
-        self.thread = thread
+        thread = try Placement.startedLoopThread("bench-churn", on: cpu)
     }
 
     func measure() throws -> [Double] {
@@ -143,18 +146,19 @@ final class RLKTimerChanges: Contender {
     private let count: Int
     private let changes: Int
     private let batches: Int
+    /// The CPU its loop runs on (-1: any), the C heap's too.
+    private let cpu: Int32
     private var thread: LoopThread?
 
-    init(count: Int, changes: Int, batches: Int) {
+    init(count: Int, changes: Int, batches: Int, cpu: Int32) {
         self.count = count
         self.changes = changes
         self.batches = batches
+        self.cpu = cpu
     }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-changes")
-        try thread.start()
-        self.thread = thread
+        thread = try Placement.startedLoopThread("bench-changes", on: cpu)
     }
 
     func measure() throws -> [Double] {

@@ -11,18 +11,19 @@ final class RLKTimerLateness: Contender {
     private let count: Int
     private let interval: Double
     private let seconds: Double
+    /// The CPU its loop runs on (-1: any), Foundation's too.
+    private let cpu: Int32
     private var thread: LoopThread?
 
-    init(count: Int, interval: Double, seconds: Double) {
+    init(count: Int, interval: Double, seconds: Double, cpu: Int32) {
         self.count = count
         self.interval = interval
         self.seconds = seconds
+        self.cpu = cpu
     }
 
     func setUp() throws {
-        let thread = LoopThread(name: "bench-timers")
-        try thread.start()
-        self.thread = thread
+        thread = try Placement.startedLoopThread("bench-timers", on: cpu)
     }
 
     func measure() throws -> [Double] {

@@ -6,16 +6,22 @@ import CBenchPeers
 final class CTimerChurn: Contender {
     let label = "timerfd + epoll + binary heap (C)"
     private let load: TimerChurnLoad
+    /// The CPU the loop runs on (-1: any): RLKTimerChurn's.
+    private let cpu: Int32
     private(set) var lastChanges = 0
 
-    init(_ load: TimerChurnLoad) { self.load = load }
+    init(_ load: TimerChurnLoad, cpu: Int32) {
+        self.load = load
+        self.cpu = cpu
+    }
 
     func measure() throws -> [Double] {
         let (farCount, churnInterval, probes, window) = (load.farCount, load.churnInterval, load.probes, load.window)
         var lateness = [UInt64](repeating: 0, count: probes)
         var changes: Int32 = 0
-        let fired = bench_timer_churn(Int32(farCount), Int32(churnInterval * 1e6), Int32(probes), Int32(window * 1000),
-                                      &lateness, &changes)
+        let fired = Placement.whilePinned(to: cpu) {
+            bench_timer_churn(Int32(farCount), Int32(churnInterval * 1e6), Int32(probes), Int32(window * 1000), &lateness, &changes)
+        }
         guard fired == Int32(probes) else { throw BenchError("the C timer loop fired \(fired) of \(probes) probes") }
         lastChanges = Int(changes)
         return lateness.map { Double($0) / 1000 }
@@ -29,14 +35,21 @@ final class CTimerHeapChanges: Contender {
     private let count: Int
     private let changes: Int
     private let batches: Int
+    /// The CPU the heap is changed on (-1: any): RLKTimerChanges's.
+    private let cpu: Int32
 
-    init(count: Int, changes: Int, batches: Int) {
+    init(count: Int, changes: Int, batches: Int, cpu: Int32) {
         self.count = count
         self.changes = changes
         self.batches = batches
+        self.cpu = cpu
     }
 
     func measure() throws -> [Double] {
+        try Placement.whilePinned(to: cpu) { try batchCosts() }
+    }
+
+    private func batchCosts() throws -> [Double] {
         try (0..<batches).map { _ in
             var nanoseconds: UInt64 = 0
             try checkC(bench_timer_heap_changes(Int32(count), Int32(changes / batches), &nanoseconds), "timer heap changes")

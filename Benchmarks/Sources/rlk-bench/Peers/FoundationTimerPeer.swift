@@ -13,11 +13,14 @@ final class FoundationTimerLateness: Contender {
     private let count: Int
     private let interval: Double
     private let seconds: Double
+    /// The CPU its thread runs on (-1: any): RLKTimerLateness's.
+    private let cpu: Int32
 
-    init(count: Int, interval: Double, seconds: Double) {
+    init(count: Int, interval: Double, seconds: Double, cpu: Int32) {
         self.count = count
         self.interval = interval
         self.seconds = seconds
+        self.cpu = cpu
     }
 
     func measure() throws -> [Double] {
@@ -26,7 +29,7 @@ final class FoundationTimerLateness: Contender {
         let (count, interval) = (self.count, self.interval)
         let timers = TimerList()
         let baseDate = Date()
-        let thread = try FoundationLoopThread(name: "bench-ftimers", slice: 0.2) { loop in
+        let thread = try FoundationLoopThread(name: "bench-ftimers", slice: 0.2, cpu: cpu) { loop in
             for index in 0..<count {
                 let first = baseDate + lead + interval * Double(index) / Double(count)
                 let schedule = FireSchedule(first: first.timeIntervalSinceReferenceDate * 1e6, interval: interval * 1e6)

@@ -8,6 +8,8 @@ enum JSONReport {
         let tool: String
         let mode: String
         let placement: String
+        /// How many passes each row's samples were pooled from (--passes).
+        let passes: Int
         let seconds: Double
         let machine: MachineInfo
         let scenarios: [Row]
@@ -62,7 +64,7 @@ enum JSONReport {
     }
 
     static func render(_ rows: [ScenarioResult], machine: MachineInfo, quick: Bool, placement: Placement,
-                       seconds: Double) throws -> String {
+                       passes: Int, seconds: Double) throws -> String {
         func side(_ measurement: Measurement) -> Side {
             let summary = measurement.summary
             let error = summary == nil ? (measurement.optional ? "unavailable: " : "") + (measurement.error ?? "no samples") : nil
@@ -71,7 +73,7 @@ enum JSONReport {
                         samples: summary?.count ?? 0, error: error)
         }
         let document = Document(
-            tool: "rlk-bench", mode: quick ? "quick" : "full", placement: placement.mode.rawValue, seconds: seconds,
+            tool: "rlk-bench", mode: quick ? "quick" : "full", placement: placement.mode.rawValue, passes: passes, seconds: seconds,
             machine: machine,
             scenarios: rows.map { row in
                 Row(name: row.name, title: row.title, unit: row.unit, better: row.better, ours: side(row.ours),

@@ -1,9 +1,9 @@
 /// The human-readable report: a block per row as scenarios finish, and a
 /// summary table at the end.
 enum TableReport {
-    static func header(_ machine: MachineInfo, quick: Bool, placement: Placement) -> String {
+    static func header(_ machine: MachineInfo, quick: Bool, placement: Placement, passes: Int) -> String {
         """
-        rlk-bench — RunLoopKit against its peers (\(quick ? "--quick: smaller counts, for CI" : "full run"))
+        rlk-bench — RunLoopKit against its peers (\(quick ? "--quick: smaller counts, for CI" : "full run")\(passes > 1 ? "; \(passes) passes, each row's samples pooled" : ""))
         machine: \(machine.cpus) CPUs, \(machine.cpuModel); \(machine.kernel); Swift \(machine.swift); libzmq \(machine.libzmq)
         placement (--placement \(placement.mode.rawValue)): \(placement)
         ratio = ours / peer (medians). Times: lower is better, so a target reads "≤". Rates: higher is better, "≥".

@@ -1,11 +1,27 @@
 /// Sizes of a run: the full run (docs/performance.md) or `--quick` (CI,
-/// about a minute, with enough batches that a row's ratio moves less than
-/// 20 % between runs: `scripts/quick-stability.py` checks). Every scenario reads its counts from here, so that what
-/// --quick shrinks is in one place and each row can say so.
+/// a few minutes, measured enough that a row's ratio moves less than 20 %
+/// between runs: `scripts/quick-stability.py` checks). Every scenario reads
+/// its counts from here, so that what --quick shrinks is in one place and
+/// each row can say so.
 struct RunConfig: Sendable {
     let quick: Bool
     /// Where the two threads of a measurement run (see Placement).
     let placement: Placement
+    /// How many times every selected scenario runs, in turn (all of them,
+    /// then all again), each row's samples pooled over the passes (see
+    /// Passes.swift). On this kind of VM a scenario's figures drift with the
+    /// host from one half-minute to the next, by more than any count of
+    /// batches taken within one stretch evens out: passes spread a row's
+    /// batches over the whole run.
+    let passes: Int
+
+    init(quick: Bool, placement: Placement, passes: Int? = nil) {
+        self.quick = quick
+        self.placement = placement
+        self.passes = passes ?? Self.defaultPasses(quick: quick)
+    }
+
+    static func defaultPasses(quick: Bool) -> Int { quick ? 3 : 1 }
 
     /// Round trips: repetitions, and round trips timed per repetition.
     var roundTripRepetitions: Int { 5 }

@@ -22,8 +22,11 @@ struct TimerChurn: Scenario {
         var results: [ScenarioResult] = []
         let window = config.timerChurnWindow
         let load = TimerChurnLoad(farCount: Self.farCount, churnInterval: Self.churnInterval, probes: Self.probes, window: window)
-        let ours = RLKTimerChurn(load)
-        let floor = CTimerChurn(load)
+        // Both loops on the same CPU: on this VM one vCPU can be slower than
+        // the other for a while, and an unpinned side measures where it fell.
+        let cpu = config.placement.second
+        let ours = RLKTimerChurn(load, cpu: cpu)
+        let floor = CTimerChurn(load, cpu: cpu)
         let measured = interleave([ours, floor], repetitions: config.timerRepetitions, warmups: 0, better: .lower)
         let withinFive = Target(text: "p99 ≤ the C loop's p99 + 5 µs", standing: .due) { result in
             guard let ours = result.ours.summary, let peer = result.peer?.summary else { return nil }
@@ -33,20 +36,22 @@ struct TimerChurn: Scenario {
             name: "timer-churn-\(Self.farCount)", title: "probe lateness, \(Self.farCount) timers, 10,000 adds and 10,000 removes a second",
             unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: withinFive,
             notes: ["\(Self.farCount) one-shot timers 10–20 s away; ours spread over the default mode, another mode and the common modes (the churn timer and half the probes in the common modes), the loop running the default mode; every \(Int(Self.churnInterval * 1e6)) µs a repeating timer invalidates one and adds one (ours: \(ours.lastChanges), C: \(floor.lastChanges) changes in the last round); \(Self.probes) probes over \(format(window)) s; \(config.timerRepetitions) round(s) per side",
-                    "the C loop: one timerfd re-armed to the heap's earliest, epoll_wait, pop what is due"],
+                    "the C loop: one timerfd re-armed to the heap's earliest, epoll_wait, pop what is due",
+                    Self.pinning(cpu)],
             chartGroup: "timer lateness"))
 
         var growth: [(count: Int, ours: Double?, floor: Double?)] = []
         for count in Self.changeCounts {
             let changes = config.timerChanges
-            let measured = interleave([RLKTimerChanges(count: count, changes: changes, batches: 5),
-                                       CTimerHeapChanges(count: count, changes: changes, batches: 5)],
+            let measured = interleave([RLKTimerChanges(count: count, changes: changes, batches: 5, cpu: cpu),
+                                       CTimerHeapChanges(count: count, changes: changes, batches: 5, cpu: cpu)],
                                       repetitions: config.timerRepetitions, better: .lower)
             growth.append((count, measured[0].summary?.median, measured[1].summary?.median))
             results.append(ScenarioResult(
                 name: "timer-change-\(count)", title: "one timer change (invalidate, add or move) with \(count) timers on the loop",
                 unit: "ns", better: .lower, ours: measured[0], peer: measured[1], target: nil,
-                notes: ["\(changes) changes in 5 batches per round, on the loop's thread, through the public API (a new Timer made for each add; invalidate, add and a moved fireDate in turn), the timers in three kinds of mode as in the churn; the C heap removes and inserts an index"]))
+                notes: ["\(changes) changes in 5 batches per round, on the loop's thread, through the public API (a new Timer made for each add; invalidate, add and a moved fireDate in turn), the timers in three kinds of mode as in the churn; the C heap removes and inserts an index",
+                        Self.pinning(cpu)]))
         }
         if let first = growth.first, let last = growth.last, let oursFirst = first.ours, let oursLast = last.ours,
            let floorFirst = first.floor, let floorLast = last.floor {
@@ -66,5 +71,10 @@ struct TimerChurn: Scenario {
                 notes: ["medians of timer-change-\(last.count) over timer-change-\(first.count); log₂ ratio \(format(logarithmic))×"]))
         }
         return results
+    }
+
+    /// Where both sides ran, for the rows' notes.
+    static func pinning(_ cpu: Int32) -> String {
+        cpu >= 0 ? "both sides on CPU \(cpu)" : "neither side pinned (--placement free)"
     }
 }

@@ -14,9 +14,11 @@ struct TimerLateness: Scenario {
 
     func run(_ config: RunConfig) -> [ScenarioResult] {
         let (count, interval, seconds) = (Self.timerCount, Self.interval, config.timerSeconds)
+        // Both loops on the same CPU (see TimerChurn).
+        let cpu = config.placement.second
         let measured = interleave([
-            RLKTimerLateness(count: count, interval: interval, seconds: seconds),
-            FoundationTimerLateness(count: count, interval: interval, seconds: seconds),
+            RLKTimerLateness(count: count, interval: interval, seconds: seconds, cpu: cpu),
+            FoundationTimerLateness(count: count, interval: interval, seconds: seconds, cpu: cpu),
         ], repetitions: config.timerRepetitions, warmups: 0, better: .lower)
         let target = Target(text: "better than Foundation at p50 and p99", standing: .guarded) { result in
             guard let ours = result.ours.summary, let peer = result.peer?.summary else { return nil }
@@ -30,7 +32,8 @@ struct TimerLateness: Scenario {
                 name: "timer-lateness", title: "timer lateness, 1,000 active timers (fire time − fire date)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: target,
                 notes: ["\(count) timers repeating every \(format(interval)) s, staggered (one due per ms); \(config.timerRepetitions) × \(format(seconds)) s per side; \"better\" means both median and p99 lower",
-                        "ours on CLOCK_MONOTONIC, Foundation's on the wall clock (its timers are scheduled by Date)"]
+                        "ours on CLOCK_MONOTONIC, Foundation's on the wall clock (its timers are scheduled by Date)",
+                        TimerChurn.pinning(cpu)]
                     + (absolute.map { [$0] } ?? []),
                 chartGroup: "timer lateness"),
         ]

@@ -1,0 +1,48 @@
+/// Pooling the rows of several passes over the same scenarios.
+///
+/// A row measured in three passes, minutes apart, has its batches from three
+/// stretches of the machine's time. On a VM whose host moves its virtual
+/// CPUs, one stretch can be uniformly slower for one side than for the
+/// other (a cross-CPU wake-up costing 60 µs instead of 40, a cache shared
+/// or not): within it, more batches repeat the same bias; across passes,
+/// pooled, it is outvoted. docs/performance.md ("Quick runs that repeat")
+/// has the measurements that chose this over other statistics (best-of,
+/// a lower quartile, per-round paired ratios), which did not help.
+enum Passes {
+    /// One row per name of the first pass, in its order, each side's
+    /// samples those of every pass together. A derived row whose side is a
+    /// single computed value (a growth) thus gets one value per pass, and
+    /// its median is the middle pass's. A side that failed in any pass
+    /// carries that failure, as a single pass would.
+    static func pool(_ passes: [[ScenarioResult]]) -> [ScenarioResult] {
+        guard var pooled = passes.first else { return [] }
+        guard passes.count > 1 else { return pooled }
+        for index in pooled.indices {
+            let name = pooled[index].name
+            let same = passes.map { pass in pass.first { $0.name == name } }
+            pooled[index].ours = pool(same.map { $0?.ours })
+            if pooled[index].peer != nil {
+                pooled[index].peer = pool(same.map { $0?.peer })
+            }
+            pooled[index].notes.append("samples pooled from \(passes.count) passes over the selected scenarios (--passes); the notes above are the first pass's")
+        }
+        return pooled
+    }
+
+    private static func pool(_ sides: [Measurement?]) -> Measurement {
+        var first = sides.compactMap { $0 }.first!
+        if let missing = sides.firstIndex(where: { $0 == nil }) {
+            first.samples = []
+            first.error = "no such row in pass \(missing + 1)"
+            return first
+        }
+        let present = sides.compactMap { $0 }
+        if let failed = present.first(where: { $0.error != nil }) {
+            first.samples = []
+            first.error = failed.error
+            return first
+        }
+        first.samples = present.flatMap(\.samples)
+        return first
+    }
+}
