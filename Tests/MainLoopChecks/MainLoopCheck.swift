@@ -20,7 +20,7 @@ struct MainLoopCheck: Sendable {
     /// reads every line up to a crash.
     static func report(_ check: MainLoopCheck) {
         let outcome = check.body()
-        if let outcome { failures.add(1, ordering: .relaxed) }
+        if outcome != nil { failures.add(1, ordering: .relaxed) }
         print(outcome.map { "FAIL \(check.name): \($0)" } ?? "PASS \(check.name)")
         fflush(nil)  // every stream: stdout is not concurrency-safe to name
     }

@@ -456,7 +456,7 @@ struct TimerTests {
         }
     }
 
-    @Test("S-TMR-2, S-TMR-3: the loop's timer heap, after inserts, removals and moved fire dates, finds the due timers earliest first (equal instants in joining order) and the same wake-up as looking at every timer")
+    @Test("S-TMR-2, S-TMR-3: the loop's timer heap, after inserts, removals, inserts again and moved fire dates, finds the due timers earliest first (equal instants in joining order) and the same wake-up as looking at every timer")
     func heapMatchesLookingAtEveryTimer() throws {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<50 {
@@ -481,6 +481,17 @@ struct TimerTests {
                 timers[index].invalidate()
                 timers.remove(at: index)
             }
+            // New members after removals take the removed ones' places in
+            // the heap's bookkeeping: they must join last all the same.
+            for _ in 0..<25 {
+                let timer = try RunLoopKitCore.Timer(
+                    fire: MonotonicClock.date(for: base + UInt64.random(in: 0..<100, using: &generator) * 1_000_000),
+                    interval: 1, repeats: true) { _ in }
+                let joined = heap.insert(timer)
+                #expect(joined)
+                timers.append(timer)
+            }
+            #expect(heap.timers.map(ObjectIdentifier.init) == timers.map(ObjectIdentifier.init), "members in joining order")
             for timer in timers.prefix(50) {
                 timer.fireDate = MonotonicClock.date(for: base + UInt64.random(in: 0..<100, using: &generator) * 1_000_000)
                 heap.reschedule(timer)

@@ -51,16 +51,42 @@ struct LoopState {
         return false
     }
 
+    // The accessors below change a mode's state in place, through the
+    // dictionary's index: `modes[mode]?.…` and `modes[mode]!` go through an
+    // optional that holds the whole ModeState (a retain and a release of
+    // each of its arrays), and a loop over `modes.keys` that changes a mode
+    // keeps the dictionary's storage shared and copies the mode's items (a
+    // timer heap of 100,000 entries) on every change. A timer's change went
+    // through them several times (docs/performance.md, "A timer change,
+    // profiled and made cheaper").
+
     /// Applies `body` to the state of `mode`, made on first use (S-MODE-1).
     mutating func withMode<T, E: Error>(_ mode: RunLoop.Mode, _ body: (inout ModeState) throws(E) -> T) throws(E) -> T {
-        if modes[mode] == nil { modes[mode] = ModeState(mode: mode) }
-        return try body(&modes[mode]!)
+        let index: [RunLoop.Mode: ModeState].Index
+        if let found = modes.index(forKey: mode) {
+            index = found
+        } else {
+            modes[mode] = ModeState(mode: mode)
+            index = modes.index(forKey: mode)!
+        }
+        return try body(&modes.values[index])
     }
 
-    /// The modes' names, copied out: a loop over `modes.keys` that changes a
-    /// mode would keep the dictionary's storage shared and copy the mode's
-    /// items (a timer heap of 100,000 entries) on every change.
-    var modeNames: [RunLoop.Mode] { Array(modes.keys) }
+    /// Applies `body` to the state of `mode` if the mode was ever used;
+    /// nil if it was not.
+    mutating func withExistingMode<T>(_ mode: RunLoop.Mode, _ body: (inout ModeState) -> T) -> T? {
+        guard let index = modes.index(forKey: mode) else { return nil }
+        return body(&modes.values[index])
+    }
+
+    /// Applies `body` to the state of every mode.
+    mutating func forEachMode(_ body: (inout ModeState) -> Void) {
+        var index = modes.values.startIndex
+        while index != modes.values.endIndex {
+            body(&modes.values[index])
+            modes.values.formIndex(after: &index)
+        }
+    }
 
     /// Whether `item` is still in any mode of the loop (or its common items).
     func holds<Item: ModeItem>(_ item: Item) -> Bool {

@@ -125,8 +125,10 @@ extension RunLoop {
             var left: [Mode] = []
             if mode == .common {
                 guard state.commonItems.remove(item) else { return ([], true) }
-                for name in state.commonModeNames where state.modes[name]?.remove(item) == true { left.append(name) }
-            } else if state.modes[mode]?.remove(item) == true {
+                for name in state.commonModeNames where state.withExistingMode(name, { $0.remove(item) }) == true {
+                    left.append(name)
+                }
+            } else if state.withExistingMode(mode, { $0.remove(item) }) == true {
                 left.append(mode)
             }
             for name in left { item.leftLocked(name, &state) }
@@ -143,10 +145,10 @@ extension RunLoop {
         let left: [Mode] = changeItems { state in
             _ = state.commonItems.remove(item)
             var left: [Mode] = []
-            for name in state.modeNames where state.modes[name]?.remove(item) == true {
-                left.append(name)
-                item.leftLocked(name, &state)
+            state.forEachMode { items in
+                if items.remove(item) { left.append(items.mode) }
             }
+            for name in left { item.leftLocked(name, &state) }
             item.forgottenLocked(&state)
             return left
         }

@@ -55,7 +55,7 @@ extension RunLoop {
     /// (S-TMR-5).
     func timerDidMove(_ timer: Timer) {
         changeItems { state in
-            for name in state.modeNames { state.modes[name]?.timers.reschedule(timer) }
+            state.forEachMode { $0.timers.reschedule(timer) }
         }
     }
 
@@ -107,7 +107,7 @@ extension RunLoop {
     private func timersLeftHeap<Timers: Sequence<Timer>>(_ timers: Timers) {
         state.withLock { state in
             for timer in timers where timer.isValid {
-                for name in state.modeNames { state.modes[name]?.timers.reinsert(timer) }
+                state.forEachMode { $0.timers.reinsert(timer) }
             }
         }
     }

@@ -15,6 +15,8 @@ struct TimerHeap {
     private struct Entry {
         var instant: UInt64
         let order: UInt64
+        /// Its member's slot (see `positions`).
+        let slot: Int
         let timer: Timer
 
         func precedes(_ other: Entry) -> Bool {
@@ -22,22 +24,34 @@ struct TimerHeap {
         }
     }
 
-    private struct Member {
-        let timer: Timer
-        let order: UInt64
-        /// Its entry's index in `entries`, or nil while it is out (firing).
-        var position: Int?
-    }
-
+    // Each member has a slot, an index into the three arrays below, found
+    // by timer once per change (`members`). Its entry's position is
+    // rewritten at every swap of a sift: in an array of 4-byte positions,
+    // which for 100,000 timers stays in the cache, where a dictionary
+    // written twice a swap made a change cost microseconds
+    // (docs/performance.md, "A timer change, profiled and made cheaper").
     private var entries: [Entry] = []
-    private var members: [ObjectIdentifier: Member] = [:]
+    private var members: [ObjectIdentifier: Int] = [:]
+    /// Each slot's entry's index in `entries`, or `TimerHeap.out` while
+    /// the member is out of the heap (firing) or the slot is free.
+    private var positions: [Int32] = []
+    /// Each slot's timer, nil while the slot is free.
+    private var slotTimers: [Timer?] = []
+    /// Each slot's joining order.
+    private var slotOrders: [UInt64] = []
+    /// Slots of removed members, used again before the arrays grow.
+    private var freeSlots: [Int] = []
     private var nextOrder: UInt64 = 0
+
+    private static let out: Int32 = -1
 
     var isEmpty: Bool { members.isEmpty }
     var count: Int { members.count }
 
     /// Every member, in the order they joined the mode.
-    var timers: [Timer] { members.values.sorted { $0.order < $1.order }.map(\.timer) }
+    var timers: [Timer] {
+        members.values.sorted { slotOrders[$0] < slotOrders[$1] }.compactMap { slotTimers[$0] }
+    }
 
     func contains(_ timer: Timer) -> Bool { members[ObjectIdentifier(timer)] != nil }
 
@@ -49,30 +63,43 @@ struct TimerHeap {
     mutating func insert(_ timer: Timer) -> Bool {
         let key = ObjectIdentifier(timer)
         guard members[key] == nil else { return false }
-        members[key] = Member(timer: timer, order: nextOrder, position: nil)
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            slotTimers[slot] = timer
+            slotOrders[slot] = nextOrder
+        } else {
+            slot = positions.count
+            positions.append(Self.out)
+            slotTimers.append(timer)
+            slotOrders.append(nextOrder)
+        }
         nextOrder += 1
-        push(key)
+        members[key] = slot
+        push(slot)
         return true
     }
 
     /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
-        guard let member = members.removeValue(forKey: ObjectIdentifier(timer)) else { return false }
-        if let position = member.position { removeEntry(at: position) }
+        guard let slot = members.removeValue(forKey: ObjectIdentifier(timer)) else { return false }
+        if positions[slot] != Self.out { removeEntry(at: Int(positions[slot])) }
+        slotTimers[slot] = nil
+        freeSlots.append(slot)
         return true
     }
 
     /// Puts a member that was out (it fired, or was due when a stop came)
     /// back at its next instant.
     mutating func reinsert(_ timer: Timer) {
-        let key = ObjectIdentifier(timer)
-        guard let member = members[key], member.position == nil else { return }
-        push(key)
+        guard let slot = members[ObjectIdentifier(timer)], positions[slot] == Self.out else { return }
+        push(slot)
     }
 
     /// Moves a member to its timer's instant now (its fire date was set).
     mutating func reschedule(_ timer: Timer) {
-        guard let position = members[ObjectIdentifier(timer)]?.position else { return }
+        guard let slot = members[ObjectIdentifier(timer)], positions[slot] != Self.out else { return }
+        let position = Int(positions[slot])
         entries[position].instant = timer.nextFireInstant
         if !siftUp(position) { siftDown(position) }
     }
@@ -127,22 +154,22 @@ struct TimerHeap {
 
     // MARK: - The heap
 
-    private mutating func push(_ key: ObjectIdentifier) {
-        guard let member = members[key] else { return }
-        entries.append(Entry(instant: member.timer.nextFireInstant, order: member.order, timer: member.timer))
-        members[key]?.position = entries.count - 1
+    private mutating func push(_ slot: Int) {
+        guard let timer = slotTimers[slot] else { return }
+        entries.append(Entry(instant: timer.nextFireInstant, order: slotOrders[slot], slot: slot, timer: timer))
+        positions[slot] = Int32(entries.count - 1)
         siftUp(entries.count - 1)
     }
 
     private mutating func removeEntry(at position: Int) {
-        let removed = ObjectIdentifier(entries[position].timer)
+        let removed = entries[position].slot
         let last = entries.count - 1
         if position != last {
             entries.swapAt(position, last)
-            members[ObjectIdentifier(entries[position].timer)]?.position = position
+            positions[entries[position].slot] = Int32(position)
         }
         entries.removeLast()
-        members[removed]?.position = nil
+        positions[removed] = Self.out
         if position < entries.count, !siftUp(position) { siftDown(position) }
     }
 
@@ -175,7 +202,7 @@ struct TimerHeap {
 
     private mutating func swapEntries(_ a: Int, _ b: Int) {
         entries.swapAt(a, b)
-        members[ObjectIdentifier(entries[a].timer)]?.position = a
-        members[ObjectIdentifier(entries[b].timer)]?.position = b
+        positions[entries[a].slot] = Int32(a)
+        positions[entries[b].slot] = Int32(b)
     }
 }

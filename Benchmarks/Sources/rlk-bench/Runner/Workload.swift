@@ -78,6 +78,12 @@ enum Workload {
         Entry(name: "actor-hop-nio", summary: "SwiftNIO: N actor calls to an actor on another event loop and back") {
             ActorHopRoundTrip(.nioEventLoops, iterations: $0, warmup: 0, timeout: timeout, placement: placement)
         },
+        Entry(name: "timer-change", summary: "RunLoopKit: N timer changes (invalidate, add, move in turn) with 1,000 timers on a LoopThread's loop (timer-change-1000)") {
+            RLKTimerChanges(count: 1_000, changes: $0, batches: 1, cpu: -1)
+        },
+        Entry(name: "timer-change-100000", summary: "RunLoopKit: as timer-change, with 100,000 timers (timer-change-100000)") {
+            RLKTimerChanges(count: 100_000, changes: $0, batches: 1, cpu: -1)
+        },
         Entry(name: "send-only", summary: "RunLoopKit: N 64 B sends to a port that is not scheduled (nothing delivered; N < 2,000, the queue's room)") {
             SendOnly(count: $0, timeout: timeout)
         },
