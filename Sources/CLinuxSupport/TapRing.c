@@ -41,7 +41,7 @@ struct rlk_tap_ring {
     char pad1[60];
     _Atomic uint64_t dropped;
     char pad2[56];
-    uint64_t consumer;  // the reader's next position (the reader's alone)
+    uint64_t consumer;  // the reader's next position (the reader's alone: callers serialise take, settled and request_wake)
     uint32_t capacity;
     uint32_t mask;
     _Atomic uint16_t *turns;

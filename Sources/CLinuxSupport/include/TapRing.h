@@ -51,11 +51,13 @@ rlk_tap_ring *rlk_tap_ring_create(unsigned capacity_log2);
 /// empty), else 0. Lock-free: a compare-and-swap, a copy, a store.
 uint64_t rlk_tap_ring_put(rlk_tap_ring *ring, rlk_tap_record *record, int *wake);
 
-/// The taking thread only: copies up to `max` records, oldest first, into
+/// The taker only (one thread at a time: `take`, `request_wake` and
+/// `settled` share the reading position, so callers that take from more
+/// than one thread serialise all three): copies up to `max` records, oldest first, into
 /// `out` and frees their slots. Records come in the order of their numbers.
 size_t rlk_tap_ring_take(rlk_tap_ring *ring, rlk_tap_record *out, size_t max);
 
-/// The taking thread only, once `take` found nothing: asks to be told of
+/// The taker only, once `take` found nothing: asks to be told of
 /// the next record (`put`'s `*wake`). Returns 1 if a record came in the
 /// meantime (take again; the request stands), 0 if the ring is empty.
 int rlk_tap_ring_request_wake(rlk_tap_ring *ring);
@@ -64,7 +66,7 @@ int rlk_tap_ring_request_wake(rlk_tap_ring *ring);
 uint64_t rlk_tap_ring_numbered(const rlk_tap_ring *ring);
 /// Events dropped so far because the ring was full.
 uint64_t rlk_tap_ring_dropped(const rlk_tap_ring *ring);
-/// The taking thread only: the highest number up to which every event has
+/// The taker only: the highest number up to which every event has
 /// left the ring (taken or dropped), given the number of the last record
 /// taken.
 uint64_t rlk_tap_ring_settled(const rlk_tap_ring *ring, uint64_t last_taken);

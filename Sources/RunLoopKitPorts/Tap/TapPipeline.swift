@@ -335,7 +335,10 @@ final class TapPipeline: @unchecked Sendable {
     /// thread.
     private func drain() {
         guard let ring else { return }
-        let tookAny = drainLock.withLock { () -> Bool in
+        // Everything that reads the ring's reading position (take, settled,
+        // the wake request) under the drain's lock: the exit's final drain,
+        // on the exiting thread, may run beside the tap thread's.
+        let (tookAny, settled, recordCame) = drainLock.withLock { () -> (Bool, UInt64, Bool) in
             var tookAny = false
             while true {
                 let limit = min(buffer.count, Self.batchRecords)
@@ -346,15 +349,13 @@ final class TapPipeline: @unchecked Sendable {
                 send(taken)
                 if taken < limit { break }
             }
-            return tookAny
+            let settled = rlk_tap_ring_settled(ring, lastTaken)
+            // A record that came as the thread asked would wake nobody.
+            let recordCame = !tookAny && rlk_tap_ring_request_wake(ring) != 0
+            return (tookAny, settled, recordCame)
         }
-        noteSettled(rlk_tap_ring_settled(ring, drainLock.withLock { lastTaken }))
-        if tookAny {
-            scheduleDrain()
-        } else if rlk_tap_ring_request_wake(ring) != 0 {
-            // A record came as the thread asked: it would wake nobody.
-            scheduleDrain()
-        }
+        noteSettled(settled)
+        if tookAny || recordCame { scheduleDrain() }
     }
 
     /// Sends the first `count` records of the buffer to every reader: one
