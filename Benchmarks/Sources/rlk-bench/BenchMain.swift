@@ -40,8 +40,10 @@ enum BenchMain {
         let say: (String) -> Void = options.json ? { FileHandleOut.error($0) } : { FileHandleOut.out($0) }
         say(TableReport.header(machine, quick: options.quick, placement: config.placement, passes: config.passes))
         let started = monotonicNanoseconds()
-        // Each scenario's rows, one array per pass (see RunConfig.passes).
+        // Each scenario's rows, one array per pass (see RunConfig.passes),
+        // pooled and printed once its last pass is done.
         var produced = Array(repeating: [[ScenarioResult]](), count: selected.count)
+        var rows: [ScenarioResult] = []
         for pass in 1...config.passes {
             let passLabel = config.passes > 1 ? " (pass \(pass) of \(config.passes))" : ""
             for (index, scenario) in selected.enumerated() {
@@ -49,12 +51,12 @@ enum BenchMain {
                 FileHandleOut.error("[\(format(secondsSince(started))) s] running \(scenario.name)\(passLabel)…")
                 produced[index].append(scenario.run(config))
                 FileHandleOut.error("[\(format(secondsSince(started))) s] \(scenario.name) took \(format(secondsSince(scenarioStart))) s")
-                if pass == config.passes {
-                    for row in Passes.pool(produced[index]) { say(TableReport.block(row)) }
-                }
+                guard pass == config.passes else { continue }
+                let pooled = Passes.pool(produced[index])
+                for row in pooled { say(TableReport.block(row)) }
+                rows += pooled
             }
         }
-        let rows = produced.flatMap { Passes.pool($0) }
         let elapsed = secondsSince(started)
         say(TableReport.summary(rows, elapsed: elapsed))
 

@@ -228,7 +228,7 @@ final class TapPipeline: @unchecked Sendable {
         traceID: UInt64?, time: Int64, reason: String? = nil
     ) {
         var record = record(reason == nil ? 1 : 3, destination: destination, msgid: msgid, time: time)
-        describe(components, in: &record)
+        record.describe(components, headBytes: headBytes.load(ordering: .relaxed))
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
         record.trace = traceID ?? 0
         if let reason { record.reason = TapNames.shared.reasonID(reason) }
@@ -239,7 +239,7 @@ final class TapPipeline: @unchecked Sendable {
     func recordSend(to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64) {
         var record = record(1, destination: destination, msgid: msgid, time: time)
         record.components = 1
-        describeData(bytes, first: true, in: &record)
+        record.describeData(bytes, first: true, headBytes: headBytes.load(ordering: .relaxed))
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
         record.trace = traceID
         put(&record)
@@ -248,7 +248,7 @@ final class TapPipeline: @unchecked Sendable {
     /// A delivery to a handler of `PortMessage`s.
     func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
         var record = record(2, destination: port, msgid: message.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
-        describe(message.components, in: &record)
+        record.describe(message.components, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = message.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0
         put(&record)
@@ -258,17 +258,7 @@ final class TapPipeline: @unchecked Sendable {
     func recordDelivery(_ view: borrowing PortMessageView, on port: Port, traceID: UInt64?) {
         var record = record(2, destination: port, msgid: view.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
         record.flags |= UInt8(RLK_TAP_FLAG_IN_PLACE)
-        let count = view.componentCount
-        record.components = UInt16(clamping: count)
-        var sawData = false
-        for index in 0..<count {
-            if view.isPort(at: index) {
-                record.port_components &+= 1
-            } else {
-                describeData(view.unsafeBytes(ofComponent: index), first: !sawData, in: &record)
-                sawData = true
-            }
-        }
+        record.describe(view, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = view.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0
         put(&record)
@@ -298,33 +288,6 @@ final class TapPipeline: @unchecked Sendable {
         var record = record(4, destination: port, msgid: msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
         record.reason = TapNames.shared.reasonID(reason)
         put(&record)
-    }
-
-    private func describe(_ components: [PortMessage.Component], in record: inout rlk_tap_record) {
-        record.components = UInt16(clamping: components.count)
-        var sawData = false
-        for component in components {
-            switch component {
-            case .port:
-                record.port_components &+= 1
-            case let .data(data):
-                data.withUnsafeBytes { describeData($0, first: !sawData, in: &record) }
-                sawData = true
-            }
-        }
-    }
-
-    /// Counts a data component's bytes; the first one's size and leading
-    /// bytes go in the record.
-    @inline(__always)
-    private func describeData(_ bytes: UnsafeRawBufferPointer, first: Bool, in record: inout rlk_tap_record) {
-        record.data_bytes &+= UInt64(bytes.count)
-        guard first else { return }
-        record.first_data_size = UInt32(clamping: bytes.count)
-        let count = min(bytes.count, headBytes.load(ordering: .relaxed))
-        guard count > 0, let base = bytes.baseAddress else { return }
-        record.head_length = UInt8(count)
-        withUnsafeMutableBytes(of: &record.head) { $0.baseAddress!.copyMemory(from: base, byteCount: count) }
     }
 
     // MARK: - Draining (the tap thread)

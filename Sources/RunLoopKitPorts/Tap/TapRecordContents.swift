@@ -1,0 +1,54 @@
+internal import CLinuxSupport
+@_spi(RunLoopKitInternals) import RunLoopKitCore
+
+/// What a tap record says about a message's components (docs/tap-format.md,
+/// "Records (frame 2)"): how many, how many of them ports, the data bytes in all, and
+/// the first data component's size and leading bytes. Written on the
+/// sending or delivering thread, into the record on its stack.
+extension rlk_tap_record {
+    /// Describes a message's components; at most `headBytes` leading bytes
+    /// of the first data component are kept.
+    @inline(__always)
+    mutating func describe(_ components: [PortMessage.Component], headBytes: Int) {
+        self.components = UInt16(clamping: components.count)
+        var sawData = false
+        for component in components {
+            switch component {
+            case .port:
+                port_components &+= 1
+            case let .data(data):
+                data.withUnsafeBytes { describeData($0, first: !sawData, headBytes: headBytes) }
+                sawData = true
+            }
+        }
+    }
+
+    /// The same from a message read in place: nothing copied but the head.
+    @inline(__always)
+    mutating func describe(_ view: borrowing PortMessageView, headBytes: Int) {
+        let count = view.componentCount
+        components = UInt16(clamping: count)
+        var sawData = false
+        for index in 0..<count {
+            if view.isPort(at: index) {
+                port_components &+= 1
+            } else {
+                describeData(view.unsafeBytes(ofComponent: index), first: !sawData, headBytes: headBytes)
+                sawData = true
+            }
+        }
+    }
+
+    /// Counts a data component's bytes; the first one's size and leading
+    /// bytes go in the record.
+    @inline(__always)
+    mutating func describeData(_ bytes: UnsafeRawBufferPointer, first: Bool, headBytes: Int) {
+        data_bytes &+= UInt64(bytes.count)
+        guard first else { return }
+        first_data_size = UInt32(clamping: bytes.count)
+        let count = min(bytes.count, headBytes)
+        guard count > 0, let base = bytes.baseAddress else { return }
+        head_length = UInt8(count)
+        withUnsafeMutableBytes(of: &head) { $0.baseAddress!.copyMemory(from: base, byteCount: count) }
+    }
+}
