@@ -462,6 +462,56 @@ struct TimerTests {
         }
     }
 
+    @Test("S-TMR-1: a timer in the heaps of several modes (the common items and three common modes) keeps its own slot in each: leaving one, and moving its date, leaves it where it is in the others")
+    func timerInSeveralHeaps() throws {
+        let base = MonotonicClock.now() + 1_000_000_000
+        func timer(at milliseconds: UInt64) throws -> RunLoopKitCore.Timer {
+            try RunLoopKitCore.Timer(fire: MonotonicClock.date(for: base + milliseconds * 1_000_000), interval: 0, repeats: false) { _ in }
+        }
+        // Four heaps, each with other members before the shared timer, so
+        // that its slot differs from heap to heap.
+        var heaps = (1...4).map { TimerHeap(id: UInt32($0)) }
+        var others: [RunLoopKitCore.Timer] = []
+        for (index, _) in heaps.enumerated() {
+            for step in 0..<index * 3 {
+                let other = try timer(at: 100 + UInt64(step))
+                let joined = heaps[index].insert(other)
+                #expect(joined)
+                others.append(other)
+            }
+        }
+        let shared = try timer(at: 50)
+        let joined = heaps.indices.map { heaps[$0].insert(shared) }
+        #expect(joined == [true, true, true, true])
+        #expect(heaps.allSatisfy { $0.contains(shared) && $0.earliest == shared.nextFireInstant })
+        let again = heaps[2].insert(shared)
+        #expect(!again, "a second insert of a member")
+
+        // Out of the second heap only.
+        let left = heaps[1].remove(shared)
+        let leftAgain = heaps[1].remove(shared)
+        #expect(left && !leftAgain && !heaps[1].contains(shared))
+        #expect(heaps[1].earliest == others[0].nextFireInstant, "its first other member, 100 ms after the base")
+        #expect([0, 2, 3].allSatisfy { heaps[$0].contains(shared) })
+
+        // Moved later: each heap it is still in moves it, and finds it last.
+        shared.fireDate = MonotonicClock.date(for: base + 200 * 1_000_000)
+        for index in heaps.indices { heaps[index].reschedule(shared) }
+        #expect(heaps[0].earliest == shared.nextFireInstant, "the first heap holds it alone")
+        for index in [2, 3] {
+            var due: [RunLoopKitCore.Timer] = []
+            heaps[index].takeDue(now: base + 300 * 1_000_000, into: &due)
+            #expect(due.last === shared && due.count == index * 3 + 1)
+        }
+        // It leaves the rest; the heaps keep their other members.
+        let leftRest = [0, 2, 3].map { heaps[$0].remove(shared) }
+        #expect(leftRest == [true, true, true])
+        #expect(heaps.allSatisfy { !$0.contains(shared) })
+        #expect(heaps.map(\.count) == [0, 3, 6, 9])
+        for other in others { other.invalidate() }
+        shared.invalidate()
+    }
+
     @Test("S-TMR-2, S-TMR-3: the loop's timer heap, after inserts, removals, inserts again and moved fire dates, finds the due timers earliest first (equal instants in joining order) and the same wake-up as looking at every timer")
     func heapMatchesLookingAtEveryTimer() throws {
         var generator = SystemRandomNumberGenerator()

@@ -1,8 +1,18 @@
+import Synchronization
+
 /// The loop that a single-loop item (timer, observer, socket source) belongs
 /// to. Weak, so that an item never keeps a loop alive; behind a lock of its
 /// own because items are invalidated from any thread.
+///
+/// The lock is the standard library's `Mutex`, stored inline: the binding
+/// is one object, where a `Locked` box made four (the box, its lock, the
+/// pthread mutex, the state), each a cache miss when a change reaches a
+/// timer untouched for a while among 100,000 (docs/performance.md, "Timers
+/// in less memory").
 package final class LoopBinding: Sendable {
-    private let bound = Locked(WeakLoop(nil))
+    private let bound = Mutex(WeakLoop(nil))
+
+    package init() {}
 
     var loop: RunLoop? { bound.withLock { $0.loop } }
 

@@ -15,8 +15,12 @@ struct LoopState {
     var modes: [RunLoop.Mode: ModeState] = [:]
     var commonModeNames: Set<RunLoop.Mode> = [.default]
     /// The items added to `.common` (S-MODE-3), to be copied into every
-    /// mode marked common later.
-    var commonItems = ModeState(mode: .common)
+    /// mode marked common later. Its timer heap is the loop's first.
+    var commonItems = ModeState(mode: .common, timerHeapID: 1)
+    /// The number of the next mode's timer heap: unique in the loop, since
+    /// a mode's state, once made, stays until the loop is torn down (a
+    /// timer keeps its slot in each heap under that number).
+    private var nextTimerHeapID: UInt32 = 2
     var blocks = BlockQueue()
     /// The executors whose jobs the loop runs (its LoopThread's serial and
     /// task executors), set by the first job each queues.
@@ -66,7 +70,8 @@ struct LoopState {
         if let found = modes.index(forKey: mode) {
             index = found
         } else {
-            modes[mode] = ModeState(mode: mode)
+            modes[mode] = ModeState(mode: mode, timerHeapID: nextTimerHeapID)
+            nextTimerHeapID += 1
             index = modes.index(forKey: mode)!
         }
         return try body(&modes.values[index])

@@ -8,14 +8,20 @@ struct ModeState {
     var customSources: [CustomSource] = []
     var socketSources: [SocketSource] = []
     /// By fire instant (`TimerHeap`): many timers, changed often, stay cheap.
-    var timers = TimerHeap()
+    var timers: TimerHeap
     /// Kept sorted by order, then insertion (S-OBS-2).
     var observers: [RunLoopObserver] = []
     /// Made with the mode's first socket source; until then the mode
     /// sleeps on the loop's base wait set (its eventfd and timerfd only).
     var waitSet: WaitSet?
 
-    init(mode: RunLoop.Mode) { self.mode = mode }
+    /// The state of `mode`, whose timer heap is numbered `timerHeapID`
+    /// among the loop's (`LoopState.withMode`), or 1 for a state no timer
+    /// joins under that number.
+    init(mode: RunLoop.Mode, timerHeapID: UInt32 = 1) {
+        self.mode = mode
+        timers = TimerHeap(id: timerHeapID)
+    }
 
     /// S-RUN-1: observers alone do not keep a run going.
     var hasSourcesOrTimers: Bool { !customSources.isEmpty || !socketSources.isEmpty || !timers.isEmpty }

@@ -21,8 +21,32 @@ import Synchronization
 /// block runs on the loop's thread. Moving `fireDate` re-arms a sleeping loop
 /// at once (S-TMR-5).
 public final class Timer: @unchecked Sendable {
-    // @unchecked Sendable: every mutable property is atomic or behind the
-    // binding's lock; the block is @Sendable.
+    // @unchecked Sendable: every mutable property is atomic, behind the
+    // binding's lock or (`heapSlots`) behind the lock of the loop it is
+    // bound to; the block is @Sendable.
+
+    // Stored in the order laid out: what a change or a fire reads first
+    // (validity, instants, binding, heap slots), so that reaching a timer
+    // untouched for a while among many costs as few cache lines as it can;
+    // what only a fire or the caller reads (block, userInfo) after.
+
+    private let valid = Atomic<Bool>(true)
+    /// True while the block runs on the loop: a nested run inside it
+    /// (S-RUN-8) must not fire the timer again, and the fire date stays
+    /// the date being fired until the block returns (S-TMR-6).
+    private let firing = Atomic<Bool>(false)
+    /// The fire date as an instant on the clock of the timer's loop (the
+    /// real clock until it joins one): what the loop sorts and waits on.
+    private let fireInstant: Atomic<UInt64>
+    /// The fire date exactly as set or computed (S-TMR-6), as the bit
+    /// pattern of its `timeIntervalSinceReferenceDate`.
+    private let fireDateBits: Atomic<UInt64>
+    private let toleranceNanoseconds = Atomic<UInt64>(0)
+    let binding = LoopBinding()
+    /// Its slot in each heap of its loop's modes (`TimerHeap`), changed
+    /// under that loop's lock only. Unchecked exclusivity: the lock already
+    /// serialises every access, and a heap reads it at every change.
+    @exclusivity(unchecked) var heapSlots = TimerHeapSlots()
 
     /// The repeat interval; 0 for a one-shot timer.
     public let timeInterval: TimeInterval
@@ -36,20 +60,6 @@ public final class Timer: @unchecked Sendable {
     /// For a timer made by `perform(afterDelay:)`: the tag and call site
     /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
     let origin: BlockOrigin?
-
-    /// The fire date exactly as set or computed (S-TMR-6), as the bit
-    /// pattern of its `timeIntervalSinceReferenceDate`.
-    private let fireDateBits: Atomic<UInt64>
-    /// The same moment as an instant on the clock of the timer's loop (the
-    /// real clock until it joins one): what the loop sorts and waits on.
-    private let fireInstant: Atomic<UInt64>
-    /// True while the block runs on the loop: a nested run inside it
-    /// (S-RUN-8) must not fire the timer again, and the fire date stays
-    /// the date being fired until the block returns (S-TMR-6).
-    private let firing = Atomic<Bool>(false)
-    private let toleranceNanoseconds = Atomic<UInt64>(0)
-    private let valid = Atomic<Bool>(true)
-    let binding = LoopBinding()
 
     /// A timer that first fires `timeInterval` seconds from now on the real
     /// clock (as Foundation's does; on a loop with a `TestClock`, use
@@ -182,10 +192,10 @@ public final class Timer: @unchecked Sendable {
     public var fireDate: Date {
         get { Date(timeIntervalSinceReferenceDate: Double(bitPattern: fireDateBits.load(ordering: .acquiring))) }
         set {
-            let clock = binding.loop?.clock ?? .real
+            let loop = binding.loop
             fireDateBits.store(newValue.timeIntervalSinceReferenceDate.bitPattern, ordering: .releasing)
-            fireInstant.store(clock.instant(for: newValue), ordering: .releasing)
-            binding.loop?.timerDidMove(self)
+            fireInstant.store((loop?.clock ?? .real).instant(for: newValue), ordering: .releasing)
+            loop?.timerDidMove(self)
         }
     }
 

@@ -12,48 +12,55 @@
 /// another mode, or moved later) is fixed when it comes up; a timer moved
 /// earlier is moved at once (`reschedule`), so that none fires late.
 struct TimerHeap {
+    /// An entry: its member's fire instant as the heap knows it, and the
+    /// member's slot. Sixteen bytes, four to a cache line: what a sift
+    /// walks through (docs/performance.md, "Timers in less memory").
     private struct Entry {
         var instant: UInt64
-        let order: UInt64
-        /// Its member's slot (see `positions`).
-        let slot: Int
-        let timer: Timer
-
-        func precedes(_ other: Entry) -> Bool {
-            instant < other.instant || (instant == other.instant && order < other.order)
-        }
+        let slot: Int32
     }
 
-    // Each member has a slot, an index into the three arrays below, found
-    // by timer once per change (`members`). Its entry's position is
+    /// Which heap this is among its loop's (the loop numbers its modes'
+    /// heaps from 1): each member keeps its slot in this heap under this
+    /// number (`TimerHeapSlots`).
+    let id: UInt32
+
+    // Each member has a slot, an index into the three arrays below, which
+    // the timer itself keeps (`Timer.heapSlots`). Its entry's position is
     // rewritten at every swap of a sift: in an array of 4-byte positions,
     // which for 100,000 timers stays in the cache, where a dictionary
     // written twice a swap made a change cost microseconds
     // (docs/performance.md, "A timer change, profiled and made cheaper").
     private var entries: [Entry] = []
-    private var members: [ObjectIdentifier: Int] = [:]
     /// Each slot's entry's index in `entries`, or `TimerHeap.out` while
     /// the member is out of the heap (firing) or the slot is free.
     private var positions: [Int32] = []
     /// Each slot's timer, nil while the slot is free.
     private var slotTimers: [Timer?] = []
-    /// Each slot's joining order.
+    /// Each slot's joining order: among equal instants, the earlier joined
+    /// comes first.
     private var slotOrders: [UInt64] = []
     /// Slots of removed members, used again before the arrays grow.
     private var freeSlots: [Int] = []
     private var nextOrder: UInt64 = 0
+    private(set) var count = 0
 
     private static let out: Int32 = -1
 
-    var isEmpty: Bool { members.isEmpty }
-    var count: Int { members.count }
+    /// A heap numbered `id` (above zero) among its loop's.
+    init(id: UInt32 = 1) {
+        precondition(id > 0, "TimerHeap: heaps are numbered from 1")
+        self.id = id
+    }
+
+    var isEmpty: Bool { count == 0 }
 
     /// Every member, in the order they joined the mode.
     var timers: [Timer] {
-        members.values.sorted { slotOrders[$0] < slotOrders[$1] }.compactMap { slotTimers[$0] }
+        slotTimers.indices.filter { slotTimers[$0] != nil }.sorted { slotOrders[$0] < slotOrders[$1] }.map { slotTimers[$0]! }
     }
 
-    func contains(_ timer: Timer) -> Bool { members[ObjectIdentifier(timer)] != nil }
+    func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id) != nil }
 
     /// The earliest instant in the heap (possibly older than its timer's:
     /// waking for it then fires nothing), or `MonotonicClock.never`.
@@ -61,8 +68,7 @@ struct TimerHeap {
 
     /// Adds `timer` at its fire instant; false if it is a member already.
     mutating func insert(_ timer: Timer) -> Bool {
-        let key = ObjectIdentifier(timer)
-        guard members[key] == nil else { return false }
+        guard timer.heapSlots.slot(in: id) == nil else { return false }
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
@@ -75,30 +81,33 @@ struct TimerHeap {
             slotOrders.append(nextOrder)
         }
         nextOrder += 1
-        members[key] = slot
-        push(slot)
+        count += 1
+        timer.heapSlots.add(slot, in: id)
+        push(slot, at: timer.nextFireInstant)
         return true
     }
 
     /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
-        guard let slot = members.removeValue(forKey: ObjectIdentifier(timer)) else { return false }
+        guard let slot = timer.heapSlots.slot(in: id) else { return false }
+        timer.heapSlots.remove(in: id)
         if positions[slot] != Self.out { removeEntry(at: Int(positions[slot])) }
         slotTimers[slot] = nil
         freeSlots.append(slot)
+        count -= 1
         return true
     }
 
     /// Puts a member that was out (it fired, or was due when a stop came)
     /// back at its next instant.
     mutating func reinsert(_ timer: Timer) {
-        guard let slot = members[ObjectIdentifier(timer)], positions[slot] == Self.out else { return }
-        push(slot)
+        guard let slot = timer.heapSlots.slot(in: id), positions[slot] == Self.out else { return }
+        push(slot, at: timer.nextFireInstant)
     }
 
     /// Moves a member to its timer's instant now (its fire date was set).
     mutating func reschedule(_ timer: Timer) {
-        guard let slot = members[ObjectIdentifier(timer)], positions[slot] != Self.out else { return }
+        guard let slot = timer.heapSlots.slot(in: id), positions[slot] != Self.out else { return }
         let position = Int(positions[slot])
         entries[position].instant = timer.nextFireInstant
         if !siftUp(position) { siftDown(position) }
@@ -110,7 +119,7 @@ struct TimerHeap {
     /// an entry older than its timer goes back at the timer's instant.
     mutating func takeDue(now: UInt64, into due: inout [Timer]) {
         while let first = entries.first, first.instant <= now {
-            let timer = first.timer
+            let timer = slotTimers[Int(first.slot)]!
             let actual = timer.nextFireInstant
             if actual != first.instant && actual > now {
                 entries[0].instant = actual
@@ -130,8 +139,9 @@ struct TimerHeap {
     func wakeInstant() -> UInt64 {
         guard let first = entries.first else { return MonotonicClock.never }
         // The usual case, no tolerance on the earliest timer: its instant.
-        if first.timer.isSchedulable && first.instant == first.timer.nextFireInstant
-            && first.timer.latestWakeInstant == first.instant {
+        let firstTimer = slotTimers[Int(first.slot)]!
+        if firstTimer.isSchedulable && first.instant == firstTimer.nextFireInstant
+            && firstTimer.latestWakeInstant == first.instant {
             return first.instant
         }
         var deadline = MonotonicClock.never
@@ -140,11 +150,12 @@ struct TimerHeap {
         while let index = stack.popLast() {
             let entry = entries[index]
             guard entry.instant <= deadline else { continue }
-            if entry.timer.isSchedulable {
-                let instant = max(entry.instant, entry.timer.nextFireInstant)
+            let timer = slotTimers[Int(entry.slot)]!
+            if timer.isSchedulable {
+                let instant = max(entry.instant, timer.nextFireInstant)
                 if instant <= deadline {
                     considered.append(instant)
-                    deadline = min(deadline, entry.timer.latestWakeInstant)
+                    deadline = min(deadline, timer.latestWakeInstant)
                 }
             }
             for child in [2 * index + 1, 2 * index + 2] where child < entries.count { stack.append(child) }
@@ -154,19 +165,25 @@ struct TimerHeap {
 
     // MARK: - The heap
 
-    private mutating func push(_ slot: Int) {
-        guard let timer = slotTimers[slot] else { return }
-        entries.append(Entry(instant: timer.nextFireInstant, order: slotOrders[slot], slot: slot, timer: timer))
+    private mutating func push(_ slot: Int, at instant: UInt64) {
+        entries.append(Entry(instant: instant, slot: Int32(truncatingIfNeeded: slot)))
         positions[slot] = Int32(entries.count - 1)
         siftUp(entries.count - 1)
     }
 
+    /// Whether entry `a` comes before entry `b`: earlier, or as early and
+    /// joined first.
+    @inline(__always)
+    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
+        a.instant < b.instant || (a.instant == b.instant && slotOrders[Int(a.slot)] < slotOrders[Int(b.slot)])
+    }
+
     private mutating func removeEntry(at position: Int) {
-        let removed = entries[position].slot
+        let removed = Int(entries[position].slot)
         let last = entries.count - 1
         if position != last {
             entries.swapAt(position, last)
-            positions[entries[position].slot] = Int32(position)
+            positions[Int(entries[position].slot)] = Int32(position)
         }
         entries.removeLast()
         positions[removed] = Self.out
@@ -180,7 +197,7 @@ struct TimerHeap {
         var child = position
         while child > 0 {
             let parent = (child - 1) / 2
-            guard entries[child].precedes(entries[parent]) else { break }
+            guard precedes(entries[child], entries[parent]) else { break }
             swapEntries(child, parent)
             child = parent
         }
@@ -193,8 +210,8 @@ struct TimerHeap {
             let left = 2 * parent + 1
             guard left < entries.count else { return }
             let right = left + 1
-            let first = right < entries.count && entries[right].precedes(entries[left]) ? right : left
-            guard entries[first].precedes(entries[parent]) else { return }
+            let first = right < entries.count && precedes(entries[right], entries[left]) ? right : left
+            guard precedes(entries[first], entries[parent]) else { return }
             swapEntries(parent, first)
             parent = first
         }
@@ -202,7 +219,7 @@ struct TimerHeap {
 
     private mutating func swapEntries(_ a: Int, _ b: Int) {
         entries.swapAt(a, b)
-        positions[entries[a].slot] = Int32(a)
-        positions[entries[b].slot] = Int32(b)
+        positions[Int(entries[a].slot)] = Int32(a)
+        positions[Int(entries[b].slot)] = Int32(b)
     }
 }

@@ -11,7 +11,7 @@ private final class FarTimers: @unchecked Sendable {
     // @unchecked Sendable: made, changed and invalidated on the loop thread only.
     var timers: [RunLoopKit.Timer] = []
     var changes = 0
-    var generator = SystemRandomNumberGenerator()
+    var generator = LoadRandom()
     static let otherMode = RunLoop.Mode("bench-other")
 
     /// A one-shot timer 10 to 20 s away that does nothing.
