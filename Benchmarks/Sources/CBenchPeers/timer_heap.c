@@ -110,8 +110,12 @@ int bench_timer_churn(int far_count, int churn_interval_us, int probes, int wind
     uint64_t interval = (uint64_t)churn_interval_us * 1000ull;
     uint64_t lead = 200000000ull;  // 0.2 s, as the Swift side
     heap_insert(&h, churn, start + interval);
+    // Each probe at a random point of its share of the window, as the
+    // Swift side's (TimerChurnLoad.probes): not on the churn's grid.
+    uint64_t share = (uint64_t)window_ms * 1000000ull / (uint64_t)probes;
     for (int i = 0; i < probes; i++) {
-        heap_insert(&h, first_probe + i, start + lead + (uint64_t)window_ms * 1000000ull * (uint64_t)i / (uint64_t)probes);
+        uint64_t jitter = share > 0 ? (uint64_t)rand_r(&seed) % share : 0;
+        heap_insert(&h, first_probe + i, start + lead + share * (uint64_t)i + jitter);
     }
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     int ep = epoll_create1(EPOLL_CLOEXEC);

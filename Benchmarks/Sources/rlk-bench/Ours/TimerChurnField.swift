@@ -60,7 +60,15 @@ struct TimerChurnLoad {
     let farCount: Int
     /// Seconds between two changes of the churn timer (one invalidate, one add).
     let churnInterval: Double
-    /// One-shot timers whose lateness is measured, spread over `window` seconds.
+    /// One-shot timers whose lateness is measured, one at a random point of
+    /// each `window / probes` seconds, on both sides. At fixed steps they
+    /// fell on the churn timer's grid (the window's step a multiple of its
+    /// interval): every probe came due with a churn fire, in C at the same
+    /// instant, in Swift a microsecond or two after (the probes were made
+    /// after the churn timer), so that every probe waited for a churn
+    /// callout and the median measured how fast `add` returned, not how
+    /// late a timer fires under the load (docs/performance.md, "Timers in
+    /// less memory").
     let probes: Int
     let window: Double
 }
@@ -108,7 +116,11 @@ final class RLKTimerChurn: Contender {
             let base = Double(monotonicNanoseconds()) / 1000
             var timers = [churn]
             for index in 0..<probes {
-                let offset = lead + window * Double(index) / Double(probes)
+                // At a random point of its share of the window: probes at
+                // fixed steps lay on the churn timer's own grid, each due
+                // just after a churn fire (TimerChurnLoad.probes says why
+                // that is not the load meant).
+                let offset = lead + window * (Double(index) + Double.random(in: 0..<1, using: &far.generator)) / Double(probes)
                 let due = base + offset * 1e6
                 let probe = try RunLoopKit.Timer(fire: baseDate + offset, interval: 0, repeats: false) { _ in
                     log.append(Double(monotonicNanoseconds()) / 1000 - due)
