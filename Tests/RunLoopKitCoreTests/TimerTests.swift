@@ -508,6 +508,21 @@ struct TimerTests {
         #expect(leftRest == [true, true, true])
         #expect(heaps.allSatisfy { !$0.contains(shared) })
         #expect(heaps.map(\.count) == [0, 3, 6, 9])
+
+        // The common items' kind of heap keeps members in joining order
+        // and no order by instant: nothing to fire from there.
+        var common = TimerHeap(id: 5, ordersByInstant: false)
+        let members = [shared] + others.prefix(4)
+        let joinedCommon = members.map { common.insert($0) }
+        #expect(joinedCommon.allSatisfy { $0 } && common.count == 5)
+        #expect(common.earliest == MonotonicClock.never)
+        var none: [RunLoopKitCore.Timer] = []
+        common.takeDue(now: MonotonicClock.never - 1, into: &none)
+        #expect(none.isEmpty)
+        let leftCommon = common.remove(others[1])
+        #expect(leftCommon && !common.contains(others[1]))
+        #expect(common.timers.map(ObjectIdentifier.init) == [shared, others[0], others[2], others[3]].map(ObjectIdentifier.init))
+        #expect(heaps[2].contains(others[3]), "its slot in another heap stays")
         for other in others { other.invalidate() }
         shared.invalidate()
     }

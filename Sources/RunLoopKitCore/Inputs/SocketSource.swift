@@ -173,7 +173,8 @@ public final class SocketSource: @unchecked Sendable {
 extension SocketSource: ListedModeItem {
     static var kindName: String { "SocketSource" }
     static var list: WritableKeyPath<ModeState, [SocketSource]> { \.socketSources }
-    var loopBinding: LoopBinding? { binding }
+    func bind(to loop: RunLoop) -> Bool { binding.bind(to: loop) }
+    func unbind() { binding.clear() }
 
     /// Registers the fd in the mode's wait set (made with the mode's first
     /// socket source), so that the mode's sleep listens to it.

@@ -4,12 +4,12 @@ import Synchronization
 /// to. Weak, so that an item never keeps a loop alive; behind a lock of its
 /// own because items are invalidated from any thread.
 ///
-/// The lock is the standard library's `Mutex`, stored inline: the binding
-/// is one object, where a `Locked` box made four (the box, its lock, the
-/// pthread mutex, the state), each a cache miss when a change reaches a
-/// timer untouched for a while among 100,000 (docs/performance.md, "Timers
-/// in less memory").
-package final class LoopBinding: Sendable {
+/// Stored inline in its item, the lock the standard library's `Mutex`: a
+/// binding of its own object behind a `Locked` box was four more objects
+/// (object, box, lock, pthread mutex, state), each a cache miss when a
+/// change reaches a timer untouched for a while among 100,000
+/// (docs/performance.md, "Timers in less memory").
+package struct LoopBinding: ~Copyable, Sendable {
     private let bound = Mutex(WeakLoop(nil))
 
     package init() {}

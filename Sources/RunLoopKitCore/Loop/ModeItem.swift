@@ -22,9 +22,13 @@ protocol ModeItem: AnyObject, Sendable {
     /// nil keeps insertion order alone.
     var sortOrder: Int? { get }
     var isValid: Bool { get }
-    /// The one loop the item belongs to, for kinds that belong to one loop
-    /// at a time (all but custom sources, which may be in several).
-    var loopBinding: LoopBinding? { get }
+    /// Binds the item to `loop` as it joins one of its modes: false if it
+    /// belongs to another live loop. Kinds that belong to one loop at a
+    /// time (all but custom sources, which may be in several) keep a
+    /// `LoopBinding`; the others always answer true.
+    func bind(to loop: RunLoop) -> Bool
+    /// Forgets the loop the item was bound to, once it is in none of its modes.
+    func unbind()
 
     /// Under the loop's lock, right after the item joined `mode`'s list.
     func joinedLocked(_ mode: RunLoop.Mode, _ state: inout LoopState, waiter: LoopWaiter) throws(JoinError)
@@ -43,7 +47,8 @@ protocol ModeItem: AnyObject, Sendable {
 
 extension ModeItem {
     var sortOrder: Int? { nil }
-    var loopBinding: LoopBinding? { nil }
+    func bind(to loop: RunLoop) -> Bool { true }
+    func unbind() {}
     func leftLocked(_ mode: RunLoop.Mode, _ state: inout LoopState) {}
     func forgottenLocked(_ state: inout LoopState) {}
     func didJoin(_ loop: RunLoop, mode: RunLoop.Mode) {}

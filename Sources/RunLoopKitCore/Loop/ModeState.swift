@@ -17,10 +17,11 @@ struct ModeState {
 
     /// The state of `mode`, whose timer heap is numbered `timerHeapID`
     /// among the loop's (`LoopState.withMode`), or 1 for a state no timer
-    /// joins under that number.
+    /// joins under that number. The common items' timers (`.common`) need
+    /// no order by instant: they never fire from there.
     init(mode: RunLoop.Mode, timerHeapID: UInt32 = 1) {
         self.mode = mode
-        timers = TimerHeap(id: timerHeapID)
+        timers = TimerHeap(id: timerHeapID, ordersByInstant: mode != .common)
     }
 
     /// S-RUN-1: observers alone do not keep a run going.

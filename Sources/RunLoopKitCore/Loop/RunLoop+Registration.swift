@@ -77,12 +77,10 @@ extension RunLoop {
     /// once (S-THR-3). If joining a mode fails, the item is left in none.
     func insert<Item: ModeItem>(_ item: Item, forMode mode: Mode) throws(Item.JoinError) {
         guard item.isValid else { return }
-        if let binding = item.loopBinding {
-            precondition(
-                binding.bind(to: self),
-                "RunLoop.add(_:forMode:): this \(Item.kindName) is already scheduled on another run loop. A \(Item.kindName) belongs to one loop at a time (in any of its modes): remove or invalidate it there first, or make one per loop."
-            )
-        }
+        precondition(
+            item.bind(to: self),
+            "RunLoop.add(_:forMode:): this \(Item.kindName) is already scheduled on another run loop. A \(Item.kindName) belongs to one loop at a time (in any of its modes): remove or invalidate it there first, or make one per loop."
+        )
         let joined: [Mode]? = try state.withLock { (state) throws(Item.JoinError) -> [Mode]? in
             guard state.isAlive else { return nil }
             defer { bumpItemsVersion() }
@@ -109,7 +107,7 @@ extension RunLoop {
             return joined
         }
         guard let joined else {
-            item.loopBinding?.clear()
+            item.unbind()
             warnAddedToDeadLoop(Item.kindName)
             return
         }
@@ -136,7 +134,7 @@ extension RunLoop {
             if !stillInLoop { item.forgottenLocked(&state) }
             return (left, stillInLoop)
         }
-        if !stillInLoop { item.loopBinding?.clear() }
+        if !stillInLoop { item.unbind() }
         for name in left { item.didLeave(self, mode: name, leftLoop: !stillInLoop) }
     }
 
@@ -152,7 +150,7 @@ extension RunLoop {
             item.forgottenLocked(&state)
             return left
         }
-        item.loopBinding?.clear()
+        item.unbind()
         for name in left { item.didLeave(self, mode: name, leftLoop: true) }
     }
 

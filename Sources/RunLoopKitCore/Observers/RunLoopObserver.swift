@@ -75,6 +75,7 @@ extension RunLoopObserver: ListedModeItem {
     static var kindName: String { "RunLoopObserver" }
     static var list: WritableKeyPath<ModeState, [RunLoopObserver]> { \.observers }
     var sortOrder: Int? { order }
-    var loopBinding: LoopBinding? { binding }
+    func bind(to loop: RunLoop) -> Bool { binding.bind(to: loop) }
+    func unbind() { binding.clear() }
     func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
 }

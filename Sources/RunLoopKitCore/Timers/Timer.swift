@@ -31,6 +31,8 @@ public final class Timer: @unchecked Sendable {
     // what only a fire or the caller reads (block, userInfo) after.
 
     private let valid = Atomic<Bool>(true)
+    /// Whether the timer fires again every `timeInterval` seconds.
+    public let repeats: Bool
     /// True while the block runs on the loop: a nested run inside it
     /// (S-RUN-8) must not fire the timer again, and the fire date stays
     /// the date being fired until the block returns (S-TMR-6).
@@ -46,20 +48,23 @@ public final class Timer: @unchecked Sendable {
     /// Its slot in each heap of its loop's modes (`TimerHeap`), changed
     /// under that loop's lock only. Unchecked exclusivity: the lock already
     /// serialises every access, and a heap reads it at every change.
+    // U-TIMER-HEAP-SLOTS (docs/unsafe-sites.md).
     @exclusivity(unchecked) var heapSlots = TimerHeapSlots()
 
     /// The repeat interval; 0 for a one-shot timer.
     public let timeInterval: TimeInterval
-    /// Whether the timer fires again every `timeInterval` seconds.
-    public let repeats: Bool
     /// What the timer was made with to carry to its block (NSTimer's
     /// `userInfo`): read it as `timer.userInfo` inside the block; nil if none
     /// was given. Set once, when the timer is made.
-    public let userInfo: (any Sendable)?
-    private let block: @Sendable (Timer) -> Void
+    public var userInfo: (any Sendable)? { extras?.userInfo }
     /// For a timer made by `perform(afterDelay:)`: the tag and call site
     /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
-    let origin: BlockOrigin?
+    var origin: BlockOrigin? { extras?.origin }
+    /// `userInfo` and `origin`, out of line for the few timers that have
+    /// either: inline they took 80 of the timer's 160 bytes, which a timer
+    /// freed among many reads (the cache lines) to destroy them.
+    private let extras: TimerExtras?
+    private let block: @Sendable (Timer) -> Void
 
     /// A timer that first fires `timeInterval` seconds from now on the real
     /// clock (as Foundation's does; on a loop with a `TestClock`, use
@@ -152,8 +157,7 @@ public final class Timer: @unchecked Sendable {
         self.timeInterval = repeats ? interval : 0
         self.repeats = repeats
         self.block = block
-        self.origin = origin
-        self.userInfo = userInfo
+        extras = userInfo == nil && origin == nil ? nil : TimerExtras(userInfo: userInfo, origin: origin)
         fireDateBits = Atomic(date.timeIntervalSinceReferenceDate.bitPattern)
         fireInstant = Atomic(instant)
     }
@@ -291,7 +295,8 @@ public final class Timer: @unchecked Sendable {
 extension Timer: ModeItem {
     typealias JoinError = Never
     static var kindName: String { "Timer" }
-    var loopBinding: LoopBinding? { binding }
+    func bind(to loop: RunLoop) -> Bool { binding.bind(to: loop) }
+    func unbind() { binding.clear() }
 
     static func insert(_ timer: Timer, into mode: inout ModeState) -> Bool { mode.timers.insert(timer) }
     static func remove(_ timer: Timer, from mode: inout ModeState) -> Bool { mode.timers.remove(timer) }
@@ -306,4 +311,15 @@ extension Timer: ModeItem {
     }
 
     func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
+}
+
+/// What few timers carry, out of line (`Timer.extras`).
+private final class TimerExtras: Sendable {
+    let userInfo: (any Sendable)?
+    let origin: BlockOrigin?
+
+    init(userInfo: (any Sendable)?, origin: BlockOrigin?) {
+        self.userInfo = userInfo
+        self.origin = origin
+    }
 }

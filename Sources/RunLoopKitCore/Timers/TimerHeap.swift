@@ -24,40 +24,47 @@ struct TimerHeap {
     /// heaps from 1): each member keeps its slot in this heap under this
     /// number (`TimerHeapSlots`).
     let id: UInt32
+    /// False for the loop's common items, which only remember which timers
+    /// a mode marked common later must take (in joining order) and never
+    /// fire from there: they keep members without entries, and a change
+    /// of a common-modes timer costs no sift there.
+    let ordersByInstant: Bool
 
-    // Each member has a slot, an index into the three arrays below, which
-    // the timer itself keeps (`Timer.heapSlots`). Its entry's position is
-    // rewritten at every swap of a sift: in an array of 4-byte positions,
-    // which for 100,000 timers stays in the cache, where a dictionary
-    // written twice a swap made a change cost microseconds
-    // (docs/performance.md, "A timer change, profiled and made cheaper").
+    /// What the heap keeps about one member, at its slot (an index the
+    /// timer itself keeps, `Timer.heapSlots`): its timer, its joining order
+    /// (among equal instants, the earlier joined comes first) and its
+    /// entry's index in `entries`, rewritten at every swap of a sift, or
+    /// `TimerHeap.out` while the member is out of the heap (firing) or the
+    /// slot is free. One array: a change that reaches a member finds all
+    /// three in one place (docs/performance.md, "Timers in less memory").
+    private struct Slot {
+        var timer: Timer?
+        var order: UInt64
+        var position: Int32
+    }
+
     private var entries: [Entry] = []
-    /// Each slot's entry's index in `entries`, or `TimerHeap.out` while
-    /// the member is out of the heap (firing) or the slot is free.
-    private var positions: [Int32] = []
-    /// Each slot's timer, nil while the slot is free.
-    private var slotTimers: [Timer?] = []
-    /// Each slot's joining order: among equal instants, the earlier joined
-    /// comes first.
-    private var slotOrders: [UInt64] = []
-    /// Slots of removed members, used again before the arrays grow.
+    private var slots: [Slot] = []
+    /// Slots of removed members, used again before `slots` grows.
     private var freeSlots: [Int] = []
     private var nextOrder: UInt64 = 0
     private(set) var count = 0
 
     private static let out: Int32 = -1
 
-    /// A heap numbered `id` (above zero) among its loop's.
-    init(id: UInt32 = 1) {
+    /// A heap numbered `id` (above zero) among its loop's; unordered, a
+    /// set of members in joining order (`ordersByInstant`).
+    init(id: UInt32 = 1, ordersByInstant: Bool = true) {
         precondition(id > 0, "TimerHeap: heaps are numbered from 1")
         self.id = id
+        self.ordersByInstant = ordersByInstant
     }
 
     var isEmpty: Bool { count == 0 }
 
     /// Every member, in the order they joined the mode.
     var timers: [Timer] {
-        slotTimers.indices.filter { slotTimers[$0] != nil }.sorted { slotOrders[$0] < slotOrders[$1] }.map { slotTimers[$0]! }
+        slots.filter { $0.timer != nil }.sorted { $0.order < $1.order }.map { $0.timer! }
     }
 
     func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id) != nil }
@@ -72,18 +79,15 @@ struct TimerHeap {
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
-            slotTimers[slot] = timer
-            slotOrders[slot] = nextOrder
+            slots[slot] = Slot(timer: timer, order: nextOrder, position: Self.out)
         } else {
-            slot = positions.count
-            positions.append(Self.out)
-            slotTimers.append(timer)
-            slotOrders.append(nextOrder)
+            slot = slots.count
+            slots.append(Slot(timer: timer, order: nextOrder, position: Self.out))
         }
         nextOrder += 1
         count += 1
         timer.heapSlots.add(slot, in: id)
-        push(slot, at: timer.nextFireInstant)
+        if ordersByInstant { push(slot, at: timer.nextFireInstant) }
         return true
     }
 
@@ -91,8 +95,8 @@ struct TimerHeap {
     mutating func remove(_ timer: Timer) -> Bool {
         guard let slot = timer.heapSlots.slot(in: id) else { return false }
         timer.heapSlots.remove(in: id)
-        if positions[slot] != Self.out { removeEntry(at: Int(positions[slot])) }
-        slotTimers[slot] = nil
+        if ordersByInstant && slots[slot].position != Self.out { removeEntry(at: Int(slots[slot].position)) }
+        slots[slot].timer = nil
         freeSlots.append(slot)
         count -= 1
         return true
@@ -101,14 +105,14 @@ struct TimerHeap {
     /// Puts a member that was out (it fired, or was due when a stop came)
     /// back at its next instant.
     mutating func reinsert(_ timer: Timer) {
-        guard let slot = timer.heapSlots.slot(in: id), positions[slot] == Self.out else { return }
+        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id), slots[slot].position == Self.out else { return }
         push(slot, at: timer.nextFireInstant)
     }
 
     /// Moves a member to its timer's instant now (its fire date was set).
     mutating func reschedule(_ timer: Timer) {
-        guard let slot = timer.heapSlots.slot(in: id), positions[slot] != Self.out else { return }
-        let position = Int(positions[slot])
+        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id), slots[slot].position != Self.out else { return }
+        let position = Int(slots[slot].position)
         entries[position].instant = timer.nextFireInstant
         if !siftUp(position) { siftDown(position) }
     }
@@ -119,7 +123,7 @@ struct TimerHeap {
     /// an entry older than its timer goes back at the timer's instant.
     mutating func takeDue(now: UInt64, into due: inout [Timer]) {
         while let first = entries.first, first.instant <= now {
-            let timer = slotTimers[Int(first.slot)]!
+            let timer = slots[Int(first.slot)].timer!
             let actual = timer.nextFireInstant
             if actual != first.instant && actual > now {
                 entries[0].instant = actual
@@ -139,7 +143,7 @@ struct TimerHeap {
     func wakeInstant() -> UInt64 {
         guard let first = entries.first else { return MonotonicClock.never }
         // The usual case, no tolerance on the earliest timer: its instant.
-        let firstTimer = slotTimers[Int(first.slot)]!
+        let firstTimer = slots[Int(first.slot)].timer!
         if firstTimer.isSchedulable && first.instant == firstTimer.nextFireInstant
             && firstTimer.latestWakeInstant == first.instant {
             return first.instant
@@ -150,7 +154,7 @@ struct TimerHeap {
         while let index = stack.popLast() {
             let entry = entries[index]
             guard entry.instant <= deadline else { continue }
-            let timer = slotTimers[Int(entry.slot)]!
+            let timer = slots[Int(entry.slot)].timer!
             if timer.isSchedulable {
                 let instant = max(entry.instant, timer.nextFireInstant)
                 if instant <= deadline {
@@ -167,7 +171,7 @@ struct TimerHeap {
 
     private mutating func push(_ slot: Int, at instant: UInt64) {
         entries.append(Entry(instant: instant, slot: Int32(truncatingIfNeeded: slot)))
-        positions[slot] = Int32(entries.count - 1)
+        slots[slot].position = Int32(entries.count - 1)
         siftUp(entries.count - 1)
     }
 
@@ -175,7 +179,7 @@ struct TimerHeap {
     /// joined first.
     @inline(__always)
     private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        a.instant < b.instant || (a.instant == b.instant && slotOrders[Int(a.slot)] < slotOrders[Int(b.slot)])
+        a.instant < b.instant || (a.instant == b.instant && slots[Int(a.slot)].order < slots[Int(b.slot)].order)
     }
 
     private mutating func removeEntry(at position: Int) {
@@ -183,10 +187,10 @@ struct TimerHeap {
         let last = entries.count - 1
         if position != last {
             entries.swapAt(position, last)
-            positions[Int(entries[position].slot)] = Int32(position)
+            slots[Int(entries[position].slot)].position = Int32(position)
         }
         entries.removeLast()
-        positions[removed] = Self.out
+        slots[removed].position = Self.out
         if position < entries.count, !siftUp(position) { siftDown(position) }
     }
 
@@ -219,7 +223,7 @@ struct TimerHeap {
 
     private mutating func swapEntries(_ a: Int, _ b: Int) {
         entries.swapAt(a, b)
-        positions[Int(entries[a].slot)] = Int32(a)
-        positions[Int(entries[b].slot)] = Int32(b)
+        slots[Int(entries[a].slot)].position = Int32(a)
+        slots[Int(entries[b].slot)].position = Int32(b)
     }
 }
