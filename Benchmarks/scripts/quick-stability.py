@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much each row of `rlk-bench --quick` moves between runs.
 
-    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--filter NAME]... [--sides]
+    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--passes N] [--filter NAME]... [--sides]
 
 Runs the quick benchmark RUNS times (the release build in Benchmarks/.build,
 built first) and prints, per row, its ratio in each run and the spread
@@ -28,10 +28,13 @@ def main():
     parser.add_argument("--placement", default="cross")
     parser.add_argument("--filter", action="append", default=[])
     parser.add_argument("--sides", action="store_true")
+    parser.add_argument("--passes", type=int, help="passes per quick run (rlk-bench --passes; its default if not given)")
     args = parser.parse_args()
     subprocess.run(["swift", "build", "-c", "release", "--product", "rlk-bench"], cwd=PACKAGE, check=True,
                    stdout=subprocess.DEVNULL)
     command = [os.path.join(PACKAGE, ".build", "release", "rlk-bench"), "--quick", "--json", "--placement", args.placement]
+    if args.passes:
+        command += ["--passes", str(args.passes)]
     for name in args.filter:
         command += ["--filter", name]
     runs = []
