@@ -61,8 +61,9 @@ public final class Timer: @unchecked Sendable {
     /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
     var origin: BlockOrigin? { extras?.origin }
     /// `userInfo` and `origin`, out of line for the few timers that have
-    /// either: inline they took 80 of the timer's 160 bytes, which a timer
-    /// freed among many reads (the cache lines) to destroy them.
+    /// either: inline they took 80 of the timer's 160 bytes, and freeing a
+    /// timer read those cache lines to destroy them (a timer is 120 bytes
+    /// now; docs/performance.md, "Timers in less memory").
     private let extras: TimerExtras?
     private let block: @Sendable (Timer) -> Void
 
