@@ -4,11 +4,11 @@ import Synchronization
 /// to. Weak, so that an item never keeps a loop alive; behind a lock of its
 /// own because items are invalidated from any thread.
 ///
-/// Stored inline in its item, the lock the standard library's `Mutex`: a
-/// binding of its own object behind a `Locked` box was four more objects
-/// (object, box, lock, pthread mutex, state), each a cache miss when a
-/// change reaches a timer untouched for a while among 100,000
-/// (docs/performance.md, "Timers in less memory").
+/// Stored inline in its item, the lock the standard library's `Mutex`: as
+/// an object of its own behind a `Locked` box, a binding was five
+/// allocations (the binding, the box, its `Lock`, the pthread mutex, the
+/// state), each a cache miss when a change reached a timer untouched for a
+/// while among 100,000 (docs/performance.md, "Timers in less memory").
 package struct LoopBinding: ~Copyable, Sendable {
     private let bound = Mutex(WeakLoop(nil))
 
