@@ -272,6 +272,33 @@ struct NameLookupTests {
         ChildOutput(result).expectSuccess()
     }
 
+    @Test("S-PORT-9: a waiter kept off the CPU past the 100 ms settle still looks again: a name settling is given up on only after 100 ms and 50 looks, and a name seen free starts the count again")
+    func settleWaitCountsLooks() {
+        let start = MonotonicClock.now()
+        let later = MonotonicClock.instant(seconds: NameLock.settleSeconds * 3, after: start)
+        var wait = NameLock.SettleWait()
+        let firstLook = wait.mayLookAgain(now: start)
+        #expect(firstLook)
+        // The waiter slept 300 ms between its first look and the rest (the
+        // failure a loaded CI machine showed: one look after a long
+        // preemption, then "already registered").
+        var looksAfterThePause = 0
+        while wait.mayLookAgain(now: later) { looksAfterThePause += 1 }
+        #expect(looksAfterThePause == NameLock.SettleWait.minimumLooks - 2)
+        // Looks alone do not end the wait while the 100 ms last.
+        var quick = NameLock.SettleWait()
+        var looksWithinTheSettle = 0
+        for _ in 0..<(NameLock.SettleWait.minimumLooks * 4) where quick.mayLookAgain(now: start) {
+            looksWithinTheSettle += 1
+        }
+        #expect(looksWithinTheSettle == NameLock.SettleWait.minimumLooks * 4)
+        let pastBoth = quick.mayLookAgain(now: later)
+        #expect(!pastBoth)
+        quick.reset()
+        let afterReset = quick.mayLookAgain(now: later)
+        #expect(afterReset, "a new settling starts its own count")
+    }
+
     @Test("S-PORT-9: a registrant SIGKILLed mid-registration (holding the lock, nothing written) leaves a name that is not found and is taken over at once; one SIGSTOPped there makes lookups answer not found after the 100 ms settle and registrations .nameInUse naming it, until it dies")
     func registrantKilledOrStoppedMidRegistration() async throws {
         let directory = try PortProcess.makeTemporaryDirectory("midreg")

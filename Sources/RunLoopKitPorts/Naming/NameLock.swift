@@ -37,6 +37,36 @@ enum NameLock {
     /// timeout a user would choose.
     static let settleSeconds = 0.1
 
+    /// How long a waiter keeps waiting for one name that is settling: for
+    /// `settleSeconds`, and for at least `minimumLooks` looks. The looks
+    /// count because the time alone does not: a waiter the scheduler kept
+    /// off the CPU for 100 ms (a loaded machine, a sanitizer) would
+    /// otherwise take the one look it makes after that for the last, and
+    /// answer "in use" or "not found" for a lock a sweep held for
+    /// microseconds. A registrant stopped between its lock and its write
+    /// still ends the wait: after about `minimumLooks` × 200 µs of looks at
+    /// least, `settleSeconds` at least.
+    struct SettleWait {
+        static let minimumLooks = 50
+        private var since: UInt64?
+        private var looks = 0
+
+        /// Records a look that found the name settling, and says whether
+        /// the waiter may look again (after a short sleep).
+        mutating func mayLookAgain(now: UInt64) -> Bool {
+            let since = self.since ?? now
+            self.since = since
+            looks += 1
+            return looks < Self.minimumLooks || now < MonotonicClock.instant(seconds: NameLock.settleSeconds, after: since)
+        }
+
+        /// The name settled (it was seen free): a later settling is a new one.
+        mutating func reset() {
+            since = nil
+            looks = 0
+        }
+    }
+
     /// Looks at the name whose lock file is `path` once.
     static func inspect(_ path: String) -> State {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -84,10 +114,10 @@ enum NameLock {
 
     /// Opens and exclusively locks `path` for a registration, or says who
     /// holds it. Retries through the moments of change (a sweep that
-    /// removes the file, a registrant that has not written yet) for at most
-    /// `settleSeconds`.
+    /// removes the file, a registrant that has not written yet) as long as
+    /// a `SettleWait` allows.
     static func acquire(_ path: String) throws(AcquireError) -> Int32 {
-        let settled = MonotonicClock.instant(secondsFromNow: settleSeconds)
+        var settling = SettleWait()
         while true {
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw .systemCall(.last("open(\(path))")) }
@@ -105,7 +135,7 @@ enum NameLock {
             case let .held(holder):
                 throw .held(by: holder.pid)
             case let .settling(lockHolder):
-                guard MonotonicClock.now() < settled else { throw .held(by: lockHolder ?? 0) }
+                guard settling.mayLookAgain(now: MonotonicClock.now()) else { throw .held(by: lockHolder ?? 0) }
                 usleep(200)
             case .free:
                 continue  // released between our lock and our look

@@ -95,7 +95,7 @@ public enum PortNameServer {
         let deadline: UInt64
         do { deadline = try MonotonicClock.instant(after: timeout, "lookup timeout") } catch { throw .runLoop(error) }
         let paths = try self.paths(for: name)
-        var settlingSince: UInt64?
+        var settling = NameLock.SettleWait()
         while true {
             let now = MonotonicClock.now()
             switch NameLock.inspect(paths.lock) {
@@ -106,16 +106,14 @@ public enum PortNameServer {
             case .settling:
                 // A registration half done (or a sweep, or a holder dying):
                 // settles in microseconds, so it is waited for even past a
-                // zero timeout, for `NameLock.settleSeconds` at most.
-                let since = settlingSince ?? now
-                settlingSince = since
-                if now < deadline || now < MonotonicClock.instant(seconds: NameLock.settleSeconds, after: since) {
+                // zero timeout, as long as `NameLock.SettleWait` allows.
+                if settling.mayLookAgain(now: now) || now < deadline {
                     usleep(200)
                     continue
                 }
                 throw .nameNotFound(name)
             case let .free(diedHolder):
-                settlingSince = nil
+                settling.reset()
                 guard now < deadline else {
                     if let diedHolder { throw .nameHolderDied(name, pid: diedHolder) }
                     throw .nameNotFound(name)
