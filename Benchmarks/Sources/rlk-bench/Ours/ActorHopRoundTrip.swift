@@ -55,8 +55,8 @@ actor DefaultHopActor: HopActor {
 
 /// An actor method call hopping between two actors pinned to two threads
 /// and back, timed per round trip: RunLoopKit's LoopThreads (S-EXEC-1),
-/// SwiftNIO's event loops, or Swift's default executor (which cannot be
-/// pinned).
+/// SwiftNIO's event loops, or Swift's default executor (a pool: placed
+/// only as `Placement.whilePoolPlaced` can).
 final class ActorHopRoundTrip: Contender {
     enum Executors { case loopThreads, nioEventLoops, swiftDefault }
 
@@ -77,7 +77,7 @@ final class ActorHopRoundTrip: Contender {
         label = switch executors {
         case .loopThreads: "RunLoopKit: actors on two LoopThreads"
         case .nioEventLoops: "SwiftNIO: actors on two EventLoops"
-        case .swiftDefault: "Swift's default executor (not pinned)"
+        case .swiftDefault: "Swift's default executor (a pool)"
         }
         self.iterations = iterations
         self.warmup = warmup
@@ -113,8 +113,12 @@ final class ActorHopRoundTrip: Contender {
     func measure() throws -> [Double] {
         guard let start else { throw BenchError("not set up") }
         recorder.reset(warmup: warmup, samples: iterations)
-        start(recorder)
-        return try recorder.waitForSamples(seconds: timeout, what: "actor round trips")
+        let measureRoundTrips = { [recorder, timeout] () throws -> [Double] in
+            start(recorder)
+            return try recorder.waitForSamples(seconds: timeout, what: "actor round trips")
+        }
+        // Swift's default executor runs on a pool: placed as a pool can be.
+        return try executors == .swiftDefault ? placement.whilePoolPlaced(measureRoundTrips) : measureRoundTrips()
     }
 
     func tearDown() {

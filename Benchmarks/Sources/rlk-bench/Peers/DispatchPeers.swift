@@ -2,28 +2,34 @@ import Dispatch
 
 /// Dispatch's async round trip between two serial queues: queue A asyncs a
 /// block on B, which asyncs one back on A. Dispatch runs queues on threads of
-/// its own pool, which cannot be pinned: this side is never placed.
+/// its own pool, which no handle reaches: with both sides on one CPU, every
+/// thread is pinned there (`Placement.whilePoolPlaced`); otherwise the pool
+/// runs free.
 final class DispatchPingPong: Contender {
     let label = "Dispatch async (serial queues)"
     private let iterations: Int
     private let warmup: Int
     private let timeout: Double
+    private let placement: Placement
     private let a = DispatchQueue(label: "bench.dispatch.a")
     private let b = DispatchQueue(label: "bench.dispatch.b")
     private let recorder: SampleRecorder
 
-    init(iterations: Int, warmup: Int, timeout: Double) {
+    init(iterations: Int, warmup: Int, timeout: Double, placement: Placement) {
         self.iterations = iterations
         self.warmup = warmup
         self.timeout = timeout
+        self.placement = placement
         recorder = SampleRecorder(capacity: iterations)
     }
 
     func measure() throws -> [Double] {
         recorder.reset(warmup: warmup, samples: iterations)
         let (recorder, a, b) = (self.recorder, self.a, self.b)
-        a.async { DispatchPingPong.ping(recorder, a, b) }
-        return try recorder.waitForSamples(seconds: timeout, what: "Dispatch round trips")
+        return try placement.whilePoolPlaced {
+            a.async { DispatchPingPong.ping(recorder, a, b) }
+            return try recorder.waitForSamples(seconds: timeout, what: "Dispatch round trips")
+        }
     }
 
     private static func ping(_ recorder: SampleRecorder, _ a: DispatchQueue, _ b: DispatchQueue) {
@@ -56,8 +62,8 @@ final class DispatchFlood: Contender {
     }
 
     func measure() throws -> [Double] {
-        // Only the queuing thread can be placed; the queue runs on Dispatch's pool.
-        try Placement.whilePinned(to: placement.first) { try measurePinned() }
+        // The queue runs on Dispatch's pool: placed as a pool can be.
+        try placement.whilePoolPlaced { try measurePinned() }
     }
 
     private func measurePinned() throws -> [Double] {

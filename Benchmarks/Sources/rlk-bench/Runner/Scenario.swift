@@ -44,7 +44,10 @@ struct RunConfig: Sendable {
     var idleSeconds: Double { quick ? 2 : 10 }
 
     /// Timer lateness: seconds observed per repetition, repetitions per side.
-    var timerSeconds: Double { quick ? 1.2 : 2.5 }
+    /// As long in a quick run as in a full one: at 1.2 s our median moved by
+    /// 37 % between quick runs across CPUs (docs/performance.md, "Pools
+    /// placed too").
+    var timerSeconds: Double { 2.5 }
     var timerRepetitions: Int { 2 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.

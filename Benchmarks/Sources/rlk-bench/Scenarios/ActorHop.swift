@@ -1,8 +1,8 @@
 /// docs/design.md ("Performance"): an actor method call hopping between two
 /// actors pinned to two LoopThreads and back (S-EXEC-1), against the same
 /// between two SwiftNIO event-loop executors (target ≤ 1.0 ×, due with the
-/// concurrency issue); Swift's default executor, which cannot be pinned,
-/// beside it.
+/// concurrency issue); Swift's default executor beside it, whose pool is
+/// pinned only with both sides on one CPU (`Placement.whilePoolPlaced`).
 struct ActorHop: Scenario {
     let name = "actor-hop"
     let summary = "an actor call to an actor on another LoopThread and back vs the same on two SwiftNIO EventLoops and on Swift's default executor"
@@ -24,7 +24,7 @@ struct ActorHop: Scenario {
             ScenarioResult(
                 name: "actor-hop-default", title: "the same against Swift's default executor",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,
-                notes: ["informational; the default executor's threads cannot be pinned"], chartGroup: "actor hop"),
+                notes: ["informational; the default executor's threads are pinned with everything else when both sides share a CPU (--placement same), else they run free"], chartGroup: "actor hop"),
         ]
     }
 }

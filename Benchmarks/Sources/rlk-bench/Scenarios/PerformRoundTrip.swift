@@ -11,7 +11,7 @@ struct PerformRoundTrip: Scenario {
         let measured = interleave([
             PerformPingPong(iterations: iterations, warmup: warmup, timeout: timeout, placement: placement),
             NIOExecutePingPong(iterations: iterations, warmup: warmup, timeout: timeout, placement: placement),
-            DispatchPingPong(iterations: iterations, warmup: warmup, timeout: timeout),
+            DispatchPingPong(iterations: iterations, warmup: warmup, timeout: timeout, placement: placement),
         ], repetitions: config.roundTripRepetitions, better: .lower)
         let sizes = "\(config.roundTripRepetitions) × \(iterations) round trips per side, interleaved"
         return [
@@ -23,7 +23,7 @@ struct PerformRoundTrip: Scenario {
             ScenarioResult(
                 name: "perform-roundtrip-dispatch", title: "the same against Dispatch (two serial queues)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,
-                notes: ["informational; Dispatch's pool threads cannot be pinned, so this side runs wherever Dispatch puts it"],
+                notes: ["informational; Dispatch's pool threads are pinned with everything else when both sides share a CPU (--placement same), else they run wherever Dispatch puts them"],
                 chartGroup: "perform round trip"),
         ]
     }

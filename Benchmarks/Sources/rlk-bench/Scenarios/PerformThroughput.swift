@@ -21,7 +21,7 @@ struct PerformThroughput: Scenario {
             ScenarioResult(
                 name: "perform-throughput-dispatch", title: "the same against Dispatch (one serial queue)",
                 unit: "blocks/s", better: .higher, ours: measured[0], peer: measured[2], target: nil,
-                notes: ["informational; only the queuing thread is pinned (Dispatch's pool threads cannot be)"]),
+                notes: ["informational; the queuing thread is pinned, and with both sides on one CPU (--placement same) Dispatch's pool threads with it; otherwise they run wherever Dispatch puts them"]),
         ]
     }
 }

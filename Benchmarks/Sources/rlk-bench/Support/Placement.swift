@@ -56,6 +56,42 @@ struct Placement: Sendable, CustomStringConvertible {
         return thread
     }
 
+    /// Runs `body` with every thread of the process pinned to `cpu`, then
+    /// lets them all run anywhere again; `cpu` -1 pins nothing. For a side
+    /// that runs on a pool's threads (Dispatch's, Swift's default
+    /// executor's), which no handle reaches: pinned one by one through
+    /// /proc/self/task, and a thread a pool makes meanwhile inherits the
+    /// pin from the thread that makes it. Left free, such a side ran on
+    /// either CPU from one batch to the next, and in `--placement same` its
+    /// median moved by half between runs (docs/performance.md, "Pools
+    /// placed too").
+    static func whileEveryThreadPinned<T>(to cpu: Int32, _ body: () throws -> T) rethrows -> T {
+        guard cpu >= 0 else { return try body() }
+        for tid in processThreads() { pin(tid, to: cpu) }
+        defer { for tid in processThreads() { _ = bench_unpin_thread(tid) } }
+        return try body()
+    }
+
+    /// Where a side that runs on a pool's threads is placed: with both
+    /// sides on one CPU (`same`), every thread of the process there; else
+    /// only the thread that starts it (`first`), the pool left free, as
+    /// a pool is in use.
+    func whilePoolPlaced<T>(_ body: () throws -> T) rethrows -> T {
+        mode == .same ? try Self.whileEveryThreadPinned(to: first, body) : try Self.whilePinned(to: first, body)
+    }
+
+    /// The ids of the process's threads now.
+    private static func processThreads() -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        var tids: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let tid = Int32(name) { tids.append(tid) }
+        }
+        return tids
+    }
+
     /// Runs `body` with the calling thread pinned to `cpu`, then lets it run anywhere again.
     static func whilePinned<T>(to cpu: Int32, _ body: () throws -> T) rethrows -> T {
         guard cpu >= 0 else { return try body() }
