@@ -86,6 +86,24 @@ int bench_pin_thread(int32_t tid, int cpu) {
     return sched_setaffinity(tid, sizeof set, &set) == 0 ? 0 : -errno;
 }
 
+int bench_thread_affinity(int32_t tid, uint64_t *mask, int words) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(tid, sizeof set, &set) != 0) return -errno;
+    memset(mask, 0, (size_t)words * sizeof *mask);
+    for (int cpu = 0; cpu < CPU_SETSIZE && cpu < words * 64; cpu++)
+        if (CPU_ISSET(cpu, &set)) mask[cpu / 64] |= 1ull << (cpu % 64);
+    return 0;
+}
+
+int bench_set_thread_affinity(int32_t tid, const uint64_t *mask, int words) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu = 0; cpu < CPU_SETSIZE && cpu < words * 64; cpu++)
+        if (mask[cpu / 64] & (1ull << (cpu % 64))) CPU_SET(cpu, &set);
+    return sched_setaffinity(tid, sizeof set, &set) == 0 ? 0 : -errno;
+}
+
 int bench_unpin_thread(int32_t tid) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -44,6 +44,11 @@ void bench_zmq_version(int *major, int *minor, int *patch);
 int bench_pin_thread(int32_t tid, int cpu);
 /// Lets thread `tid` (0: the calling thread) run on every online CPU again.
 int bench_unpin_thread(int32_t tid);
+/// The CPUs thread `tid` may run on, as a bit set of `words` 64-bit words
+/// (CPU n is bit n % 64 of word n / 64); 0, or -errno. And the same set
+/// given back to a thread.
+int bench_thread_affinity(int32_t tid, uint64_t *mask, int words);
+int bench_set_thread_affinity(int32_t tid, const uint64_t *mask, int words);
 
 // MARK: - Raw libzmq: threads of one process
 

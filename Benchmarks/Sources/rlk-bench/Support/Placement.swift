@@ -56,40 +56,51 @@ struct Placement: Sendable, CustomStringConvertible {
         return thread
     }
 
-    /// Runs `body` with every thread of the process pinned to `cpu`, then
-    /// lets them all run anywhere again; `cpu` -1 pins nothing. For a side
-    /// that runs on a pool's threads (Dispatch's, Swift's default
-    /// executor's), which no handle reaches: pinned one by one through
-    /// /proc/self/task, and a thread a pool makes meanwhile inherits the
-    /// pin from the thread that makes it. Left free, such a side ran on
-    /// either CPU from one batch to the next, and in `--placement same` its
-    /// median moved by half between runs (docs/performance.md, "Pools
-    /// placed too").
-    static func whileEveryThreadPinned<T>(to cpu: Int32, _ body: () throws -> T) rethrows -> T {
-        guard cpu >= 0 else { return try body() }
-        for tid in processThreads() { pin(tid, to: cpu) }
-        defer { for tid in processThreads() { _ = bench_unpin_thread(tid) } }
+    /// Runs `body`, a side that runs on a pool's threads (Dispatch's,
+    /// Swift's default executor's), placed as such a side can be. No handle
+    /// reaches a pool's threads, but a thread inherits the pin of the thread
+    /// that makes it. With both sides on one CPU (`same`) every thread of
+    /// the process (listed in /proc/self/task) is pinned there; otherwise
+    /// only the calling thread is pinned (`first`), the pool left free as a
+    /// pool is in use. Afterwards each thread that was there before gets
+    /// back the CPUs it had (another contender's pinned LoopThread keeps its
+    /// CPU), and each thread born meanwhile may run anywhere: a pool thread
+    /// born pinned kept that pin for the rest of the run otherwise, and put
+    /// later rows' pool sides on one CPU even across CPUs. Left free on one
+    /// CPU, Dispatch's side moved by half between quick runs
+    /// (docs/performance.md, "Pools placed too").
+    func whilePoolPlaced<T>(_ body: () throws -> T) rethrows -> T {
+        let before = Self.threadAffinities()
+        defer {
+            for (tid, mask) in before { Self.setAffinity(tid, mask) }
+            for (tid, _) in Self.threadAffinities() where before[tid] == nil { _ = bench_unpin_thread(tid) }
+        }
+        if mode == .same {
+            for tid in before.keys { Self.pin(tid, to: first) }
+        } else {
+            Self.pin(0, to: first)
+        }
         return try body()
     }
 
-    /// Where a side that runs on a pool's threads is placed: with both
-    /// sides on one CPU (`same`), every thread of the process there; else
-    /// only the thread that starts it (`first`), the pool left free, as
-    /// a pool is in use.
-    func whilePoolPlaced<T>(_ body: () throws -> T) rethrows -> T {
-        mode == .same ? try Self.whileEveryThreadPinned(to: first, body) : try Self.whilePinned(to: first, body)
-    }
-
-    /// The ids of the process's threads now.
-    private static func processThreads() -> [Int32] {
-        guard let directory = opendir("/proc/self/task") else { return [] }
+    /// The process's threads now, each with the CPUs it may run on (16
+    /// words: 1,024 CPUs, glibc's CPU_SETSIZE).
+    private static func threadAffinities() -> [Int32: [UInt64]] {
+        guard let directory = opendir("/proc/self/task") else { return [:] }
         defer { closedir(directory) }
-        var tids: [Int32] = []
+        var threads: [Int32: [UInt64]] = [:]
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let tid = Int32(name) { tids.append(tid) }
+            guard let tid = Int32(name) else { continue }
+            var mask = [UInt64](repeating: 0, count: 16)
+            if bench_thread_affinity(tid, &mask, Int32(mask.count)) == 0 { threads[tid] = mask }
         }
-        return tids
+        return threads
+    }
+
+    /// Gives thread `tid` the CPUs `mask` (a thread gone meanwhile is left alone).
+    private static func setAffinity(_ tid: Int32, _ mask: [UInt64]) {
+        _ = bench_set_thread_affinity(tid, mask, Int32(mask.count))
     }
 
     /// Runs `body` with the calling thread pinned to `cpu`, then lets it run anywhere again.
