@@ -16,11 +16,13 @@ struct LoopState {
     var commonModeNames: Set<RunLoop.Mode> = [.default]
     /// The items added to `.common` (S-MODE-3), to be copied into every
     /// mode marked common later. Its timer heap is the loop's first.
-    var commonItems = ModeState(mode: .common, timerHeapID: 1)
+    var commonItems = ModeState(mode: .common, timerHeapID: LoopState.commonItemsHeapID)
+    /// The number of the common items' timer heap.
+    static let commonItemsHeapID: UInt32 = 1
     /// The number of the next mode's timer heap: unique in the loop, since
     /// a mode's state, once made, stays until the loop is torn down (a
     /// timer keeps its slot in each heap under that number).
-    private var nextTimerHeapID: UInt32 = 2
+    private var nextTimerHeapID = LoopState.commonItemsHeapID + 1
     var blocks = BlockQueue()
     /// The executors whose jobs the loop runs (its LoopThread's serial and
     /// task executors), set by the first job each queues.

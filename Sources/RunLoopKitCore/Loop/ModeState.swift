@@ -16,9 +16,10 @@ struct ModeState {
     var waitSet: WaitSet?
 
     /// The state of `mode`, whose timer heap is numbered `timerHeapID`
-    /// among the loop's (`LoopState.withMode`), or 1 for a state no timer
-    /// joins under that number. The common items' timers (`.common`) need
-    /// no order by instant: they never fire from there.
+    /// among the loop's (`LoopState.withMode`, `LoopState.commonItemsHeapID`);
+    /// the default serves only a state no timer joins (an empty snapshot's).
+    /// The common items' timers (`.common`) need no order by instant: they
+    /// never fire from there.
     init(mode: RunLoop.Mode, timerHeapID: UInt32 = 1) {
         self.mode = mode
         timers = TimerHeap(id: timerHeapID, ordersByInstant: mode != .common)

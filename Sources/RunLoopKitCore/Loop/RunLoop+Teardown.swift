@@ -50,7 +50,7 @@ extension RunLoop {
                 departed += items.socketSources.map { ($0, items.mode) }
             }
             state.modes.removeAll()
-            state.commonItems = ModeState(mode: .common)
+            state.commonItems = ModeState(mode: .common, timerHeapID: LoopState.commonItemsHeapID)
             state.registeredSockets.removeAll()
             state.socketsToCheck.removeAll()
             state.delayedPerforms.removeAll()
