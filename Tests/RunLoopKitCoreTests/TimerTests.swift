@@ -491,7 +491,7 @@ struct TimerTests {
         let left = heaps[1].remove(shared)
         let leftAgain = heaps[1].remove(shared)
         #expect(left && !leftAgain && !heaps[1].contains(shared))
-        #expect(heaps[1].earliest == others[0].nextFireInstant, "its first other member, 100 ms after the base")
+        #expect(heaps[1].settledEarliest() == others[0].nextFireInstant, "its first other member, 100 ms after the base")
         #expect([0, 2, 3].allSatisfy { heaps[$0].contains(shared) })
 
         // Moved later: each heap it is still in moves it, and finds it last.
@@ -571,7 +571,7 @@ struct TimerTests {
             // Every timer's window, the slow way: the latest fire date within the earliest window's end.
             let deadline = timers.map(\.latestWakeInstant).min()!
             let expectedWake = timers.map(\.nextFireInstant).filter { $0 <= deadline }.max()!
-            #expect(heap.earliest == timers.map(\.nextFireInstant).min()!)
+            #expect(heap.settledEarliest() == timers.map(\.nextFireInstant).min()!)
             #expect(heap.wakeInstant() == expectedWake)
             // Half of them due: all of those, in fire order, and none of the others.
             let now = base + 50_000_000
@@ -588,9 +588,83 @@ struct TimerTests {
             // Taken out, they go back with reinsert; members all the same.
             #expect(heap.count == timers.count)
             for timer in due { heap.reinsert(timer) }
-            #expect(heap.earliest == timers.map(\.nextFireInstant).min()!)
+            #expect(heap.settledEarliest() == timers.map(\.nextFireInstant).min()!)
             for timer in timers { timer.invalidate() }
         }
+    }
+
+    @Test("S-TMR-2, S-TMR-5, S-TMR-7: the timer heap mends removals and later dates late: removed timers never come out, a timer moved later comes out at its new date and not its old, equal instants keep joining order, and dead entries never outnumber the members by more than a few")
+    func heapMendsLate() throws {
+        var generator = SystemRandomNumberGenerator()
+        let base = MonotonicClock.now() + 1_000_000_000
+        func timer(at milliseconds: UInt64) throws -> RunLoopKitCore.Timer {
+            try RunLoopKitCore.Timer(fire: MonotonicClock.date(for: base + milliseconds * 1_000_000), interval: 0, repeats: false) { _ in }
+        }
+        var heap = TimerHeap()
+        // Ten instants only, so that many entries tie and order decides.
+        var members = try (0..<2_000).map { _ in try timer(at: UInt64.random(in: 0..<10, using: &generator)) }
+        for member in members { _ = heap.insert(member) }
+        var removed: [RunLoopKitCore.Timer] = []
+        var movedLater: [(timer: RunLoopKitCore.Timer, from: UInt64)] = []
+        var mostStored = 0
+        for round in 0..<1_800 {
+            let index = Int(UInt64.random(in: 0..<UInt64(members.count), using: &generator))
+            if round % 3 == 2 {
+                // Later, as Timer.fireDate's setter leaves it: no reschedule.
+                let member = members[index]
+                let from = member.nextFireInstant
+                member.fireDate = MonotonicClock.date(for: base + (20 + UInt64.random(in: 0..<10, using: &generator)) * 1_000_000)
+                movedLater.append((member, from))
+            } else {
+                let gone = members.remove(at: index)
+                let left = heap.remove(gone)
+                #expect(left)
+                removed.append(gone)
+            }
+            mostStored = max(mostStored, heap.storedEntries)
+            #expect(heap.storedEntries <= 2 * heap.count + 64 + 1, "dead entries pile up: \(heap.storedEntries) for \(heap.count) members")
+        }
+        #expect(heap.count == members.count)
+        #expect(mostStored > heap.count, "removals were mended late at least once")
+        // Due at the old dates: only members not moved, in (instant, joining) order.
+        var due: [RunLoopKitCore.Timer] = []
+        heap.takeDue(now: base + 15 * 1_000_000, into: &due)
+        let gone = Set(removed.map(ObjectIdentifier.init))
+        let moved = Set(movedLater.map { ObjectIdentifier($0.timer) })
+        #expect(!due.contains { gone.contains(ObjectIdentifier($0)) }, "a removed timer came out")
+        #expect(!due.contains { moved.contains(ObjectIdentifier($0)) }, "a timer moved later came out at its old date")
+        let expected = members.filter { !moved.contains(ObjectIdentifier($0)) }
+        #expect(due.map(ObjectIdentifier.init) == expected.sorted { $0.nextFireInstant < $1.nextFireInstant }.map(ObjectIdentifier.init),
+                "by instant, equal instants in joining order (a stable sort of the members in joining order)")
+        // The moved ones at their new dates, never before.
+        #expect(heap.settledEarliest() == members.filter { moved.contains(ObjectIdentifier($0)) }.map(\.nextFireInstant).min())
+        var later: [RunLoopKitCore.Timer] = []
+        heap.takeDue(now: base + 40 * 1_000_000, into: &later)
+        #expect(Set(later.map(ObjectIdentifier.init)) == moved.subtracting(gone))
+        #expect(later.map(\.nextFireInstant) == later.map(\.nextFireInstant).sorted())
+        #expect(heap.settledEarliest() == MonotonicClock.never && heap.storedEntries == 0)
+        for timer in members + removed { timer.invalidate() }
+    }
+
+    @Test("S-TMR-7: joining orders numbered again at the end of their range keep equal instants in joining order")
+    func heapRenumbersOrders() throws {
+        let instant = MonotonicClock.now() + 1_000_000_000
+        var heap = TimerHeap(firstOrder: .max - 3)
+        let timers = try (0..<10).map { _ in
+            try RunLoopKitCore.Timer(fire: MonotonicClock.date(for: instant), interval: 0, repeats: false) { _ in }
+        }
+        for timer in timers.prefix(6) { _ = heap.insert(timer) }
+        _ = heap.remove(timers[1])
+        for timer in timers.dropFirst(6) { _ = heap.insert(timer) }
+        #expect(heap.timers.map(ObjectIdentifier.init) == timers.enumerated().filter { $0.offset != 1 }.map { ObjectIdentifier($0.element) })
+        // Dates become instants through the wall clock: they may differ
+        // by a nanosecond, so the expected order is a stable sort by
+        // instant of the joining order.
+        var due: [RunLoopKitCore.Timer] = []
+        heap.takeDue(now: instant + 1_000_000, into: &due)
+        let members = timers.enumerated().filter { $0.offset != 1 }.map(\.element)
+        #expect(due.map(ObjectIdentifier.init) == members.sorted { $0.nextFireInstant < $1.nextFireInstant }.map(ObjectIdentifier.init))
+        for timer in timers { timer.invalidate() }
     }
 }
 

@@ -400,7 +400,7 @@ extension RunLoop {
         var timerWake = MonotonicClock.never
         if snapshot.hasTimers && snapshot.clock.isReal {
             timerWake = state.withLock { $0.modes[mode]?.timers.wakeInstant() ?? MonotonicClock.never }
-        } else if snapshot.hasTimers && state.withLock({ $0.modes[mode]?.timers.earliest ?? MonotonicClock.never }) <= snapshot.clock.now() {
+        } else if snapshot.hasTimers && state.withLock({ $0.modes[mode]?.timers.settledEarliest() ?? MonotonicClock.never }) <= snapshot.clock.now() {
             // A test clock's timer that is due already (its date was set in
             // the past, or a callout advanced the clock): the timerfd cannot
             // stand for it, so look without sleeping, and fire it at step 9.

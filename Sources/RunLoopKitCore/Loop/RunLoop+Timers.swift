@@ -50,9 +50,10 @@ extension RunLoop {
         return nil
     }
 
-    /// A timer's fire date was set (any thread): it moves in the heap of
-    /// every mode it is in, and the loop wakes to wait for the new instant
-    /// (S-TMR-5).
+    /// A timer's fire date was set earlier (any thread): it moves in the
+    /// heap of every mode it is in, and the loop wakes to wait for the new
+    /// instant (S-TMR-5). One set later only wakes the loop
+    /// (`itemDidChange`): the heaps move it when it comes to the top.
     func timerDidMove(_ timer: Timer) {
         changeItems { state in
             state.forEachMode { $0.timers.reschedule(timer) }

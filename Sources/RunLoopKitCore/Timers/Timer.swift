@@ -199,8 +199,11 @@ public final class Timer: @unchecked Sendable {
         set {
             let loop = binding.loop
             fireDateBits.store(newValue.timeIntervalSinceReferenceDate.bitPattern, ordering: .releasing)
-            fireInstant.store((loop?.clock ?? .real).instant(for: newValue), ordering: .releasing)
-            loop?.timerDidMove(self)
+            let instant = (loop?.clock ?? .real).instant(for: newValue)
+            let previous = fireInstant.exchange(instant, ordering: .acquiringAndReleasing)
+            // Moved later, each heap's entry (older now) is moved when it
+            // comes to the top (TimerHeap); the loop re-arms either way.
+            if instant < previous { loop?.timerDidMove(self) } else { loop?.itemDidChange() }
         }
     }
 

@@ -7,17 +7,29 @@
 /// Each member has one entry in the heap, keyed by its fire instant and,
 /// among equal instants, by when it joined the mode (the mode's order).
 /// A member is out of the heap while it fires: the run that fires it puts
-/// it back (`reinsert`), in every mode it is in, at its next instant. An
-/// entry whose instant is older than its timer's (the timer fired in
-/// another mode, or moved later) is fixed when it comes up; a timer moved
-/// earlier is moved at once (`reschedule`), so that none fires late.
+/// it back (`reinsert`), in every mode it is in, at its next instant.
+///
+/// Two kinds of entry are mended late, so that a change among many timers
+/// touches as little memory as it can (docs/performance.md, "Changes
+/// mended late"), as Go's runtime does with its timers:
+/// - a removed member's entry stays, dead, until it comes to the top or
+///   dead entries outnumber live ones (then the heap is rebuilt without
+///   them, in a few passes over its arrays);
+/// - an entry older than its timer's instant (the timer fired in another
+///   mode, or was moved later: `Timer.fireDate`'s setter then leaves the
+///   heaps alone) is moved when it comes to the top.
+/// A timer moved earlier is moved at once (`reschedule`): every entry's
+/// instant is at most its timer's, so no timer fires late, and `settle()`
+/// makes the top exact before the loop decides how long to sleep.
 struct TimerHeap {
-    /// An entry: its member's fire instant as the heap knows it, and the
-    /// member's slot. Sixteen bytes, four to a cache line: what a sift
+    /// An entry: its member's fire instant as the heap knows it, the
+    /// member's slot, and its joining order, so that comparing two entries
+    /// reads nothing else. Sixteen bytes, four to a cache line: what a sift
     /// walks through (docs/performance.md, "Timers in less memory").
     private struct Entry {
         var instant: UInt64
         let slot: Int32
+        var order: UInt32
     }
 
     /// Which heap this is among its loop's (the loop numbers its modes'
@@ -31,40 +43,54 @@ struct TimerHeap {
     let ordersByInstant: Bool
 
     /// What the heap keeps about one member, at its slot (an index the
-    /// timer itself keeps, `Timer.heapSlots`): its timer, its joining order
-    /// (among equal instants, the earlier joined comes first) and its
-    /// entry's index in `entries`, rewritten at every swap of a sift, or
-    /// `TimerHeap.out` while the member is out of the heap (firing) or the
-    /// slot is free. One array: a change that reaches a member finds all
-    /// three in one place (docs/performance.md, "Timers in less memory").
+    /// timer itself keeps, `Timer.heapSlots`): its timer (nil once it left,
+    /// while its entry is still in the heap), its joining order (among
+    /// equal instants, the earlier joined comes first) and its entry's
+    /// index in `entries`, rewritten at every swap of a sift, or
+    /// `TimerHeap.out` while it has no entry (it is firing, or the slot is
+    /// free). Sixteen bytes: a change that reaches a member finds all three
+    /// in one place (docs/performance.md, "Timers in less memory").
     private struct Slot {
         var timer: Timer?
-        var order: UInt64
+        var order: UInt32
         var position: Int32
     }
 
     private var entries: [Entry] = []
     private var slots: [Slot] = []
-    /// Slots of removed members, used again before `slots` grows.
+    /// Slots with no member and no entry, used again before `slots` grows.
     private var freeSlots: [Int] = []
-    private var nextOrder: UInt64 = 0
+    private var nextOrder: UInt32
+    /// Members: timers in the heap, firing or not; not the dead entries.
     private(set) var count = 0
+    /// Entries whose member left, still in `entries`.
+    private var deadEntries = 0
 
     private static let out: Int32 = -1
     /// Children per node: a 4-ary heap is half as deep as a binary one, so
     /// a sift swaps (and rewrites members' positions) half as often, and a
     /// node's four 16-byte children lie in one or two cache lines.
     private static let arity = 4
+    /// Up to this many dead entries stay whatever the number of members:
+    /// a small heap is not rebuilt for every few removals.
+    private static let deadEntriesAlwaysKept = 64
 
     /// A heap numbered `id` (above zero) among its loop's; unordered, a
-    /// set of members in joining order (`ordersByInstant`).
-    init(id: UInt32 = 1, ordersByInstant: Bool = true) {
+    /// set of members in joining order (`ordersByInstant`). `firstOrder`
+    /// is the first joining order it gives: tests start it near the end
+    /// of its range to see the orders renumbered.
+    init(id: UInt32 = 1, ordersByInstant: Bool = true, firstOrder: UInt32 = 0) {
         precondition(id > 0, "TimerHeap: heaps are numbered from 1")
         self.id = id
         self.ordersByInstant = ordersByInstant
+        nextOrder = firstOrder
     }
 
     var isEmpty: Bool { count == 0 }
+
+    /// Entries in the heap, dead ones included: at most twice the members
+    /// and `deadEntriesAlwaysKept` more.
+    var storedEntries: Int { entries.count }
 
     /// Every member, in the order they joined the mode.
     var timers: [Timer] {
@@ -73,36 +99,51 @@ struct TimerHeap {
 
     func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id) != nil }
 
-    /// The earliest instant in the heap (possibly older than its timer's:
-    /// waking for it then fires nothing), or `MonotonicClock.never`.
+    /// The earliest instant in the heap, or `MonotonicClock.never`: a
+    /// bound, possibly a removed member's or older than its timer's
+    /// (waking for it then fires nothing); `settledEarliest()` is exact.
     var earliest: UInt64 { entries.first?.instant ?? MonotonicClock.never }
+
+    /// The earliest fire instant of a member (`settle()`, then `earliest`).
+    mutating func settledEarliest() -> UInt64 {
+        settle()
+        return earliest
+    }
 
     /// Adds `timer` at its fire instant; false if it is a member already.
     mutating func insert(_ timer: Timer) -> Bool {
         guard timer.heapSlots.slot(in: id) == nil else { return false }
+        if nextOrder == .max { renumber() }
+        let joined = Slot(timer: timer, order: nextOrder, position: Self.out)
+        nextOrder += 1
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
-            slots[slot] = Slot(timer: timer, order: nextOrder, position: Self.out)
+            slots[slot] = joined
         } else {
             slot = slots.count
-            slots.append(Slot(timer: timer, order: nextOrder, position: Self.out))
+            slots.append(joined)
         }
-        nextOrder += 1
         count += 1
         timer.heapSlots.add(slot, in: id)
         if ordersByInstant { push(slot, at: timer.nextFireInstant) }
         return true
     }
 
-    /// Removes `timer`; false if it was not a member.
+    /// Removes `timer`; false if it was not a member. Its entry, if it has
+    /// one, stays dead in the heap until it comes to the top or the heap
+    /// is rebuilt: leaving costs the member's slot and no sift.
     mutating func remove(_ timer: Timer) -> Bool {
         guard let slot = timer.heapSlots.slot(in: id) else { return false }
         timer.heapSlots.remove(in: id)
-        if ordersByInstant && slots[slot].position != Self.out { removeEntry(at: Int(slots[slot].position)) }
         slots[slot].timer = nil
-        freeSlots.append(slot)
         count -= 1
+        if slots[slot].position == Self.out {
+            freeSlots.append(slot)
+        } else {
+            deadEntries += 1
+            if deadEntries > max(Self.deadEntriesAlwaysKept, count) { dropDeadEntries() }
+        }
         return true
     }
 
@@ -113,7 +154,8 @@ struct TimerHeap {
         push(slot, at: timer.nextFireInstant)
     }
 
-    /// Moves a member to its timer's instant now (its fire date was set).
+    /// Moves a member to its timer's instant now: its fire date was set
+    /// earlier, or its instant counted again on a test clock.
     mutating func reschedule(_ timer: Timer) {
         guard ordersByInstant, let slot = timer.heapSlots.slot(in: id), slots[slot].position != Self.out else { return }
         let position = Int(slots[slot].position)
@@ -121,15 +163,36 @@ struct TimerHeap {
         if !siftUp(position) { siftDown(position) }
     }
 
+    /// Makes the top entry a member's own fire instant: drops dead entries
+    /// there, and moves an entry older than its timer's instant to it.
+    mutating func settle() {
+        while let first = entries.first {
+            guard let timer = slots[Int(first.slot)].timer else {
+                removeEntry(at: 0)
+                continue
+            }
+            let actual = timer.nextFireInstant
+            guard actual > first.instant else { return }
+            entries[0].instant = actual
+            siftDown(0)
+        }
+    }
+
     /// Takes the timers due at `now` out of the heap into `due`, earliest
     /// first. A timer that cannot fire now (firing further up the stack,
     /// S-RUN-8, or invalid) stays out until the run firing it puts it back;
-    /// an entry older than its timer goes back at the timer's instant.
+    /// an entry older than its timer goes back at the timer's instant
+    /// (taken then if that is due too), and a dead entry goes.
     mutating func takeDue(now: UInt64, into due: inout [Timer]) {
         while let first = entries.first, first.instant <= now {
-            let timer = slots[Int(first.slot)].timer!
+            guard let timer = slots[Int(first.slot)].timer else {
+                removeEntry(at: 0)
+                continue
+            }
+            // Older than its timer: put back at the timer's instant, even
+            // if that is due too, so that timers come out in fire order.
             let actual = timer.nextFireInstant
-            if actual != first.instant && actual > now {
+            if actual > first.instant {
                 entries[0].instant = actual
                 siftDown(0)
                 continue
@@ -141,10 +204,11 @@ struct TimerHeap {
 
     /// When the loop must wake for these timers: the latest instant still
     /// within every timer's tolerance window, so that timers whose windows
-    /// overlap fire in one wake-up (S-TMR-3). Looks only at the entries that
-    /// come before the earliest window closes: a subtree whose root is later
-    /// than that holds none.
-    func wakeInstant() -> UInt64 {
+    /// overlap fire in one wake-up (S-TMR-3). Settles the top first, then
+    /// looks only at the entries that come before the earliest window
+    /// closes: a subtree whose root is later than that holds none.
+    mutating func wakeInstant() -> UInt64 {
+        settle()
         guard let first = entries.first else { return MonotonicClock.never }
         // The usual case, no tolerance on the earliest timer: its instant.
         let firstTimer = slots[Int(first.slot)].timer!
@@ -158,8 +222,8 @@ struct TimerHeap {
         while let index = stack.popLast() {
             let entry = entries[index]
             guard entry.instant <= deadline else { continue }
-            let timer = slots[Int(entry.slot)].timer!
-            if timer.isSchedulable {
+            // A dead entry's subtree may still hold members in the window.
+            if let timer = slots[Int(entry.slot)].timer, timer.isSchedulable {
                 let instant = max(entry.instant, timer.nextFireInstant)
                 if instant <= deadline {
                     considered.append(instant)
@@ -175,7 +239,7 @@ struct TimerHeap {
     // MARK: - The heap
 
     private mutating func push(_ slot: Int, at instant: UInt64) {
-        entries.append(Entry(instant: instant, slot: Int32(truncatingIfNeeded: slot)))
+        entries.append(Entry(instant: instant, slot: Int32(truncatingIfNeeded: slot), order: slots[slot].order))
         slots[slot].position = Int32(entries.count - 1)
         siftUp(entries.count - 1)
     }
@@ -183,10 +247,11 @@ struct TimerHeap {
     /// Whether entry `a` comes before entry `b`: earlier, or as early and
     /// joined first.
     @inline(__always)
-    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        a.instant < b.instant || (a.instant == b.instant && slots[Int(a.slot)].order < slots[Int(b.slot)].order)
+    private static func precedes(_ a: Entry, _ b: Entry) -> Bool {
+        a.instant < b.instant || (a.instant == b.instant && a.order < b.order)
     }
 
+    /// Takes the entry at `position` out; a dead entry's slot is free then.
     private mutating func removeEntry(at position: Int) {
         let removed = Int(entries[position].slot)
         let last = entries.count - 1
@@ -196,6 +261,10 @@ struct TimerHeap {
         }
         entries.removeLast()
         slots[removed].position = Self.out
+        if slots[removed].timer == nil {
+            freeSlots.append(removed)
+            deadEntries -= 1
+        }
         if position < entries.count, !siftUp(position) { siftDown(position) }
     }
 
@@ -206,25 +275,32 @@ struct TimerHeap {
         var child = position
         while child > 0 {
             let parent = (child - 1) / Self.arity
-            guard precedes(entries[child], entries[parent]) else { break }
+            guard Self.precedes(entries[child], entries[parent]) else { break }
             swapEntries(child, parent)
             child = parent
         }
         return child != position
     }
 
-    private mutating func siftDown(_ position: Int) {
+    /// Moves the entry at `position` down below every child it does not
+    /// precede; `recordingPositions: false` leaves the slots' positions to
+    /// the caller (the rebuild writes them all at the end).
+    private mutating func siftDown(_ position: Int, recordingPositions: Bool = true) {
         var parent = position
         while true {
             let firstChild = Self.arity * parent + 1
             guard firstChild < entries.count else { return }
             var least = firstChild
             for child in firstChild + 1..<min(firstChild + Self.arity, entries.count)
-            where precedes(entries[child], entries[least]) {
+            where Self.precedes(entries[child], entries[least]) {
                 least = child
             }
-            guard precedes(entries[least], entries[parent]) else { return }
-            swapEntries(parent, least)
+            guard Self.precedes(entries[least], entries[parent]) else { return }
+            if recordingPositions {
+                swapEntries(parent, least)
+            } else {
+                entries.swapAt(parent, least)
+            }
             parent = least
         }
     }
@@ -233,5 +309,48 @@ struct TimerHeap {
         entries.swapAt(a, b)
         slots[Int(entries[a].slot)].position = Int32(a)
         slots[Int(entries[b].slot)].position = Int32(b)
+    }
+
+    /// Rebuilds the heap without its dead entries, once they outnumber the
+    /// members. Each pass walks an array in order, or writes into one the
+    /// size of the slots' count of 32-bit positions: visiting the slots of
+    /// the entries one by one would miss the cache once an entry, more
+    /// than the removals saved (docs/performance.md, "Changes mended late").
+    private mutating func dropDeadEntries() {
+        var isDead = [Bool](repeating: false, count: slots.count)
+        for slot in slots.indices where slots[slot].timer == nil && slots[slot].position != Self.out {
+            isDead[slot] = true
+        }
+        var kept = 0
+        for index in entries.indices where !isDead[Int(entries[index].slot)] {
+            entries[kept] = entries[index]
+            kept += 1
+        }
+        entries.removeLast(entries.count - kept)
+        // Floyd's heap construction: each parent sifted down, last first.
+        if entries.count > 1 {
+            for parent in stride(from: (entries.count - 2) / Self.arity, through: 0, by: -1) {
+                siftDown(parent, recordingPositions: false)
+            }
+        }
+        var positions = [Int32](repeating: Self.out, count: slots.count)
+        for index in entries.indices { positions[Int(entries[index].slot)] = Int32(index) }
+        for slot in slots.indices {
+            slots[slot].position = positions[slot]
+            if isDead[slot] { freeSlots.append(slot) }
+        }
+        deadEntries = 0
+    }
+
+    /// Numbers the joining orders again from 0, keeping their sequence,
+    /// when they reach the end of their range (once in four billion joins
+    /// to one heap): members and dead entries' slots alike.
+    private mutating func renumber() {
+        let inUse = slots.indices
+            .filter { slots[$0].timer != nil || slots[$0].position != Self.out }
+            .sorted { slots[$0].order < slots[$1].order }
+        for (order, slot) in inUse.enumerated() { slots[slot].order = UInt32(order) }
+        for index in entries.indices { entries[index].order = slots[Int(entries[index].slot)].order }
+        nextOrder = UInt32(inUse.count)
     }
 }
