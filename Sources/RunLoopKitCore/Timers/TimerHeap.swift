@@ -9,16 +9,12 @@
 /// A member is out of the heap while it fires: the run that fires it puts
 /// it back (`reinsert`), in every mode it is in, at its next instant.
 ///
-/// Two kinds of entry are mended late, so that a change among many timers
-/// touches as little memory as it can (docs/performance.md, "Changes
-/// mended late"), as Go's runtime does with its timers:
-/// - a removed member's entry stays, dead, until it comes to the top or
-///   dead entries outnumber live ones (then the heap is rebuilt without
-///   them, in a few passes over its arrays);
-/// - an entry older than its timer's instant (the timer fired in another
-///   mode, or was moved later: `Timer.fireDate`'s setter then leaves the
-///   heaps alone) is moved when it comes to the top.
-/// A timer moved earlier is moved at once (`reschedule`): every entry's
+/// An entry may be older than its timer's instant: the timer fired in
+/// another mode, or was moved later (`Timer.fireDate`'s setter then leaves
+/// the heaps alone, as Go's runtime leaves a timer moved later: a change
+/// among many timers then touches no heap; docs/performance.md, "Timers
+/// moved later"). Such an entry is moved when it comes to the top. A
+/// timer moved earlier is moved at once (`reschedule`): every entry's
 /// instant is at most its timer's, so no timer fires late, and `settle()`
 /// makes the top exact before the loop decides how long to sleep.
 struct TimerHeap {
@@ -43,10 +39,9 @@ struct TimerHeap {
     let ordersByInstant: Bool
 
     /// What the heap keeps about one member, at its slot (an index the
-    /// timer itself keeps, `Timer.heapSlots`): its timer (nil once it left,
-    /// while its entry is still in the heap), its joining order (among
-    /// equal instants, the earlier joined comes first) and its entry's
-    /// index in `entries`, rewritten at every swap of a sift, or
+    /// timer itself keeps, `Timer.heapSlots`): its timer, its joining
+    /// order (among equal instants, the earlier joined comes first) and its
+    /// entry's index in `entries`, rewritten at every swap of a sift, or
     /// `TimerHeap.out` while it has no entry (it is firing, or the slot is
     /// free). Sixteen bytes: a change that reaches a member finds all three
     /// in one place (docs/performance.md, "Timers in less memory").
@@ -58,22 +53,16 @@ struct TimerHeap {
 
     private var entries: [Entry] = []
     private var slots: [Slot] = []
-    /// Slots with no member and no entry, used again before `slots` grows.
+    /// Slots of removed members, used again before `slots` grows.
     private var freeSlots: [Int] = []
     private var nextOrder: UInt32
-    /// Members: timers in the heap, firing or not; not the dead entries.
     private(set) var count = 0
-    /// Entries whose member left, still in `entries`.
-    private var deadEntries = 0
 
     private static let out: Int32 = -1
     /// Children per node: a 4-ary heap is half as deep as a binary one, so
     /// a sift swaps (and rewrites members' positions) half as often, and a
     /// node's four 16-byte children lie in one or two cache lines.
     private static let arity = 4
-    /// Up to this many dead entries stay whatever the number of members:
-    /// a small heap is not rebuilt for every few removals.
-    private static let deadEntriesAlwaysKept = 64
 
     /// A heap numbered `id` (above zero) among its loop's; unordered, a
     /// set of members in joining order (`ordersByInstant`). `firstOrder`
@@ -88,10 +77,6 @@ struct TimerHeap {
 
     var isEmpty: Bool { count == 0 }
 
-    /// Entries in the heap, dead ones included: at most twice the members
-    /// and `deadEntriesAlwaysKept` more.
-    var storedEntries: Int { entries.count }
-
     /// Every member, in the order they joined the mode.
     var timers: [Timer] {
         slots.filter { $0.timer != nil }.sorted { $0.order < $1.order }.map { $0.timer! }
@@ -100,8 +85,8 @@ struct TimerHeap {
     func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id) != nil }
 
     /// The earliest instant in the heap, or `MonotonicClock.never`: a
-    /// bound, possibly a removed member's or older than its timer's
-    /// (waking for it then fires nothing); `settledEarliest()` is exact.
+    /// bound, possibly older than its timer's (waking for it then fires
+    /// nothing); `settledEarliest()` is exact.
     var earliest: UInt64 { entries.first?.instant ?? MonotonicClock.never }
 
     /// The earliest fire instant of a member (`settle()`, then `earliest`).
@@ -130,20 +115,14 @@ struct TimerHeap {
         return true
     }
 
-    /// Removes `timer`; false if it was not a member. Its entry, if it has
-    /// one, stays dead in the heap until it comes to the top or the heap
-    /// is rebuilt: leaving costs the member's slot and no sift.
+    /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
         guard let slot = timer.heapSlots.slot(in: id) else { return false }
         timer.heapSlots.remove(in: id)
+        if ordersByInstant && slots[slot].position != Self.out { removeEntry(at: Int(slots[slot].position)) }
         slots[slot].timer = nil
+        freeSlots.append(slot)
         count -= 1
-        if slots[slot].position == Self.out {
-            freeSlots.append(slot)
-        } else {
-            deadEntries += 1
-            if deadEntries > max(Self.deadEntriesAlwaysKept, count) { dropDeadEntries() }
-        }
         return true
     }
 
@@ -163,15 +142,12 @@ struct TimerHeap {
         if !siftUp(position) { siftDown(position) }
     }
 
-    /// Makes the top entry a member's own fire instant: drops dead entries
-    /// there, and moves an entry older than its timer's instant to it.
+    /// Makes the top entry its timer's own fire instant: an entry older
+    /// than its timer's goes down to where that instant belongs, until the
+    /// top's is exact.
     mutating func settle() {
         while let first = entries.first {
-            guard let timer = slots[Int(first.slot)].timer else {
-                removeEntry(at: 0)
-                continue
-            }
-            let actual = timer.nextFireInstant
+            let actual = slots[Int(first.slot)].timer!.nextFireInstant
             guard actual > first.instant else { return }
             entries[0].instant = actual
             siftDown(0)
@@ -182,13 +158,10 @@ struct TimerHeap {
     /// first. A timer that cannot fire now (firing further up the stack,
     /// S-RUN-8, or invalid) stays out until the run firing it puts it back;
     /// an entry older than its timer goes back at the timer's instant
-    /// (taken then if that is due too), and a dead entry goes.
+    /// (taken then if that is due too).
     mutating func takeDue(now: UInt64, into due: inout [Timer]) {
         while let first = entries.first, first.instant <= now {
-            guard let timer = slots[Int(first.slot)].timer else {
-                removeEntry(at: 0)
-                continue
-            }
+            let timer = slots[Int(first.slot)].timer!
             // Older than its timer: put back at the timer's instant, even
             // if that is due too, so that timers come out in fire order.
             let actual = timer.nextFireInstant
@@ -222,8 +195,8 @@ struct TimerHeap {
         while let index = stack.popLast() {
             let entry = entries[index]
             guard entry.instant <= deadline else { continue }
-            // A dead entry's subtree may still hold members in the window.
-            if let timer = slots[Int(entry.slot)].timer, timer.isSchedulable {
+            let timer = slots[Int(entry.slot)].timer!
+            if timer.isSchedulable {
                 let instant = max(entry.instant, timer.nextFireInstant)
                 if instant <= deadline {
                     considered.append(instant)
@@ -251,7 +224,6 @@ struct TimerHeap {
         a.instant < b.instant || (a.instant == b.instant && a.order < b.order)
     }
 
-    /// Takes the entry at `position` out; a dead entry's slot is free then.
     private mutating func removeEntry(at position: Int) {
         let removed = Int(entries[position].slot)
         let last = entries.count - 1
@@ -261,10 +233,6 @@ struct TimerHeap {
         }
         entries.removeLast()
         slots[removed].position = Self.out
-        if slots[removed].timer == nil {
-            freeSlots.append(removed)
-            deadEntries -= 1
-        }
         if position < entries.count, !siftUp(position) { siftDown(position) }
     }
 
@@ -282,10 +250,7 @@ struct TimerHeap {
         return child != position
     }
 
-    /// Moves the entry at `position` down below every child it does not
-    /// precede; `recordingPositions: false` leaves the slots' positions to
-    /// the caller (the rebuild writes them all at the end).
-    private mutating func siftDown(_ position: Int, recordingPositions: Bool = true) {
+    private mutating func siftDown(_ position: Int) {
         var parent = position
         while true {
             let firstChild = Self.arity * parent + 1
@@ -296,11 +261,7 @@ struct TimerHeap {
                 least = child
             }
             guard Self.precedes(entries[least], entries[parent]) else { return }
-            if recordingPositions {
-                swapEntries(parent, least)
-            } else {
-                entries.swapAt(parent, least)
-            }
+            swapEntries(parent, least)
             parent = least
         }
     }
@@ -311,43 +272,12 @@ struct TimerHeap {
         slots[Int(entries[b].slot)].position = Int32(b)
     }
 
-    /// Rebuilds the heap without its dead entries, once they outnumber the
-    /// members. Each pass walks an array in order, or writes into one the
-    /// size of the slots' count of 32-bit positions: visiting the slots of
-    /// the entries one by one would miss the cache once an entry, more
-    /// than the removals saved (docs/performance.md, "Changes mended late").
-    private mutating func dropDeadEntries() {
-        var isDead = [Bool](repeating: false, count: slots.count)
-        for slot in slots.indices where slots[slot].timer == nil && slots[slot].position != Self.out {
-            isDead[slot] = true
-        }
-        var kept = 0
-        for index in entries.indices where !isDead[Int(entries[index].slot)] {
-            entries[kept] = entries[index]
-            kept += 1
-        }
-        entries.removeLast(entries.count - kept)
-        // Floyd's heap construction: each parent sifted down, last first.
-        if entries.count > 1 {
-            for parent in stride(from: (entries.count - 2) / Self.arity, through: 0, by: -1) {
-                siftDown(parent, recordingPositions: false)
-            }
-        }
-        var positions = [Int32](repeating: Self.out, count: slots.count)
-        for index in entries.indices { positions[Int(entries[index].slot)] = Int32(index) }
-        for slot in slots.indices {
-            slots[slot].position = positions[slot]
-            if isDead[slot] { freeSlots.append(slot) }
-        }
-        deadEntries = 0
-    }
-
     /// Numbers the joining orders again from 0, keeping their sequence,
     /// when they reach the end of their range (once in four billion joins
-    /// to one heap): members and dead entries' slots alike.
+    /// to one heap).
     private mutating func renumber() {
         let inUse = slots.indices
-            .filter { slots[$0].timer != nil || slots[$0].position != Self.out }
+            .filter { slots[$0].timer != nil }
             .sorted { slots[$0].order < slots[$1].order }
         for (order, slot) in inUse.enumerated() { slots[slot].order = UInt32(order) }
         for index in entries.indices { entries[index].order = slots[Int(entries[index].slot)].order }
