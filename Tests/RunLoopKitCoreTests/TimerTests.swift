@@ -483,6 +483,7 @@ struct TimerTests {
         let shared = try timer(at: 50)
         let joined = heaps.indices.map { heaps[$0].insert(shared) }
         #expect(joined == [true, true, true, true])
+        #expect(TimerHeapSlots.hasSpilledSlots(of: ObjectIdentifier(shared)), "two of its four slots are kept out of line")
         #expect(heaps.allSatisfy { $0.contains(shared) && $0.earliest == shared.nextFireInstant })
         let again = heaps[2].insert(shared)
         #expect(!again, "a second insert of a member")
@@ -507,6 +508,7 @@ struct TimerTests {
         let leftRest = [0, 2, 3].map { heaps[$0].remove(shared) }
         #expect(leftRest == [true, true, true])
         #expect(heaps.allSatisfy { !$0.contains(shared) })
+        #expect(!TimerHeapSlots.hasSpilledSlots(of: ObjectIdentifier(shared)), "its slots out of line went with it")
         #expect(heaps.map(\.count) == [0, 3, 6, 9])
 
         // The common items' kind of heap keeps members in joining order
@@ -645,6 +647,20 @@ struct TimerTests {
         #expect(later.map(\.nextFireInstant) == later.map(\.nextFireInstant).sorted())
         #expect(heap.settledEarliest() == MonotonicClock.never)
         for timer in members + removed { timer.invalidate() }
+    }
+
+    @Test("S-TMR-1: a timer in three heaps that is freed without leaving them (its loop torn down) takes its slots kept out of line with it")
+    func spilledSlotsGoWithTheTimer() throws {
+        var heaps = (1...3).map { TimerHeap(id: UInt32($0)) }
+        var timer: RunLoopKitCore.Timer? = try RunLoopKitCore.Timer(
+            fire: MonotonicClock.date(for: MonotonicClock.now() + 1_000_000_000), interval: 0, repeats: false) { _ in }
+        let identity = ObjectIdentifier(timer!)
+        for index in heaps.indices { _ = heaps[index].insert(timer!) }
+        #expect(TimerHeapSlots.hasSpilledSlots(of: identity))
+        // The heaps go first, as a torn-down loop's do, then the last reference.
+        heaps = []
+        timer = nil
+        #expect(!TimerHeapSlots.hasSpilledSlots(of: identity))
     }
 
     @Test("S-TMR-7: joining orders numbered again at the end of their range keep equal instants in joining order")

@@ -26,33 +26,46 @@ public final class Timer: @unchecked Sendable {
     // bound to; the block is @Sendable.
 
     // Stored in the order laid out: what a change or a fire reads first
-    // (validity, instants, binding, heap slots), so that reaching a timer
+    // (state, instant, binding, heap slots), so that reaching a timer
     // untouched for a while among many costs as few cache lines as it can;
-    // what only a fire or the caller reads (block, userInfo) after.
+    // what only a fire or the caller reads (block, userInfo) after. A
+    // timer is 96 bytes: malloc's 112-byte chunks then start at every
+    // 16-byte offset of a cache line in turn, and a timer spans two lines
+    // at three of the four (docs/performance.md, "A timer in 96 bytes").
 
-    private let valid = Atomic<Bool>(true)
-    /// Whether the timer fires again every `timeInterval` seconds.
-    public let repeats: Bool
-    /// True while the block runs on the loop: a nested run inside it
-    /// (S-RUN-8) must not fire the timer again, and the fire date stays
-    /// the date being fired until the block returns (S-TMR-6).
-    private let firing = Atomic<Bool>(false)
+    /// Whether it is valid (`validBit`), whether its block is running on
+    /// the loop (`firingBit`: a nested run inside it, S-RUN-8, must not
+    /// fire it again, and the fire date stays the date being fired until
+    /// the block returns, S-TMR-6), and its tolerance in nanoseconds (the
+    /// rest), in one word.
+    private let state = Atomic<UInt64>(Timer.validBit)
     /// The fire date as an instant on the clock of the timer's loop (the
     /// real clock until it joins one): what the loop sorts and waits on.
     private let fireInstant: Atomic<UInt64>
-    /// The fire date exactly as set or computed (S-TMR-6), as the bit
-    /// pattern of its `timeIntervalSinceReferenceDate`.
-    private let fireDateBits: Atomic<UInt64>
-    private let toleranceNanoseconds = Atomic<UInt64>(0)
     let binding = LoopBinding()
     /// Its slot in each heap of its loop's modes (`TimerHeap`), changed
     /// under that loop's lock only. Unchecked exclusivity: the lock already
     /// serialises every access, and a heap reads it at every change.
     // U-TIMER-HEAP-SLOTS (docs/unsafe-sites.md).
     @exclusivity(unchecked) var heapSlots = TimerHeapSlots()
+    /// The fire date exactly as set or computed (S-TMR-6), as the bit
+    /// pattern of its `timeIntervalSinceReferenceDate`.
+    private let fireDateBits: Atomic<UInt64>
+    /// The repeat interval, `userInfo` and `origin`, out of line for the
+    /// timers that have any: a one-shot timer made without `userInfo`, the
+    /// kind a program makes by the thousand, has none.
+    private let extras: TimerExtras?
+    private let block: @Sendable (Timer) -> Void
 
+    private static let validBit: UInt64 = 1 << 63
+    private static let firingBit: UInt64 = 1 << 62
+    /// The tolerance's bits of `state`: up to 2⁶² - 1 ns, about 146 years.
+    private static let toleranceMask: UInt64 = (1 << 62) - 1
+
+    /// Whether the timer fires again every `timeInterval` seconds.
+    public var repeats: Bool { timeInterval > 0 }
     /// The repeat interval; 0 for a one-shot timer.
-    public let timeInterval: TimeInterval
+    public var timeInterval: TimeInterval { extras?.interval ?? 0 }
     /// What the timer was made with to carry to its block (NSTimer's
     /// `userInfo`): read it as `timer.userInfo` inside the block; nil if none
     /// was given. Set once, when the timer is made.
@@ -60,12 +73,6 @@ public final class Timer: @unchecked Sendable {
     /// For a timer made by `perform(afterDelay:)`: the tag and call site
     /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
     var origin: BlockOrigin? { extras?.origin }
-    /// `userInfo` and `origin`, out of line for the few timers that have
-    /// either: inline they took 80 of the timer's 160 bytes, and freeing a
-    /// timer read those cache lines to destroy them (a timer is 120 bytes
-    /// now; docs/performance.md, "Timers in less memory").
-    private let extras: TimerExtras?
-    private let block: @Sendable (Timer) -> Void
 
     /// A timer that first fires `timeInterval` seconds from now on the real
     /// clock (as Foundation's does; on a loop with a `TestClock`, use
@@ -76,7 +83,12 @@ public final class Timer: @unchecked Sendable {
     public convenience init(
         timeInterval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
-        try self.init(timeInterval: timeInterval, repeats: repeats, on: .real, userInfo: nil, block: block)
+        try RunLoopError.validate(timeInterval, "timer interval")
+        let clock = LoopClock.real
+        try self.init(
+            firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
+            interval: timeInterval, repeats: repeats, extras: TimerExtras.of(interval: repeats ? timeInterval : 0),
+            block: block)
     }
 
     /// A timer that first fires `timeInterval` seconds from now on the real
@@ -109,7 +121,10 @@ public final class Timer: @unchecked Sendable {
     public convenience init(
         fire date: Date, interval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
-        try self.init(fire: date, interval: interval, userInfo: nil, repeats: repeats, block: block)
+        try RunLoopError.validate(interval, "timer interval")
+        try self.init(
+            firstFire: date, instant: MonotonicClock.instant(for: date), interval: interval, repeats: repeats,
+            extras: TimerExtras.of(interval: repeats ? interval : 0), block: block)
     }
 
     /// A timer that first fires at `date` exactly, then every `interval`
@@ -133,7 +148,7 @@ public final class Timer: @unchecked Sendable {
         try RunLoopError.validate(interval, "timer interval")
         try self.init(
             firstFire: date, instant: MonotonicClock.instant(for: date), interval: interval, repeats: repeats,
-            userInfo: userInfo, block: block)
+            extras: TimerExtras.of(interval: repeats ? interval : 0, userInfo: userInfo, origin: nil), block: block)
     }
 
     /// A timer that first fires `timeInterval` seconds from now on `clock`;
@@ -145,22 +160,35 @@ public final class Timer: @unchecked Sendable {
         try RunLoopError.validate(timeInterval, "timer interval")
         try self.init(
             firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
-            interval: timeInterval, repeats: repeats, origin: origin, userInfo: userInfo, block: block)
+            interval: timeInterval, repeats: repeats,
+            extras: TimerExtras.of(interval: repeats ? timeInterval : 0, userInfo: userInfo, origin: origin), block: block)
     }
 
+    /// `extras` carries the interval of a repeating timer (a one-shot
+    /// timer's reads 0, as NSTimer's does, and `repeats` is whether it is
+    /// above zero, which a repeating timer's must be): each initialiser
+    /// makes it with `TimerExtras.of`, those without `userInfo` with the
+    /// variant that takes none, so that they handle no `(any Sendable)?`
+    /// (copying and destroying a nil one cost about a hundred instructions
+    /// a timer).
     private init(
-        firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool, origin: BlockOrigin? = nil,
-        userInfo: (any Sendable)?, block: @escaping @Sendable (Timer) -> Void
+        firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool, extras: TimerExtras?,
+        block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
         if repeats && interval == 0 {
             throw .invalidInterval(interval, reason: "a repeating timer needs an interval above zero")
         }
-        self.timeInterval = repeats ? interval : 0
-        self.repeats = repeats
         self.block = block
-        extras = userInfo == nil && origin == nil ? nil : TimerExtras(userInfo: userInfo, origin: origin)
+        self.extras = extras
         fireDateBits = Atomic(date.timeIntervalSinceReferenceDate.bitPattern)
         fireInstant = Atomic(instant)
+    }
+
+    deinit {
+        // A timer in more than two heaps left the rest of its slots in a
+        // table; normally it left those heaps first, but a torn-down
+        // loop's timers keep theirs.
+        heapSlots.forgetSpilled(of: ObjectIdentifier(self))
     }
 
     /// Creates a timer and adds it to the current thread's loop in the
@@ -210,20 +238,27 @@ public final class Timer: @unchecked Sendable {
     /// How late the loop may fire this timer to coalesce wake-ups. Negative
     /// or NaN values count as zero, as Foundation's do.
     public var tolerance: TimeInterval {
-        get { MonotonicClock.seconds(toleranceNanoseconds.load(ordering: .relaxed)) }
+        get { MonotonicClock.seconds(state.load(ordering: .relaxed) & Self.toleranceMask) }
         set {
             let clean = newValue.isNaN || newValue < 0 ? 0 : newValue
-            toleranceNanoseconds.store(MonotonicClock.nanoseconds(clean), ordering: .relaxed)
+            let nanoseconds = min(MonotonicClock.nanoseconds(clean), Self.toleranceMask)
+            var current = state.load(ordering: .relaxed)
+            while true {
+                let desired = current & ~Self.toleranceMask | nanoseconds
+                let (exchanged, original) = state.compareExchange(expected: current, desired: desired, ordering: .relaxed)
+                if exchanged { break }
+                current = original
+            }
             binding.loop?.itemDidChange()
         }
     }
 
     /// False after `invalidate()`, and after a one-shot timer fired.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
+    public var isValid: Bool { state.load(ordering: .acquiring) & Self.validBit != 0 }
 
     /// Stops the timer and removes it from its loop, from any thread (S-TMR-4). Idempotent.
     public func invalidate() {
-        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        guard state.bitwiseAnd(~Self.validBit, ordering: .acquiringAndReleasing).oldValue & Self.validBit != 0 else { return }
         binding.loop?.removeFromAllModes(self)
     }
 
@@ -241,12 +276,12 @@ public final class Timer: @unchecked Sendable {
     var nextFireInstant: UInt64 { fireInstant.load(ordering: .acquiring) }
 
     /// Whether the loop may fire it: valid, and not in its own block.
-    var isSchedulable: Bool { isValid && !firing.load(ordering: .acquiring) }
+    var isSchedulable: Bool { state.load(ordering: .acquiring) & (Self.validBit | Self.firingBit) == Self.validBit }
 
     /// The latest instant the loop may wake for this timer.
     var latestWakeInstant: UInt64 {
         let fire = nextFireInstant
-        let tolerance = toleranceNanoseconds.load(ordering: .relaxed)
+        let tolerance = state.load(ordering: .relaxed) & Self.toleranceMask
         return tolerance >= MonotonicClock.never - fire ? MonotonicClock.never : fire + tolerance
     }
 
@@ -266,11 +301,14 @@ public final class Timer: @unchecked Sendable {
     /// already firing further up the stack.
     func fireOnLoop(now: UInt64) -> Bool {
         let scheduled = nextFireInstant
-        guard isValid, scheduled <= now, !firing.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        guard isValid, scheduled <= now,
+              state.bitwiseOr(Self.firingBit, ordering: .acquiringAndReleasing).oldValue & Self.firingBit == 0
+        else { return false }
         let firedDate = fireDateBits.load(ordering: .acquiring)
         block(self)
-        firing.store(false, ordering: .releasing)
-        guard repeats else {
+        state.bitwiseAnd(~Self.firingBit, ordering: .releasing)
+        let timeInterval = self.timeInterval
+        guard timeInterval > 0 else {
             invalidate()
             return true
         }
@@ -291,7 +329,7 @@ public final class Timer: @unchecked Sendable {
     /// Marks the timer invalid without touching the loop (the loop is being
     /// torn down and already dropped it).
     func detach() {
-        valid.store(false, ordering: .releasing)
+        state.bitwiseAnd(~Self.validBit, ordering: .releasing)
         binding.clear()
     }
 }
@@ -317,13 +355,27 @@ extension Timer: ModeItem {
     func loopDidTearDown(_ loop: RunLoop, mode: RunLoop.Mode) { detach() }
 }
 
-/// What few timers carry, out of line (`Timer.extras`).
+/// What some timers carry, out of line (`Timer.extras`): a repeating
+/// timer's interval, `userInfo`, a delayed perform's origin.
 private final class TimerExtras: Sendable {
+    let interval: TimeInterval
     let userInfo: (any Sendable)?
     let origin: BlockOrigin?
 
-    init(userInfo: (any Sendable)?, origin: BlockOrigin?) {
+    private init(interval: TimeInterval, userInfo: (any Sendable)?, origin: BlockOrigin?) {
+        self.interval = interval
         self.userInfo = userInfo
         self.origin = origin
+    }
+
+    /// What a timer with this repeat interval (0 for a one-shot timer),
+    /// `userInfo` and origin carries; nil if nothing.
+    static func of(interval: TimeInterval, userInfo: (any Sendable)?, origin: BlockOrigin?) -> TimerExtras? {
+        interval == 0 && userInfo == nil && origin == nil ? nil : TimerExtras(interval: interval, userInfo: userInfo, origin: origin)
+    }
+
+    /// The same for a timer made without `userInfo`.
+    static func of(interval: TimeInterval) -> TimerExtras? {
+        interval == 0 ? nil : TimerExtras(interval: interval, userInfo: nil, origin: nil)
     }
 }

@@ -69,7 +69,7 @@ struct TimerHeap {
     /// is the first joining order it gives: tests start it near the end
     /// of its range to see the orders renumbered.
     init(id: UInt32 = 1, ordersByInstant: Bool = true, firstOrder: UInt32 = 0) {
-        precondition(id > 0, "TimerHeap: heaps are numbered from 1")
+        precondition(id > 0 && id <= TimerHeapSlots.largestHeap, "TimerHeap: heaps are numbered from 1 to 2³¹ - 1")
         self.id = id
         self.ordersByInstant = ordersByInstant
         nextOrder = firstOrder
@@ -82,7 +82,7 @@ struct TimerHeap {
         slots.filter { $0.timer != nil }.sorted { $0.order < $1.order }.map { $0.timer! }
     }
 
-    func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id) != nil }
+    func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) != nil }
 
     /// The earliest instant in the heap, or `MonotonicClock.never`: a
     /// bound, possibly older than its timer's (waking for it then fires
@@ -97,7 +97,7 @@ struct TimerHeap {
 
     /// Adds `timer` at its fire instant; false if it is a member already.
     mutating func insert(_ timer: Timer) -> Bool {
-        guard timer.heapSlots.slot(in: id) == nil else { return false }
+        guard timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) == nil else { return false }
         if nextOrder == .max { renumber() }
         let joined = Slot(timer: timer, order: nextOrder, position: Self.out)
         nextOrder += 1
@@ -110,15 +110,15 @@ struct TimerHeap {
             slots.append(joined)
         }
         count += 1
-        timer.heapSlots.add(slot, in: id)
+        timer.heapSlots.add(slot, in: id, of: ObjectIdentifier(timer))
         if ordersByInstant { push(slot, at: timer.nextFireInstant) }
         return true
     }
 
     /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
-        guard let slot = timer.heapSlots.slot(in: id) else { return false }
-        timer.heapSlots.remove(in: id)
+        guard let slot = timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) else { return false }
+        timer.heapSlots.remove(in: id, of: ObjectIdentifier(timer))
         if ordersByInstant && slots[slot].position != Self.out { removeEntry(at: Int(slots[slot].position)) }
         slots[slot].timer = nil
         freeSlots.append(slot)
@@ -129,14 +129,14 @@ struct TimerHeap {
     /// Puts a member that was out (it fired, or was due when a stop came)
     /// back at its next instant.
     mutating func reinsert(_ timer: Timer) {
-        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id), slots[slot].position == Self.out else { return }
+        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)), slots[slot].position == Self.out else { return }
         push(slot, at: timer.nextFireInstant)
     }
 
     /// Moves a member to its timer's instant now: its fire date was set
     /// earlier, or its instant counted again on a test clock.
     mutating func reschedule(_ timer: Timer) {
-        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id), slots[slot].position != Self.out else { return }
+        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)), slots[slot].position != Self.out else { return }
         let position = Int(slots[slot].position)
         entries[position].instant = timer.nextFireInstant
         if !siftUp(position) { siftDown(position) }
