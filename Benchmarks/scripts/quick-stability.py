@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much each row of `rlk-bench --quick` moves between runs.
 
-    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--passes N] [--filter NAME]... [--sides]
+    Benchmarks/scripts/quick-stability.py [--runs 3] [--placement cross|same] [--passes N] [--filter NAME]... [--sides] [--keep DIR]
 
 Runs the quick benchmark RUNS times (the release build in Benchmarks/.build,
 built first) and prints, per row, its ratio in each run and the spread
@@ -10,7 +10,9 @@ is marked. The quick run must measure enough that no row does
 (docs/performance.md, "Quick runs"). Rows without a ratio are skipped.
 With --sides it also prints how far each side's median moved (ours, then
 the peer): which side moves tells a noisy peer from a noisy measurement of
-ours. Exits 1 when a row moved by 20 % or more."""
+ours. With --keep DIR each run's `rlk-bench --json` report is kept there
+(run-1.json, ...), to read any row's own figures afterwards. Exits 1 when a
+row moved by 20 % or more."""
 import argparse
 import json
 import os
@@ -29,6 +31,7 @@ def main():
     parser.add_argument("--filter", action="append", default=[])
     parser.add_argument("--sides", action="store_true")
     parser.add_argument("--passes", type=int, help="passes per quick run (rlk-bench --passes; its default if not given)")
+    parser.add_argument("--keep", help="a directory to keep each run's JSON report in")
     args = parser.parse_args()
     subprocess.run(["swift", "build", "-c", "release", "--product", "rlk-bench"], cwd=PACKAGE, check=True,
                    stdout=subprocess.DEVNULL)
@@ -42,6 +45,10 @@ def main():
     for index in range(args.runs):
         output = subprocess.run(command, cwd=PACKAGE, check=True, capture_output=True, text=True).stdout
         document = json.loads(output)
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            with open(os.path.join(args.keep, f"run-{index + 1}.json"), "w") as kept:
+                kept.write(output)
         runs.append({row["name"]: row["ratio"] for row in document["scenarios"]})
         sides.append({row["name"]: ((row["ours"] or {}).get("median"), (row["peer"] or {}).get("median"))
                       for row in document["scenarios"]})
