@@ -83,12 +83,9 @@ public final class Timer: @unchecked Sendable {
     public convenience init(
         timeInterval: TimeInterval, repeats: Bool, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
-        try RunLoopError.validate(timeInterval, "timer interval")
-        let clock = LoopClock.real
         try self.init(
-            firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
-            interval: timeInterval, repeats: repeats, extras: TimerExtras.of(interval: repeats ? timeInterval : 0),
-            block: block)
+            timeInterval: timeInterval, repeats: repeats, on: .real,
+            extras: TimerExtras.of(interval: repeats ? timeInterval : 0), block: block)
     }
 
     /// A timer that first fires `timeInterval` seconds from now on the real
@@ -157,11 +154,21 @@ public final class Timer: @unchecked Sendable {
         timeInterval: TimeInterval, repeats: Bool, on clock: LoopClock, origin: BlockOrigin? = nil,
         userInfo: (any Sendable)? = nil, block: @escaping @Sendable (Timer) -> Void
     ) throws(RunLoopError) {
+        try self.init(
+            timeInterval: timeInterval, repeats: repeats, on: clock,
+            extras: TimerExtras.of(interval: repeats ? timeInterval : 0, userInfo: userInfo, origin: origin), block: block)
+    }
+
+    /// A timer that first fires `timeInterval` seconds from now on `clock`,
+    /// carrying `extras`.
+    private convenience init(
+        timeInterval: TimeInterval, repeats: Bool, on clock: LoopClock, extras: TimerExtras?,
+        block: @escaping @Sendable (Timer) -> Void
+    ) throws(RunLoopError) {
         try RunLoopError.validate(timeInterval, "timer interval")
         try self.init(
             firstFire: clock.date + timeInterval, instant: clock.instant(secondsFromNow: timeInterval),
-            interval: timeInterval, repeats: repeats,
-            extras: TimerExtras.of(interval: repeats ? timeInterval : 0, userInfo: userInfo, origin: origin), block: block)
+            interval: timeInterval, repeats: repeats, extras: extras, block: block)
     }
 
     /// `extras` carries the interval of a repeating timer (a one-shot

@@ -82,7 +82,10 @@ struct TimerHeap {
         slots.filter { $0.timer != nil }.sorted { $0.order < $1.order }.map { $0.timer! }
     }
 
-    func contains(_ timer: Timer) -> Bool { timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) != nil }
+    func contains(_ timer: Timer) -> Bool { slot(of: timer) != nil }
+
+    /// The slot of `timer` in this heap, or nil if it is not a member.
+    private func slot(of timer: Timer) -> Int? { timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) }
 
     /// The earliest instant in the heap, or `MonotonicClock.never`: a
     /// bound, possibly older than its timer's (waking for it then fires
@@ -97,7 +100,7 @@ struct TimerHeap {
 
     /// Adds `timer` at its fire instant; false if it is a member already.
     mutating func insert(_ timer: Timer) -> Bool {
-        guard timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) == nil else { return false }
+        guard slot(of: timer) == nil else { return false }
         if nextOrder == .max { renumber() }
         let joined = Slot(timer: timer, order: nextOrder, position: Self.out)
         nextOrder += 1
@@ -117,7 +120,7 @@ struct TimerHeap {
 
     /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
-        guard let slot = timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) else { return false }
+        guard let slot = slot(of: timer) else { return false }
         timer.heapSlots.remove(in: id, of: ObjectIdentifier(timer))
         if ordersByInstant && slots[slot].position != Self.out { removeEntry(at: Int(slots[slot].position)) }
         slots[slot].timer = nil
@@ -129,14 +132,14 @@ struct TimerHeap {
     /// Puts a member that was out (it fired, or was due when a stop came)
     /// back at its next instant.
     mutating func reinsert(_ timer: Timer) {
-        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)), slots[slot].position == Self.out else { return }
+        guard ordersByInstant, let slot = slot(of: timer), slots[slot].position == Self.out else { return }
         push(slot, at: timer.nextFireInstant)
     }
 
     /// Moves a member to its timer's instant now: its fire date was set
     /// earlier, or its instant counted again on a test clock.
     mutating func reschedule(_ timer: Timer) {
-        guard ordersByInstant, let slot = timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)), slots[slot].position != Self.out else { return }
+        guard ordersByInstant, let slot = slot(of: timer), slots[slot].position != Self.out else { return }
         let position = Int(slots[slot].position)
         entries[position].instant = timer.nextFireInstant
         if !siftUp(position) { siftDown(position) }
@@ -160,16 +163,12 @@ struct TimerHeap {
     /// an entry older than its timer goes back at the timer's instant
     /// (taken then if that is due too).
     mutating func takeDue(now: UInt64, into due: inout [Timer]) {
-        while let first = entries.first, first.instant <= now {
+        // Settled, the top is a timer's own instant (taken then if that is
+        // due too), so that timers come out in fire order.
+        while true {
+            settle()
+            guard let first = entries.first, first.instant <= now else { return }
             let timer = slots[Int(first.slot)].timer!
-            // Older than its timer: put back at the timer's instant, even
-            // if that is due too, so that timers come out in fire order.
-            let actual = timer.nextFireInstant
-            if actual > first.instant {
-                entries[0].instant = actual
-                siftDown(0)
-                continue
-            }
             removeEntry(at: 0)
             if timer.isSchedulable { due.append(timer) }
         }
