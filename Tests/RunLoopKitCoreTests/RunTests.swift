@@ -347,19 +347,38 @@ struct RunTests {
 
     @Test("S-RUN-5: run(mode:before:) does not return after a timer fire, only at the date")
     func runModeBeforeDateIgnoresTimers() throws {
-        let (started, fires, elapsed) = try onNewThread { () -> (Bool, Int, Double) in
+        // On a test clock (S-TMR-7): two fires, then the date, in that order
+        // however late the loop's thread runs on a loaded machine. Were the
+        // run to return after a fire, the second fire would never come.
+        let clock = TestClock()
+        let fired = DispatchSemaphore(value: 0)
+        let looping = Handoff<RunLoop>()
+        let runner = try TestThread(named: "run-before") { () -> (started: Bool, fires: Int, returnedAt: Date, date: Date) in
             let loop = RunLoop.current
+            loop.use(clock)
             let fires = Counter()
-            let timer = try RunLoopKitCore.Timer(timeInterval: 0.02, repeats: true) { _ in fires.increment() }
-            loop.add(timer, forMode: .default)
-            let start = DispatchTime.now()
-            let started = loop.run(mode: .default, before: Date(timeIntervalSinceNow: 0.2))
+            // Scheduled by the loop, so that its dates are on the loop's clock.
+            let timer = try loop.scheduledTimer(withTimeInterval: 0.02, repeats: true) { _ in
+                fires.increment()
+                fired.signal()
+            }
+            looping.put(loop)
+            let date = clock.now + 0.2
+            let started = loop.run(mode: .default, before: date)
             timer.invalidate()
-            return (started, fires.value, Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+            return (started, fires.value, clock.now, date)
         }
-        #expect(started)
-        #expect(fires >= 2, "the run kept going after the first fire")
-        #expect(elapsed >= 0.19)
+        let loop = try looping.take()
+        #expect(waitUntil { loop.isWaiting && loop.currentMode == .default })
+        clock.advance(by: .milliseconds(20))
+        #expect(waitFor(fired), "the first fire did not come")
+        clock.advance(by: .milliseconds(20))
+        #expect(waitFor(fired), "the run returned after the first fire")
+        clock.advance(by: .milliseconds(200))
+        let outcome = try runner.join()
+        #expect(outcome.started)
+        #expect(outcome.fires >= 2)
+        #expect(outcome.returnedAt >= outcome.date, "the run returned before its date")
     }
 
     // MARK: S-RUN-6

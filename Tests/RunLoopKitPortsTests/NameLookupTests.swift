@@ -60,8 +60,15 @@ struct NameLookupTests {
         return testsDirectory + "/ForeignPeers/" + file
     }
 
+    /// What the RunLoopKit lookers have seen so far: the run goes on until
+    /// it has exercised what it claims, however slowly holders start.
+    struct Coverage {
+        var childHolders: Set<Int32> = []
+        var died = 0
+    }
+
     @Test("S-PORT-9: while holders are registered, released, taken over and SIGKILLed (at least 25 kill-and-restart cycles), 100,000 lookups by RunLoopKit and 100,000 by a reader following docs/wire-format.md give 0 bad answers: each names the live holder, or says not found or holder died")
-    func lookupsStayAtomicUnderKills() throws {
+    func lookupsStayAtomicUnderKills() async throws {
         try #require(SpawnedProgram.isBuilt("ipc-demo"), "needs the examples built (swift build)")
         let name = PortProcess.uniqueName("atomic")
         let directory = try PortProcess.runtimeDirectory()
@@ -86,12 +93,17 @@ struct NameLookupTests {
             path: "/usr/bin/env", ["python3", Self.foreignPeer("lookup_name.py"), directory, name, "100000", stopFile], in: scratch)
 
         // Kill and restart: one or two holders at once (two race for the
-        // name: one takes it, the other is refused), killed at a random
-        // moment, before, during or after their registration.
+        // name: one takes it, the other is refused), killed before, during
+        // or after their registration. "During" is aimed at from how long
+        // the last registration took, which a sanitizer stretches to
+        // hundreds of milliseconds; "after" waits for the registration, so
+        // that every run has live holders to find and dead ones to report.
         let killer = try TestThread(named: "rlkt-killer") {
             var generator = SystemRandomNumberGenerator()
+            var registrationTime = 50_000  // microseconds, until one is measured
             while !stop.withLock({ $0 }) {
                 let count = Int.random(in: 1...2, using: &generator)
+                let spawnedAt = MonotonicClock.now()
                 let spawned = try (0..<count).map { _ in
                     try SpawnedProgram("ipc-demo", ["server", name], in: scratch)
                 }
@@ -99,9 +111,23 @@ struct NameLookupTests {
                     let startTime = ProcessIdentity.startTime(of: program.pid) ?? 0
                     holders.withLock { $0[program.pid] = Holder(startTime: startTime) }
                 }
-                let early = Int.random(in: 0..<10, using: &generator) < 3
-                PortProcess.pause(microseconds: early ? Int.random(in: 0..<20_000, using: &generator)
-                                                     : Int.random(in: 40_000..<150_000, using: &generator))
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0..<3:  // before (or, when starts are quick, during)
+                    PortProcess.pause(microseconds: Int.random(in: 0..<20_000, using: &generator))
+                case 3..<5:  // about when the registration happens
+                    PortProcess.pause(microseconds: Int.random(in: registrationTime / 2...registrationTime * 11 / 10, using: &generator))
+                default:  // after: one holds the name (or every one gave up, refused)
+                    let limit = MonotonicClock.instant(secondsFromNow: 30)
+                    while MonotonicClock.now() < limit {
+                        if let pid = try? PortNameServer.lookup(name).address.pid, spawned.contains(where: { $0.pid == pid }) {
+                            registrationTime = max(1_000, Int((MonotonicClock.now() - spawnedAt) / 1_000))
+                            break
+                        }
+                        if spawned.allSatisfy({ PortProcess.isDead($0.pid) }) { break }
+                        PortProcess.pause(microseconds: 1_000)
+                    }
+                    PortProcess.pause(microseconds: Int.random(in: 5_000..<60_000, using: &generator))
+                }
                 for program in spawned {
                     program.killAndReap()
                     let reaped = MonotonicClock.now()
@@ -122,6 +148,7 @@ struct NameLookupTests {
             }
         }
         let looked = Locked(0)
+        let coverage = Locked(Coverage())
         let lookers = try (0..<2).map { index in
             try TestThread(named: "rlkt-looker-\(index)") { () -> [Answer] in
                 var answers: [Answer] = []
@@ -130,11 +157,14 @@ struct NameLookupTests {
                     let startedAt = MonotonicClock.now()
                     do throws(PortError) {
                         let port = try PortNameServer.lookup(name)
+                        let pid = port.address.pid
+                        if pid != getpid() { coverage.withLock { _ = $0.childHolders.insert(pid) } }
                         answers.append(Answer(startedAt: startedAt, kind: .held(
-                            pid: port.address.pid, startTime: port.address.startTime, portID: port.address.portID)))
+                            pid: pid, startTime: port.address.startTime, portID: port.address.portID)))
                     } catch .nameNotFound {
                         answers.append(Answer(startedAt: startedAt, kind: .free))
                     } catch let .nameHolderDied(_, pid) {
+                        coverage.withLock { $0.died += 1 }
                         answers.append(Answer(startedAt: startedAt, kind: .died(pid)))
                     } catch {
                         answers.append(Answer(startedAt: startedAt, kind: .other("\(error)")))
@@ -144,17 +174,33 @@ struct NameLookupTests {
             }
         }
 
-        // Everything runs until 25 cycles are done and RunLoopKit's readers
-        // have made 100,000 lookups; then the python reader is told to stop
-        // (after its own 100,000).
-        let enough = waitUntil(timeout: 600) { cycles.withLock { $0 } >= 25 && looked.withLock { $0 } >= 100_000 }
-        close(open(stopFile, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
-        let pythonStatus = python.waitForExit(timeout: 600)
-        stop.withLock { $0 = true }
-        let answers = try lookers.flatMap { try $0.join(timeout: 120) }
-        try killer.join(timeout: 120)
-        try contender.join(timeout: 120)
-        #expect(enough, "the killer did not complete 25 cycles")
+        // Everything runs until 25 cycles are done, RunLoopKit's readers
+        // have made 100,000 lookups and seen twice the holders and deaths
+        // each reader is asked for below; then the python reader, which
+        // ran as long, is told to stop (after its own 100,000), and then
+        // everything else. A thread of its own decides and waits: this
+        // test must neither hold one of the few threads that run the other
+        // tests' tasks for minutes, nor keep killing holders until one is
+        // free to resume it.
+        let conductor = try TestThread(named: "rlkt-conductor") { () -> (enough: Bool, pythonStatus: Int32?) in
+            let enough = waitUntil(timeout: 900) {
+                let seen = coverage.withLock { $0 }
+                return cycles.withLock { $0 } >= 25 && looked.withLock { $0 } >= 100_000
+                    && seen.childHolders.count >= 20 && seen.died >= 200
+            }
+            close(open(stopFile, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+            let pythonStatus = python.waitForExit(timeout: 600)
+            stop.withLock { $0 = true }
+            return (enough, pythonStatus)
+        }
+        let (enough, pythonStatus, answers) = try await PortProcess.onThread("rlkt-joins") {
+            let (enough, pythonStatus) = try conductor.join(timeout: 1_600)
+            let answers = try lookers.flatMap { try $0.join(timeout: 120) }
+            try killer.join(timeout: 120)
+            try contender.join(timeout: 120)
+            return (enough, pythonStatus, answers)
+        }
+        #expect(enough, "in 900 s: \(cycles.withLock { $0 }) cycles (25 wanted), \(looked.withLock { $0 }) lookups, \(coverage.withLock { $0.childHolders.count }) holders found, \(coverage.withLock { $0.died }) deaths seen")
         #expect(pythonStatus == 0, "the python reader failed: \(python.errorOutput)")
 
         let known = holders.withLock { $0 }

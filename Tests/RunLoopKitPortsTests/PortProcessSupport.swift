@@ -217,17 +217,19 @@ enum PortProcess {
     static func whenDead(_ pid: Int32, timeout: Double = 30) -> UInt64? {
         let deadline = now() + UInt64(timeout * 1e9)
         while now() < deadline {
-            let stat = readSmallFile("/proc/\(pid)/stat") ?? ""
-            // "pid (comm) S ...": the state follows the last ')'.
-            if let close = stat.lastIndex(of: ")") {
-                let state = stat[stat.index(after: close)...].trimmingPrefix(" ").first
-                if state == "Z" || state == "X" { return now() }
-            } else {
-                return now()  // no /proc entry: reaped
-            }
+            if isDead(pid) { return now() }
             pause(microseconds: 500)
         }
         return nil
+    }
+
+    /// Whether process `pid` has died: a zombie waiting to be reaped, or gone.
+    static func isDead(_ pid: Int32) -> Bool {
+        let stat = readSmallFile("/proc/\(pid)/stat") ?? ""
+        // "pid (comm) S ...": the state follows the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return true }  // no /proc entry: reaped
+        let state = stat[stat.index(after: close)...].trimmingPrefix(" ").first
+        return state == "Z" || state == "X"
     }
 
     /// Nanoseconds on CLOCK_MONOTONIC, which all processes share.

@@ -209,6 +209,13 @@ package enum ProcessProbe {
     /// Whether AddressSanitizer runs this process: its quarantine holds
     /// freed memory back (RSS grows), and LeakSanitizer checks at exit.
     package static var isUnderAddressSanitizer: Bool { rlk_running_under_address_sanitizer() != 0 }
+
+    /// The sanitizer this process runs under, nil for none: what a test
+    /// that measures time or memory names when it skips that measure
+    /// (docs/contributing.md, "Tests that measure memory or time").
+    package static var sanitizerName: String? {
+        isUnderThreadSanitizer ? "ThreadSanitizer" : isUnderAddressSanitizer ? "AddressSanitizer" : nil
+    }
 }
 
 /// The error tests throw from tasks to check that it comes back unchanged.
