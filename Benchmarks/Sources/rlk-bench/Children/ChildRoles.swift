@@ -2,7 +2,8 @@ import CBenchPeers
 import Glibc
 
 /// The hidden roles rlk-bench plays when it spawns itself as the other
-/// process of an ipc scenario: `rlk-bench --child <role> <parent pid> ...`.
+/// process of an ipc scenario, or to measure a side in a fresh process
+/// (`measure`, InFreshProcess.swift): `rlk-bench --child <role> <parent pid> ...`.
 enum ChildRoles {
     /// Message ids the parent and the `rlk-peer` child speak.
     enum Msgid {
@@ -32,6 +33,8 @@ enum ChildRoles {
             return bench_zmq_child_serve(rest[0], rest[1], rest[2], 60_000) == 0 ? 0 : 1
         case "rlk-peer" where rest.count == 1:
             return RLKPeerChild.serve(name: rest[0])
+        case "measure":
+            return MeasureChild.run(rest)
         case "memory" where rest.count == 2:
             guard let kind = MemoryChild.Kind(rawValue: rest[0]), let units = Int(rest[1]), units > 0 else { break }
             return MemoryChild.run(kind, units: units)

@@ -7,11 +7,16 @@ struct MainQueueDrain: Scenario {
 
     func run(_ config: RunConfig) -> [ScenarioResult] {
         let (count, timeout, placement) = (config.mainQueueBlocks, config.timeoutSeconds, config.placement)
+        // Each batch in a fresh process (InFreshProcess.swift): Foundation's
+        // drain settles, for a whole process, at one of two rates.
+        let childArguments = [placement.mode.rawValue, String(count), String(Int(timeout))]
         let measured = interleave([
-            MainQueueDrainFlood(.runLoopKit, count: count, timeout: timeout, placement: placement),
-            MainQueueDrainFlood(.foundation, count: count, timeout: timeout, placement: placement),
+            InFreshProcess(MainQueueDrainFlood(.runLoopKit, count: count, timeout: timeout, placement: placement),
+                           arguments: ["main-queue-drain-rlk"] + childArguments, timeout: timeout * 3),
+            InFreshProcess(MainQueueDrainFlood(.foundation, count: count, timeout: timeout, placement: placement),
+                           arguments: ["main-queue-drain-foundation"] + childArguments, timeout: timeout * 3),
         ], repetitions: config.throughputRepetitions, better: .higher)
-        let sizes = "\(config.throughputRepetitions) batches × \(count) empty DispatchQueue.main blocks per side, queued from a LoopThread, interleaved; a batch ends when its last block has run on the main thread"
+        let sizes = "\(config.throughputRepetitions) batches × \(count) empty DispatchQueue.main blocks per side, each batch in a fresh process after a warm-up batch there, queued from a LoopThread, interleaved; a batch ends when its last block has run on the main thread"
         return [
             ScenarioResult(
                 name: "main-queue-drain", title: "DispatchQueue.main blocks run by RunLoop.main on the main thread",

@@ -1,0 +1,41 @@
+/// A contender measured in a fresh copy of rlk-bench each repetition
+/// (`rlk-bench --child measure ...`, MeasureChild.swift), for the rows whose
+/// figures depend on the process they happen to run in.
+///
+/// On this kind of VM some measurements settle, for a whole process, in
+/// one of two regimes or at one level of a spread: the cost of a timer
+/// change read 370 ns in one process and 610 ns in the next with the same
+/// code, and Foundation's main-queue drain 0.92 × or 1.68 × RunLoopKit's
+/// (docs/performance.md, "A fresh process per batch set"). Within one
+/// process more batches only repeat its draw; a quick run in one process
+/// then moved such rows by 20-50 % from run to run. In a fresh process per
+/// repetition each run's median is taken over many draws. The child does
+/// one set-up, one warm-up repetition and one measured repetition, with
+/// the same placement as in the parent; the parent's own warm-up round
+/// (interleave's) costs one more process, and is discarded as ever.
+final class InFreshProcess: Contender {
+    let label: String
+    private let arguments: [String]
+    private let timeout: Double
+
+    /// `inner` names the side (its label) and `arguments` tells the child
+    /// how to make it again (MeasureChild.make).
+    init(_ inner: any Contender, arguments: [String], timeout: Double) {
+        label = inner.label
+        self.arguments = arguments
+        self.timeout = timeout
+    }
+
+    func measure() throws -> [Double] {
+        // The child pins its own threads as the parent's contender would:
+        // -1 leaves the process free.
+        let child = try ChildProcess(role: "measure", cpu: -1, arguments: arguments, captureOutput: true)
+        let output = try child.readOutput(within: timeout)
+        let ending = child.finish(within: 5)
+        let samples = output.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Double($0) }
+        guard !samples.isEmpty else {
+            throw BenchError("the measuring child (\(arguments.joined(separator: " "))) printed no samples; it \(ending)")
+        }
+        return samples
+    }
+}
