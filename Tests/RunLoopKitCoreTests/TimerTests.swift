@@ -327,6 +327,63 @@ struct TimerTests {
         #expect(count.value == 2)
     }
 
+    /// What a timer's block captures and what holds the timer: the owner in
+    /// NSTimer's classic retain cycle, which `invalidate()` breaks.
+    final class TimerOwner: Sendable {
+        let timer = Locked<Timer?>(nil)
+        let log = Locked<[String]>([])
+    }
+
+    @Test("S-TMR-4: an invalid timer lets go of its block and userInfo, as NSTimer lets go of its target: an owner that holds the timer and is captured by them is freed at invalidate() from another thread, while the timer itself is still referenced")
+    func invalidateReleasesTheBlock() throws {
+        let thread = LoopThread(name: "tmr-release")
+        try thread.start()
+        defer { thread.stop() }
+        let loop = try #require(thread.runLoop)
+        let (timer, owner, info) = try { () throws -> (Timer, WeakReference<TimerOwner>, WeakReference<TimerOwner>) in
+            let owner = TimerOwner()
+            let info = TimerOwner()
+            let timer = try Timer(timeInterval: 3600, userInfo: info, repeats: true) { _ in owner.log.withLock { $0.append("fired") } }
+            owner.timer.value = timer  // the cycle: owner → timer → block → owner
+            loop.add(timer, forMode: .default)
+            return (timer, WeakReference(owner), WeakReference(info))
+        }()
+        #expect(owner.object != nil, "the block keeps its owner while the timer is valid")
+        #expect(info.object != nil && timer.userInfo != nil)
+        timer.invalidate()
+        #expect(owner.object == nil, "the owner outlived invalidate(): the timer kept its block")
+        #expect(info.object == nil, "the timer kept its userInfo after invalidate()")
+        #expect(timer.userInfo == nil)
+        #expect(!timer.isValid)
+        timer.fire()  // an invalid timer fires nothing, and has nothing to fire
+    }
+
+    @Test("S-TMR-4, S-TMR-7: a timer invalidated inside its own block runs that block to its end, then lets go of it; a one-shot timer lets go of its block once it has fired")
+    func invalidateInsideTheBlockAndOneShotRelease() throws {
+        let (timers, log, owners) = try TestClockThread<([Timer], [String], [WeakReference<TimerOwner>])>.run(named: "tmr-release2") { clock, loop in
+            let repeating = TimerOwner()
+            let oneShot = TimerOwner()
+            let first = try loop.scheduledTimer(withTimeInterval: 0.01, repeats: true) { timer in
+                repeating.log.withLock { $0.append("before") }
+                timer.invalidate()
+                // Still running, with what it captured: the fire holds the block.
+                repeating.log.withLock { $0.append("after") }
+            }
+            repeating.timer.value = first
+            let second = try loop.scheduledTimer(withTimeInterval: 0.02, repeats: false) { _ in
+                oneShot.log.withLock { $0.append("once") }
+            }
+            oneShot.timer.value = second
+            clock.advanceWhenIdle(loop, by: .milliseconds(10))
+            _ = loop.run(mode: .default, seconds: 10)
+            return ([first, second], repeating.log.value + oneShot.log.value, [WeakReference(repeating), WeakReference(oneShot)])
+        }
+        #expect(log == ["before", "after", "once"])
+        #expect(timers.allSatisfy { !$0.isValid })
+        #expect(owners[0].object == nil, "a timer invalidated in its block kept the block")
+        #expect(owners[1].object == nil, "a fired one-shot timer kept its block")
+    }
+
     @Test("S-TMR-5: fireDate moved earlier from another thread while the loop sleeps re-arms it")
     func fireDateMovedEarlier() throws {
         let (result, moved, firedAt) = try Self.moveFireDateWhileAsleep("tmr-earlier", dueIn: 60, movedTo: 0.05)

@@ -201,6 +201,14 @@ package final class WeakLoopBox: @unchecked Sendable {
     package init(_ loop: RunLoop) { self.loop = loop }
 }
 
+/// A weak reference to any object, that can leave the thread that made it:
+/// whether the object is gone is what a test of a release asks.
+package final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+    // Written once, in init.
+    package weak var object: Object?
+    package init(_ object: Object) { self.object = object }
+}
+
 /// A pipe, both ends non-blocking.
 package func makePipe() throws -> (read: Int32, write: Int32) {
     var fds: [Int32] = [-1, -1]

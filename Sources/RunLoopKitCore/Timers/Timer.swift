@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// A timer that fires on a run loop (NSTimer / CFRunLoopTimer).
@@ -22,22 +23,24 @@ import Synchronization
 /// at once (S-TMR-5).
 public final class Timer: @unchecked Sendable {
     // @unchecked Sendable: every mutable property is atomic, behind the
-    // binding's lock or (`heapSlots`) behind the lock of the loop it is
-    // bound to; the block is @Sendable.
+    // binding's lock, behind a bit of `state` (the block) or (`heapSlots`)
+    // behind the lock of the loop it is bound to; the block is @Sendable.
 
     // Stored in the order laid out: what a change or a fire reads first
     // (state, instant, binding, heap slots), so that reaching a timer
     // untouched for a while among many costs as few cache lines as it can;
-    // what only a fire or the caller reads (block, userInfo) after. A
-    // timer is 96 bytes: malloc's 112-byte chunks then start at every
-    // 16-byte offset of a cache line in turn, and a timer spans two lines
-    // at three of the four (docs/performance.md, "A timer in 96 bytes").
+    // what only a fire, an invalidation or the caller reads (block,
+    // userInfo) after. A timer is 96 bytes: malloc's 112-byte chunks then
+    // start at every 16-byte offset of a cache line in turn, and a timer
+    // spans two lines at three of the four (docs/performance.md, "A timer
+    // in 96 bytes"; "A timer lets go of its block" for the block's lock bit).
 
     /// Whether it is valid (`validBit`), whether its block is running on
     /// the loop (`firingBit`: a nested run inside it, S-RUN-8, must not
     /// fire it again, and the fire date stays the date being fired until
-    /// the block returns, S-TMR-6), and its tolerance in nanoseconds (the
-    /// rest), in one word.
+    /// the block returns, S-TMR-6), the lock of `heldBlock`
+    /// (`blockLockBit`), and its tolerance in nanoseconds (the rest), in
+    /// one word.
     private let state = Atomic<UInt64>(Timer.validBit)
     /// The fire date as an instant on the clock of the timer's loop (the
     /// real clock until it joins one): what the loop sorts and waits on.
@@ -55,12 +58,23 @@ public final class Timer: @unchecked Sendable {
     /// timers that have any: a one-shot timer made without `userInfo`, the
     /// kind a program makes by the thousand, has none.
     private let extras: TimerExtras?
-    private let block: @Sendable (Timer) -> Void
+    /// The block, until the timer is invalidated: as NSTimer lets go of its
+    /// target at `invalidate()`, so that a block that captures the timer's
+    /// owner (which holds the timer) keeps nothing alive once the timer is
+    /// done. Behind `blockLockBit` (`withBlock`), because `invalidate()` may
+    /// run on any thread while the loop fires the timer: a fire takes its
+    /// own reference first. A bit of `state` rather than a `Mutex`: the
+    /// mutex's word made a timer 104 bytes, and its generic `withLock`
+    /// cost about 750 instructions per invalidate and add
+    /// (docs/performance.md, "A timer lets go of its block").
+    // U-TIMER-BLOCK (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var heldBlock: (@Sendable (Timer) -> Void)?
 
     private static let validBit: UInt64 = 1 << 63
     private static let firingBit: UInt64 = 1 << 62
-    /// The tolerance's bits of `state`: up to 2⁶² - 1 ns, about 146 years.
-    private static let toleranceMask: UInt64 = (1 << 62) - 1
+    private static let blockLockBit: UInt64 = 1 << 61
+    /// The tolerance's bits of `state`: up to 2⁶¹ - 1 ns, about 73 years.
+    private static let toleranceMask: UInt64 = (1 << 61) - 1
 
     /// Whether the timer fires again every `timeInterval` seconds.
     public var repeats: Bool { timeInterval > 0 }
@@ -68,7 +82,8 @@ public final class Timer: @unchecked Sendable {
     public var timeInterval: TimeInterval { extras?.interval ?? 0 }
     /// What the timer was made with to carry to its block (NSTimer's
     /// `userInfo`): read it as `timer.userInfo` inside the block; nil if none
-    /// was given. Set once, when the timer is made.
+    /// was given. Set once, when the timer is made, and let go of (nil) when
+    /// it is invalidated, as NSTimer does.
     public var userInfo: (any Sendable)? { extras?.userInfo }
     /// For a timer made by `perform(afterDelay:)`: the tag and call site
     /// that the monitor's `CalloutReport.origin` names; nil for every other timer.
@@ -185,7 +200,7 @@ public final class Timer: @unchecked Sendable {
         if repeats && interval == 0 {
             throw .invalidInterval(interval, reason: "a repeating timer needs an interval above zero")
         }
-        self.block = block
+        heldBlock = block
         self.extras = extras
         fireDateBits = Atomic(date.timeIntervalSinceReferenceDate.bitPattern)
         fireInstant = Atomic(instant)
@@ -267,15 +282,45 @@ public final class Timer: @unchecked Sendable {
     public func invalidate() {
         guard state.bitwiseAnd(~Self.validBit, ordering: .acquiringAndReleasing).oldValue & Self.validBit != 0 else { return }
         binding.loop?.removeFromAllModes(self)
+        releaseBlockAndUserInfo()
     }
 
     /// Runs the block now, on the calling thread, without changing the
     /// schedule (NSTimer's `fire`). A one-shot timer is invalidated, as
     /// Foundation does.
     public func fire() {
-        guard isValid else { return }
-        block(self)
+        guard isValid, let body = currentBlock else { return }
+        body(self)
         if !repeats { invalidate() }
+    }
+
+    /// The block, nil once the timer was invalidated. A reference of the
+    /// caller's own: an invalidation meanwhile does not end it.
+    private var currentBlock: (@Sendable (Timer) -> Void)? { withBlock { $0 } }
+
+    /// Lets go of the block (an invalid timer never runs it again) and of
+    /// `userInfo`. What they hold is released here, after the locks: its
+    /// deinits are user code.
+    private func releaseBlockAndUserInfo() {
+        let released = withBlock { block in
+            defer { block = nil }
+            return block
+        }
+        _ = released
+        extras?.releaseUserInfo()
+    }
+
+    /// Runs `body` on `heldBlock` with `blockLockBit` held: a copy or a take
+    /// of one reference, so the holder keeps it for a few instructions; a
+    /// second thread yields until then. Nothing else waits on the bit, and
+    /// every other change of `state` is an atomic operation that keeps it.
+    @inline(__always)
+    private func withBlock<Result>(_ body: (inout (@Sendable (Timer) -> Void)?) -> Result) -> Result {
+        while state.bitwiseOr(Self.blockLockBit, ordering: .acquiring).oldValue & Self.blockLockBit != 0 {
+            sched_yield()
+        }
+        defer { state.bitwiseAnd(~Self.blockLockBit, ordering: .releasing) }
+        return body(&heldBlock)
     }
 
     // MARK: - Used by RunLoop (on its thread)
@@ -312,7 +357,8 @@ public final class Timer: @unchecked Sendable {
               state.bitwiseOr(Self.firingBit, ordering: .acquiringAndReleasing).oldValue & Self.firingBit == 0
         else { return false }
         let firedDate = fireDateBits.load(ordering: .acquiring)
-        block(self)
+        // Nil only if another thread invalidated the timer since the check.
+        currentBlock?(self)
         state.bitwiseAnd(~Self.firingBit, ordering: .releasing)
         let timeInterval = self.timeInterval
         guard timeInterval > 0 else {
@@ -338,6 +384,7 @@ public final class Timer: @unchecked Sendable {
     func detach() {
         state.bitwiseAnd(~Self.validBit, ordering: .releasing)
         binding.clear()
+        releaseBlockAndUserInfo()
     }
 }
 
@@ -366,13 +413,25 @@ extension Timer: ModeItem {
 /// timer's interval, `userInfo`, a delayed perform's origin.
 private final class TimerExtras: Sendable {
     let interval: TimeInterval
-    let userInfo: (any Sendable)?
+    /// Until the timer is invalidated, as the block (`Timer.block`).
+    private let heldUserInfo: Mutex<(any Sendable)?>
     let origin: BlockOrigin?
 
     private init(interval: TimeInterval, userInfo: (any Sendable)?, origin: BlockOrigin?) {
         self.interval = interval
-        self.userInfo = userInfo
+        heldUserInfo = Mutex(userInfo)
         self.origin = origin
+    }
+
+    var userInfo: (any Sendable)? { heldUserInfo.withLock { $0 } }
+
+    /// Lets go of `userInfo`; released after the lock (its deinit is user code).
+    func releaseUserInfo() {
+        let released = heldUserInfo.withLock { userInfo in
+            defer { userInfo = nil }
+            return userInfo
+        }
+        _ = released
     }
 
     /// What a timer with this repeat interval (0 for a one-shot timer),
