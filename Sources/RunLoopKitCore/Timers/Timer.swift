@@ -380,7 +380,8 @@ public final class Timer: @unchecked Sendable {
     }
 
     /// Marks the timer invalid without touching the loop (the loop is being
-    /// torn down and already dropped it).
+    /// torn down and already dropped it), and lets go of its block as
+    /// `invalidate()` does. On the loop's thread, with no lock held.
     func detach() {
         state.bitwiseAnd(~Self.validBit, ordering: .releasing)
         binding.clear()
@@ -413,20 +414,25 @@ extension Timer: ModeItem {
 /// timer's interval, `userInfo`, a delayed perform's origin.
 private final class TimerExtras: Sendable {
     let interval: TimeInterval
-    /// Until the timer is invalidated, as the block (`Timer.block`).
+    /// Until the timer is invalidated, as the block (`Timer.heldBlock`).
     private let heldUserInfo: Mutex<(any Sendable)?>
+    /// Whether it was made with a `userInfo`: the repeating timers and
+    /// delayed performs without one skip the lock when they are invalidated.
+    private let hasUserInfo: Bool
     let origin: BlockOrigin?
 
     private init(interval: TimeInterval, userInfo: (any Sendable)?, origin: BlockOrigin?) {
         self.interval = interval
+        hasUserInfo = userInfo != nil
         heldUserInfo = Mutex(userInfo)
         self.origin = origin
     }
 
-    var userInfo: (any Sendable)? { heldUserInfo.withLock { $0 } }
+    var userInfo: (any Sendable)? { hasUserInfo ? heldUserInfo.withLock { $0 } : nil }
 
     /// Lets go of `userInfo`; released after the lock (its deinit is user code).
     func releaseUserInfo() {
+        guard hasUserInfo else { return }
         let released = heldUserInfo.withLock { userInfo in
             defer { userInfo = nil }
             return userInfo
