@@ -18,10 +18,15 @@ final class InFreshProcess: Contender {
     private let arguments: [String]
     private let timeout: Double
 
-    /// `inner` names the side (its label) and `arguments` tells the child
-    /// how to make it again (MeasureChild.make).
-    init(_ inner: any Contender, arguments: [String], timeout: Double) {
-        label = inner.label
+    /// `arguments` name the side as `MeasureChild.make` reads them (kind,
+    /// placement, sizes): the child makes it from them, and its label is
+    /// read from the same making here. Unknown arguments are a mistake in
+    /// a scenario, and trap.
+    init(_ arguments: [String], timeout: Double) {
+        guard let side = MeasureChild.make(arguments) else {
+            preconditionFailure("InFreshProcess: MeasureChild.make knows no contender \(arguments)")
+        }
+        label = side.label
         self.arguments = arguments
         self.timeout = timeout
     }

@@ -11,10 +11,8 @@ struct MainQueueDrain: Scenario {
         // drain settles, for a whole process, at one of two rates.
         let childArguments = [placement.mode.rawValue, String(count), String(Int(timeout))]
         let measured = interleave([
-            InFreshProcess(MainQueueDrainFlood(.runLoopKit, count: count, timeout: timeout, placement: placement),
-                           arguments: ["main-queue-drain-rlk"] + childArguments, timeout: timeout * 3),
-            InFreshProcess(MainQueueDrainFlood(.foundation, count: count, timeout: timeout, placement: placement),
-                           arguments: ["main-queue-drain-foundation"] + childArguments, timeout: timeout * 3),
+            InFreshProcess(["main-queue-drain-rlk"] + childArguments, timeout: timeout * 3),
+            InFreshProcess(["main-queue-drain-foundation"] + childArguments, timeout: timeout * 3),
         ], repetitions: config.throughputRepetitions, better: .higher)
         let sizes = "\(config.throughputRepetitions) batches × \(count) empty DispatchQueue.main blocks per side, each batch in a fresh process after a warm-up batch there, queued from a LoopThread, interleaved; a batch ends when its last block has run on the main thread"
         return [

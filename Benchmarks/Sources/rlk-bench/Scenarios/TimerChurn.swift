@@ -48,10 +48,8 @@ struct TimerChurn: Scenario {
             let sizes = [String(count), String(changes), "5"]
             let place = config.placement.mode.rawValue
             let measured = interleave(
-                [InFreshProcess(RLKTimerChanges(count: count, changes: changes, batches: 5, cpu: cpu),
-                                arguments: ["timer-changes-rlk", place] + sizes, timeout: config.timeoutSeconds * 5),
-                 InFreshProcess(CTimerHeapChanges(count: count, changes: changes, batches: 5, cpu: cpu),
-                                arguments: ["timer-changes-c", place] + sizes, timeout: config.timeoutSeconds * 5)],
+                [InFreshProcess(["timer-changes-rlk", place] + sizes, timeout: config.timeoutSeconds * 5),
+                 InFreshProcess(["timer-changes-c", place] + sizes, timeout: config.timeoutSeconds * 5)],
                 repetitions: config.timerRepetitions, better: .lower)
             growth.append((count, measured[0].summary?.median, measured[1].summary?.median))
             results.append(ScenarioResult(
