@@ -8,7 +8,7 @@ built first) and prints, per row, its ratio in each run and the spread
 (largest over smallest, minus one); a row whose ratio moves by 20 % or more
 is marked. The quick run must measure enough that no row does
 (docs/performance.md, "Quick runs"). Rows without a ratio are skipped.
-With --sides it also prints how far each side's median moved (ours, then
+With --sides it also prints how far each side's centre moved (ours, then
 the peer): which side moves tells a noisy peer from a noisy measurement of
 ours. With --keep DIR each run's `rlk-bench --json` report is kept there
 (run-1.json, ...), to read any row's own figures afterwards. Exits 1 when a
@@ -50,7 +50,7 @@ def main():
             with open(os.path.join(args.keep, f"run-{index + 1}.json"), "w") as kept:
                 kept.write(output)
         runs.append({row["name"]: row["ratio"] for row in document["scenarios"]})
-        sides.append({row["name"]: ((row["ours"] or {}).get("median"), (row["peer"] or {}).get("median"))
+        sides.append({row["name"]: ((row["ours"] or {}).get("centre"), (row["peer"] or {}).get("centre"))
                       for row in document["scenarios"]})
         print(f"run {index + 1}: {document['seconds']:.0f} s", file=sys.stderr)
     names = [name for name in runs[0] if all(run.get(name) for run in runs)]

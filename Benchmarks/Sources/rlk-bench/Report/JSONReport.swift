@@ -2,7 +2,8 @@ import RunLoopKit
 
 /// `--json`: the same results as the table, as one JSON document on stdout:
 /// the machine and the run, then one object per row with name, unit, ours,
-/// peer, ratio, target and met (null where there is nothing to say).
+/// peer, ratio, target and met (null where there is nothing to say); each
+/// side with its median, p99, sample count, centre and levels.
 enum JSONReport {
     struct Document: Codable {
         let tool: String
@@ -20,6 +21,10 @@ enum JSONReport {
         let median: Double?
         let p99: Double?
         let samples: Int
+        /// What the ratio compares (Measurement.centre).
+        let centre: Double?
+        /// Each independent draw's median (Measurement.levels), in order.
+        let levels: [Double]
         let error: String?
 
         // Written by hand so that a missing value is an explicit null.
@@ -29,6 +34,8 @@ enum JSONReport {
             try container.encode(median, forKey: .median)
             try container.encode(p99, forKey: .p99)
             try container.encode(samples, forKey: .samples)
+            try container.encode(centre, forKey: .centre)
+            try container.encode(levels, forKey: .levels)
             try container.encode(error, forKey: .error)
         }
     }
@@ -70,7 +77,8 @@ enum JSONReport {
             let error = summary == nil ? (measurement.optional ? "unavailable: " : "") + (measurement.error ?? "no samples") : nil
             func finite(_ value: Double?) -> Double? { value.flatMap { $0.isFinite ? $0 : nil } }
             return Side(label: measurement.label, median: finite(summary?.median), p99: finite(summary?.p99),
-                        samples: summary?.count ?? 0, error: error)
+                        samples: summary?.count ?? 0, centre: finite(measurement.centre),
+                        levels: measurement.levels.filter(\.isFinite), error: error)
         }
         let document = Document(
             tool: "rlk-bench", mode: quick ? "quick" : "full", placement: placement.mode.rawValue, passes: passes, seconds: seconds,

@@ -3,7 +3,7 @@
 enum MarkdownReport {
     static func table(_ rows: [ScenarioResult]) -> String {
         var lines = [
-            "| scenario | ours | median | p99 | peer | median | p99 | ratio | target | met |",
+            "| scenario | ours | centre | p99 | peer | centre | p99 | ratio | target | met |",
             "|---|---|---:|---:|---|---:|---:|---:|---|---|",
         ]
         for row in rows {
@@ -11,7 +11,7 @@ enum MarkdownReport {
             let peerText: (String, String, String)
             if let measured = row.peer {
                 if let peer {
-                    peerText = (measured.label, value(peer.median, row.unit), value(peer.p99, row.unit))
+                    peerText = (measured.label, value(measured.centre ?? peer.median, row.unit), value(peer.p99, row.unit))
                 } else {
                     peerText = (measured.label, measured.optional ? "unavailable" : "error", "")
                 }
@@ -23,11 +23,11 @@ enum MarkdownReport {
             case false?: "**missed**"
             case nil: "—"
             }
-            let oursMedian: String = ours.map { value($0.median, row.unit) } ?? "error"
+            let oursCentre: String = ours.map { value(row.ours.centre ?? $0.median, row.unit) } ?? "error"
             let oursTail: String = ours.map { value($0.p99, row.unit) } ?? ""
             let ratio: String = row.ratio.map { format($0) + "×" } ?? "—"
             let target: String = row.target?.text ?? "—"
-            var cells: [String] = ["`\(row.name)`", row.ours.label, oursMedian, oursTail]
+            var cells: [String] = ["`\(row.name)`", row.ours.label, oursCentre, oursTail]
             cells += [peerText.0, peerText.1, peerText.2, ratio, target, met]
             lines.append("| " + cells.map { $0.replacingAll("|", "\\|") }.joined(separator: " | ") + " |")
         }

@@ -6,6 +6,10 @@ struct Measurement: Sendable {
     /// timed batch). Kept for the charts.
     var samples: [Double]
     var better: Better
+    /// The median of each independent draw of this side, in order: one per
+    /// fresh process (InFreshProcess), and, pooled over passes, one per pass
+    /// for a side measured in one process. Empty for a single draw.
+    var levels: [Double] = []
     /// Why there are no samples, when there are none.
     var error: String?
     /// A peer that may be missing on some systems (Foundation's SocketPort):
@@ -21,6 +25,13 @@ struct Measurement: Sendable {
     }
 
     var summary: Summary? { Summary(samples, better: better) }
+
+    /// The side's level, what ratios and growths compare: with several
+    /// draws the middle mean of their levels (Summary.middleMean), else the
+    /// samples' median. docs/performance.md ("A side's centre") says why.
+    var centre: Double? {
+        levels.count > 1 ? Summary.middleMean(levels) : summary?.median
+    }
 }
 
 /// What a row must achieve, as docs/design.md ("Performance") states it ("≤ 1.15×", "≥ 0.5×").
@@ -98,10 +109,11 @@ struct ScenarioResult: Sendable {
     /// The x value of a curve's point (the port count of a scaling row).
     var parameter: Double? = nil
 
-    /// ours / peer, medians. For times < 1 is better, for throughputs > 1.
+    /// ours / peer, their centres (Measurement.centre). For times < 1 is
+    /// better, for throughputs > 1.
     var ratio: Double? {
-        guard let ours = ours.summary, let peer = peer?.summary, peer.median != 0 else { return nil }
-        return ours.median / peer.median
+        guard let ours = ours.centre, let peer = peer?.centre, peer != 0 else { return nil }
+        return ours / peer
     }
 
     /// Whether the target is met; nil without a target or without the data to judge.

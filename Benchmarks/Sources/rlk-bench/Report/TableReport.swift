@@ -6,7 +6,7 @@ enum TableReport {
         rlk-bench — RunLoopKit against its peers (\(quick ? "--quick: smaller counts, for CI" : "full run")\(passes > 1 ? "; \(passes) passes, each row's samples pooled" : ""))
         machine: \(machine.cpus) CPUs, \(machine.cpuModel); \(machine.kernel); Swift \(machine.swift); libzmq \(machine.libzmq)
         placement (--placement \(placement.mode.rawValue)): \(placement)
-        ratio = ours / peer (medians). Times: lower is better, so a target reads "≤". Rates: higher is better, "≥".
+        ratio = ours / peer (centres: a side's median, or with several draws, fresh processes or passes, the middle mean of their medians). Times: lower is better, so a target reads "≤". Rates: higher is better, "≥".
         p99 is the bad tail: the 99th percentile of a time, the 1st percentile of a rate.
 
         """
@@ -16,7 +16,8 @@ enum TableReport {
     static func block(_ row: ScenarioResult) -> String {
         var lines = ["\(row.name) — \(row.title)"]
         let labelWidth = max(row.ours.label.count, row.peer?.label.count ?? 0) + 2
-        lines.append("  " + pad("", 6) + pad("", labelWidth) + padLeft("median", 14) + padLeft("p99", 14) + padLeft("samples", 9))
+        lines.append("  " + pad("", 6) + pad("", labelWidth) + padLeft("centre", 14) + padLeft("median", 14) + padLeft("p99", 14)
+                     + padLeft("samples", 9))
         lines.append(side("ours", row.ours, row.unit, labelWidth))
         if let peer = row.peer { lines.append(side("peer", peer, row.unit, labelWidth)) }
         var verdict = "  "
@@ -32,7 +33,7 @@ enum TableReport {
     }
 
     static func summary(_ rows: [ScenarioResult], elapsed: Double) -> String {
-        let columns = [("scenario", 32), ("unit", 11), ("ours median", 14), ("ours p99", 13), ("peer median", 14),
+        let columns = [("scenario", 32), ("unit", 11), ("ours centre", 14), ("ours p99", 13), ("peer centre", 14),
                        ("peer p99", 13), ("ratio", 8), ("target", 30), ("met", 7)]
         var lines = ["summary (\(format(elapsed)) s)"]
         lines.append(columns.map { pad($0.0, $0.1) }.joined())
@@ -40,9 +41,9 @@ enum TableReport {
             let ours = row.ours.summary, peer = row.peer?.summary
             let cells = [
                 row.name, row.unit,
-                ours.map { format($0.median) } ?? "error",
+                row.ours.centre.map { format($0) } ?? "error",
                 ours.map { format($0.p99) } ?? "",
-                row.peer == nil ? "—" : (peer.map { format($0.median) } ?? (row.peer!.optional ? "unavailable" : "error")),
+                row.peer == nil ? "—" : (row.peer?.centre.map { format($0) } ?? (row.peer!.optional ? "unavailable" : "error")),
                 peer.map { format($0.p99) } ?? "",
                 row.ratio.map { format($0) + "×" } ?? "—",
                 row.target?.text ?? "—",
@@ -67,8 +68,9 @@ enum TableReport {
             let status = measurement.optional ? "unavailable" : "ERROR"
             return start + "\(status): \(measurement.error ?? "no samples")"
         }
-        return start + padLeft(format(summary.median) + " " + unit, 14) + padLeft(format(summary.p99) + " " + unit, 14)
-            + padLeft("\(summary.count)", 9)
+        let centre = measurement.centre.map { format($0) + " " + unit } ?? ""
+        return start + padLeft(centre, 14) + padLeft(format(summary.median) + " " + unit, 14)
+            + padLeft(format(summary.p99) + " " + unit, 14) + padLeft("\(summary.count)", 9)
     }
 
     private static func metText(_ met: Bool?) -> String {

@@ -13,10 +13,15 @@ protocol Contender: AnyObject {
     /// One repetition: its samples, in the row's unit.
     func measure() throws -> [Double]
     func tearDown()
+    /// Whether each repetition is an independent draw of the side's level
+    /// (a fresh process each time, InFreshProcess): each repetition's
+    /// median is then one of the measurement's levels.
+    var drawsEachRepetition: Bool { get }
 }
 
 extension Contender {
     var optional: Bool { false }
+    var drawsEachRepetition: Bool { false }
     func setUp() throws {}
     func tearDown() {}
 }
@@ -29,6 +34,7 @@ extension Contender {
 /// carries the error. Every contender is torn down at the end.
 func interleave(_ contenders: [any Contender], repetitions: Int, warmups: Int = 1, better: Better) -> [Measurement] {
     var samples = Array(repeating: [Double](), count: contenders.count)
+    var levels = Array(repeating: [Double](), count: contenders.count)
     var errors = [String?](repeating: nil, count: contenders.count)
     for (index, contender) in contenders.enumerated() {
         do { try contender.setUp() } catch { errors[index] = "set-up failed: \(error)" }
@@ -37,7 +43,12 @@ func interleave(_ contenders: [any Contender], repetitions: Int, warmups: Int = 
         for (index, contender) in contenders.enumerated() where errors[index] == nil {
             do {
                 let values = try contender.measure()
-                if round >= warmups { samples[index] += values }
+                if round >= warmups {
+                    samples[index] += values
+                    if contender.drawsEachRepetition, let level = Summary(values, better: better)?.median {
+                        levels[index].append(level)
+                    }
+                }
             } catch {
                 errors[index] = "\(error)"
             }
@@ -45,7 +56,9 @@ func interleave(_ contenders: [any Contender], repetitions: Int, warmups: Int = 
     }
     for contender in contenders { contender.tearDown() }
     return contenders.enumerated().map { index, contender in
-        Measurement(label: contender.label, samples: errors[index] == nil ? samples[index] : [],
-                    better: better, error: errors[index], optional: contender.optional)
+        var measurement = Measurement(label: contender.label, samples: errors[index] == nil ? samples[index] : [],
+                                      better: better, error: errors[index], optional: contender.optional)
+        if errors[index] == nil { measurement.levels = levels[index] }
+        return measurement
     }
 }

@@ -15,6 +15,8 @@
 /// (interleave's) costs one more process, and is discarded as ever.
 final class InFreshProcess: Contender {
     let label: String
+    /// Each repetition's process draws the level anew.
+    var drawsEachRepetition: Bool { true }
     private let arguments: [String]
     private let timeout: Double
 

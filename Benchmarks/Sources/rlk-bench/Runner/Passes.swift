@@ -10,9 +10,10 @@
 /// a lower quartile, per-round paired ratios), which did not help.
 enum Passes {
     /// One row per name of the first pass, in its order, each side's
-    /// samples those of every pass together. A derived row whose side is a
-    /// single computed value (a growth) thus gets one value per pass, and
-    /// its median is the middle pass's. A side that failed in any pass
+    /// samples those of every pass together, and its levels each pass's
+    /// (Measurement.centre is their middle mean). A derived row whose side
+    /// is a single computed value (a growth) thus gets one value per pass,
+    /// each a level. A side that failed in any pass
     /// carries that failure, as a single pass would.
     static func pool(_ passes: [[ScenarioResult]]) -> [ScenarioResult] {
         guard var pooled = passes.first else { return [] }
@@ -43,6 +44,11 @@ enum Passes {
             return first
         }
         first.samples = present.flatMap(\.samples)
+        // Each pass is a draw of its own (another stretch of the host's
+        // time), or brings the draws it made (fresh processes).
+        first.levels = present.flatMap { pass in
+            pass.levels.isEmpty ? (pass.summary.map { [$0.median] } ?? []) : pass.levels
+        }
         return first
     }
 }

@@ -112,7 +112,7 @@ struct PortScaling: Scenario {
         ScenarioResult(
             name: "port-scaling-\(ports)-vs-raw", title: "RunLoopKit at \(ports) port\(ports == 1 ? "" : "s") over raw libzmq with as many sockets",
             unit: "ns/msg", better: .lower, ours: ours, peer: raw, target: nil,
-            notes: ["the medians of port-scaling-\(ports == 1 ? "<n>'s 1-port side" : "\(ports)") and port-scaling-\(ports == 1 ? "<n>-raw's 1-socket side" : "\(ports)-raw"), measured in one interleaving where the fds allow (at 10,000 ports, one after the other: read the growth from port-scaling-growth, whose ratios are each interleaved)"])
+            notes: ["the centres of port-scaling-\(ports == 1 ? "<n>'s 1-port side" : "\(ports)") and port-scaling-\(ports == 1 ? "<n>-raw's 1-socket side" : "\(ports)-raw"), measured in one interleaving where the fds allow (at 10,000 ports, one after the other: read the growth from port-scaling-growth, whose ratios are each interleaved)"])
     }
 
     /// How much RunLoopKit's time over raw libzmq's grows from 1 port to the
@@ -121,7 +121,7 @@ struct PortScaling: Scenario {
     /// ports; the notes give it at every count.
     private func growth(_ points: [Point], largest: Point) -> ScenarioResult {
         func ratio(_ top: Measurement, _ bottom: Measurement) -> Double? {
-            guard let top = top.summary?.median, let bottom = bottom.summary?.median, bottom > 0 else { return nil }
+            guard let top = top.centre, let bottom = bottom.centre, bottom > 0 else { return nil }
             return top / bottom
         }
         func grown(_ point: Point) -> (ours: Double, raw: Double)? {

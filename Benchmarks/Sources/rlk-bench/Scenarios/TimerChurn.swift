@@ -51,7 +51,7 @@ struct TimerChurn: Scenario {
                 [InFreshProcess(["timer-changes-rlk", place] + sizes, timeout: config.timeoutSeconds * 5),
                  InFreshProcess(["timer-changes-c", place] + sizes, timeout: config.timeoutSeconds * 5)],
                 repetitions: config.timerRepetitions, better: .lower)
-            growth.append((count, measured[0].summary?.median, measured[1].summary?.median))
+            growth.append((count, measured[0].centre, measured[1].centre))
             results.append(ScenarioResult(
                 name: "timer-change-\(count)", title: "one timer change (invalidate, add or move) with \(count) timers on the loop",
                 unit: "ns", better: .lower, ours: measured[0], peer: measured[1], target: nil,
@@ -64,7 +64,7 @@ struct TimerChurn: Scenario {
             let logarithmic = log2(Double(last.count)) / log2(Double(first.count))
             let bound = max(logarithmic, floorLast / floorFirst)
             let target = Target(text: "≤ \(format(bound))× (log n, or the C heap's own growth if larger)", standing: .due) { result in
-                guard let ours = result.ours.summary?.median else { return nil }
+                guard let ours = result.ours.centre else { return nil }
                 return ours <= bound
             }
             results.append(ScenarioResult(
@@ -73,7 +73,7 @@ struct TimerChurn: Scenario {
                 ours: Measurement(label: "RunLoopKit", samples: [oursLast / oursFirst], better: .lower),
                 peer: Measurement(label: "binary heap (C)", samples: [floorLast / floorFirst], better: .lower),
                 target: target,
-                notes: ["medians of timer-change-\(last.count) over timer-change-\(first.count); log₂ ratio \(format(logarithmic))×"]))
+                notes: ["the centres of timer-change-\(last.count) over timer-change-\(first.count); log₂ ratio \(format(logarithmic))×"]))
         }
         return results
     }

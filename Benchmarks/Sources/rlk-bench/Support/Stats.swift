@@ -33,6 +33,18 @@ struct Summary: Sendable {
         mean = sorted.reduce(0, +) / Double(sorted.count)
     }
 
+    /// The mean of `values` without their lowest and highest fifth (none of
+    /// four or fewer): a centre for a few levels drawn independently. Where
+    /// draws fall into two regimes, the median of ten jumps from one regime
+    /// to the other as their shares cross a half; this moves by the shares.
+    static func middleMean(_ values: [Double]) -> Double {
+        precondition(!values.isEmpty, "middle mean of no values")
+        let sorted = values.sorted()
+        let trimmed = sorted.count / 5
+        let middle = sorted[trimmed..<(sorted.count - trimmed)]
+        return middle.reduce(0, +) / Double(middle.count)
+    }
+
     /// Nearest-rank percentile of ascending `sorted` (p in 0...1).
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
         precondition(!sorted.isEmpty, "percentile of no samples")
