@@ -4,7 +4,10 @@ import Glibc
 /// measures it once to warm it and once more for the samples, which it
 /// prints on one line, and exits (InFreshProcess.swift says why).
 enum MeasureChild {
-    /// `kind placement ...`: the contenders that InFreshProcess measures.
+    /// `kind placement ...`: the contenders that InFreshProcess measures
+    /// (timer-changes-*: count, changes, batches; timer-growth-*: the small
+    /// and the large count, changes, batches; main-queue-drain-*: count,
+    /// timeout in seconds).
     static func make(_ arguments: [String]) -> (any Contender)? {
         guard arguments.count >= 2, let mode = Placement.Mode(rawValue: arguments[1]) else { return nil }
         let placement = Placement(mode)
@@ -14,6 +17,14 @@ enum MeasureChild {
             return RLKTimerChanges(count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
         case ("timer-changes-c", 3):
             return CTimerHeapChanges(count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
+        case ("timer-growth-rlk", 4):
+            return GrowthInOneDraw(
+                label: "RunLoopKit", small: RLKTimerChanges(count: numbers[0], changes: numbers[2], batches: numbers[3], cpu: placement.second),
+                large: RLKTimerChanges(count: numbers[1], changes: numbers[2], batches: numbers[3], cpu: placement.second), rounds: 2)
+        case ("timer-growth-c", 4):
+            return GrowthInOneDraw(
+                label: "binary heap (C)", small: CTimerHeapChanges(count: numbers[0], changes: numbers[2], batches: numbers[3], cpu: placement.second),
+                large: CTimerHeapChanges(count: numbers[1], changes: numbers[2], batches: numbers[3], cpu: placement.second), rounds: 2)
         case ("main-queue-drain-rlk", 2):
             return MainQueueDrainFlood(.runLoopKit, count: numbers[0], timeout: Double(numbers[1]), placement: placement)
         case ("main-queue-drain-foundation", 2):
