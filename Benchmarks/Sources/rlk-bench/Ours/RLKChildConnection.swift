@@ -52,7 +52,7 @@ final class RLKProcessFlood: Contender {
     }
 
     func measure() throws -> [Double] {
-        try Placement.whilePinned(to: placement.first) { try measurePinned() }
+        try placement.whileFloodPlaced { try measurePinned() }
     }
 
     private func measurePinned() throws -> [Double] {

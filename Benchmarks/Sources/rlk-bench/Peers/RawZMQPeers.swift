@@ -152,7 +152,11 @@ final class RawZMQProcessPeer: Contender {
     }
 
     func measure() throws -> [Double] {
-        try Placement.whilePinned(to: placement.first) { try measurePinned() }
+        switch mode {
+        case .roundTrip: try Placement.whilePinned(to: placement.first) { try measurePinned() }
+        // As RLKProcessFlood's: the I/O threads with the receiver.
+        case .throughput: try placement.whileFloodPlaced { try measurePinned() }
+        }
     }
 
     private func measurePinned() throws -> [Double] {

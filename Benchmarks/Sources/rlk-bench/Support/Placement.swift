@@ -70,17 +70,55 @@ struct Placement: Sendable, CustomStringConvertible {
     /// CPU, Dispatch's side moved by half between quick runs
     /// (docs/performance.md, "Pools placed too").
     func whilePoolPlaced<T>(_ body: () throws -> T) rethrows -> T {
-        let before = Self.threadAffinities()
-        defer {
-            for (tid, mask) in before { Self.setAffinity(tid, mask) }
-            for (tid, _) in Self.threadAffinities() where before[tid] == nil { _ = bench_unpin_thread(tid) }
+        try Self.restoringAffinities { before in
+            if mode == .same {
+                for tid in before.keys { Self.pin(tid, to: first) }
+            } else {
+                Self.pin(0, to: first)
+            }
+            return try body()
         }
-        if mode == .same {
-            for tid in before.keys { Self.pin(tid, to: first) }
-        } else {
+    }
+
+    /// Runs `body`, a flood from the calling thread to another process over
+    /// ipc, with the calling thread on `first` and this process's libzmq
+    /// I/O threads (named `ZMQbg/IO/<n>`: they write what the sockets
+    /// queued) on `second`, the receiver's CPU; afterwards each as before.
+    /// Left free, the I/O thread ran on the sender's CPU in some passes and
+    /// on the other in the rest, and RunLoopKit's rate moved by 30-40 %
+    /// between quick runs while raw libzmq's moved by 3-10 %
+    /// (docs/performance.md, "The ipc flood's I/O thread").
+    func whileFloodPlaced<T>(_ body: () throws -> T) rethrows -> T {
+        guard mode != .free else { return try body() }
+        return try Self.restoringAffinities { before in
+            for tid in before.keys where Self.threadName(tid).hasPrefix("ZMQbg/IO/") { Self.pin(tid, to: second) }
             Self.pin(0, to: first)
+            return try body()
         }
-        return try body()
+    }
+
+    /// Thread `tid`'s name (its `comm`), "" if it is gone.
+    private static func threadName(_ tid: Int32) -> String {
+        guard let file = fopen("/proc/self/task/\(tid)/comm", "r") else { return "" }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
+        var name = String(cString: buffer)
+        if name.hasSuffix("\n") { name.removeLast() }
+        return name
+    }
+
+    /// Runs `body` with the process's threads and their CPUs now; afterwards
+    /// each of those threads gets back the CPUs it had (another contender's
+    /// pinned LoopThread keeps its CPU) and each thread born meanwhile may
+    /// run anywhere.
+    private static func restoringAffinities<T>(_ body: ([Int32: [UInt64]]) throws -> T) rethrows -> T {
+        let before = threadAffinities()
+        defer {
+            for (tid, mask) in before { setAffinity(tid, mask) }
+            for (tid, _) in threadAffinities() where before[tid] == nil { _ = bench_unpin_thread(tid) }
+        }
+        return try body(before)
     }
 
     /// The process's threads now, each with the CPUs it may run on (16
