@@ -3,8 +3,8 @@
 /// and the quotient of their medians as the draw's only sample.
 ///
 /// On this VM the host speeds a process up or slows it down for a second
-/// or a few at a time, more for a side that misses the cache than for one
-/// that does not (docs/performance.md, "A side's centre"). A growth read
+/// or a few at a time, and not by the same factor at every size
+/// (docs/performance.md, "A growth measured in one draw"). A growth read
 /// from two rows measured tens of seconds apart divides one regime by
 /// another: the C heap's growth from 1,000 to 100,000 timers read 1.5 × in
 /// one quick run and 2.3 × in the next. Both sizes inside one draw share
