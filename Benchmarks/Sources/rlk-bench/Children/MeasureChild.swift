@@ -17,14 +17,13 @@ enum MeasureChild {
             return RLKTimerChanges(count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
         case ("timer-changes-c", 3):
             return CTimerHeapChanges(count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
-        case ("timer-growth-rlk", 4):
-            return GrowthInOneDraw(
-                label: "RunLoopKit", small: RLKTimerChanges(count: numbers[0], changes: numbers[2], batches: numbers[3], cpu: placement.second),
-                large: RLKTimerChanges(count: numbers[1], changes: numbers[2], batches: numbers[3], cpu: placement.second), rounds: 2)
-        case ("timer-growth-c", 4):
-            return GrowthInOneDraw(
-                label: "binary heap (C)", small: CTimerHeapChanges(count: numbers[0], changes: numbers[2], batches: numbers[3], cpu: placement.second),
-                large: CTimerHeapChanges(count: numbers[1], changes: numbers[2], batches: numbers[3], cpu: placement.second), rounds: 2)
+        case ("timer-growth-rlk", 4), ("timer-growth-c", 4):
+            // Two timer-changes sides of the same kind, at the small and the large count.
+            let kind = arguments[0] == "timer-growth-rlk" ? "timer-changes-rlk" : "timer-changes-c"
+            let sides = numbers[0...1].compactMap { count in
+                make([kind, arguments[1], String(count), String(numbers[2]), String(numbers[3])])
+            }
+            return GrowthInOneDraw(label: sides[0].label, small: sides[0], large: sides[1], rounds: 2)
         case ("main-queue-drain-rlk", 2):
             return MainQueueDrainFlood(.runLoopKit, count: numbers[0], timeout: Double(numbers[1]), placement: placement)
         case ("main-queue-drain-foundation", 2):

@@ -10,8 +10,8 @@ enum MarkdownReport {
             let ours = row.ours.summary, peer = row.peer?.summary
             let peerText: (String, String, String)
             if let measured = row.peer {
-                if let peer {
-                    peerText = (measured.label, value(measured.centre ?? peer.median, row.unit), value(peer.p99, row.unit))
+                if let peer, let centre = measured.centre {
+                    peerText = (measured.label, value(centre, row.unit), value(peer.p99, row.unit))
                 } else {
                     peerText = (measured.label, measured.optional ? "unavailable" : "error", "")
                 }
@@ -23,7 +23,7 @@ enum MarkdownReport {
             case false?: "**missed**"
             case nil: "—"
             }
-            let oursCentre: String = ours.map { value(row.ours.centre ?? $0.median, row.unit) } ?? "error"
+            let oursCentre: String = row.ours.centre.map { value($0, row.unit) } ?? "error"
             let oursTail: String = ours.map { value($0.p99, row.unit) } ?? ""
             let ratio: String = row.ratio.map { format($0) + "×" } ?? "—"
             let target: String = row.target?.text ?? "—"
