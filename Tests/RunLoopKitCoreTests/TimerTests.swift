@@ -234,7 +234,7 @@ struct TimerTests {
         #expect(fired - date < 500 * Self.ms, "zero-tolerance timer was \((fired - date) / Self.ms) ms late")
     }
 
-    @Test("S-TMR-3: tolerance is clamped to zero for negative or NaN values, as Foundation does")
+    @Test("S-TMR-3: tolerance is clamped to zero for negative or NaN values, as Foundation does, and to 2⁶⁰ - 1 ns (about 36 years) above")
     func toleranceClamps() throws {
         let timer = try Timer(timeInterval: 1, repeats: false) { _ in }
         timer.tolerance = 0.25
@@ -243,6 +243,12 @@ struct TimerTests {
         #expect(timer.tolerance == 0)
         timer.tolerance = .nan
         #expect(timer.tolerance == 0)
+        // Up to 2⁶⁰ - 1 ns, about 36 years: the bits above are the timer's own.
+        timer.tolerance = 1e12
+        #expect(timer.tolerance == MonotonicClock.seconds((1 << 60) - 1))
+        #expect(timer.isValid, "a huge tolerance left the timer valid")
+        timer.invalidate()
+        #expect(!timer.isValid && timer.tolerance == MonotonicClock.seconds((1 << 60) - 1))
     }
 
     @Test("S-TMR-4, S-TMR-7: invalidate() from another thread while the loop sleeps ends the run with .finished")
@@ -540,7 +546,7 @@ struct TimerTests {
         let shared = try timer(at: 50)
         let joined = heaps.indices.map { heaps[$0].insert(shared) }
         #expect(joined == [true, true, true, true])
-        #expect(TimerHeapSlots.hasSpilledSlots(of: ObjectIdentifier(shared)), "two of its four slots are kept out of line")
+        #expect(TimerHeapPlaces.hasSpilledRecords(of: ObjectIdentifier(shared)), "two of its four slots are kept out of line")
         #expect(heaps.allSatisfy { $0.contains(shared) && $0.earliest == shared.nextFireInstant })
         let again = heaps[2].insert(shared)
         #expect(!again, "a second insert of a member")
@@ -565,7 +571,7 @@ struct TimerTests {
         let leftRest = [0, 2, 3].map { heaps[$0].remove(shared) }
         #expect(leftRest == [true, true, true])
         #expect(heaps.allSatisfy { !$0.contains(shared) })
-        #expect(!TimerHeapSlots.hasSpilledSlots(of: ObjectIdentifier(shared)), "its slots out of line went with it")
+        #expect(!TimerHeapPlaces.hasSpilledRecords(of: ObjectIdentifier(shared)), "its slots out of line went with it")
         #expect(heaps.map(\.count) == [0, 3, 6, 9])
 
         // The common items' kind of heap keeps members in joining order
@@ -706,6 +712,77 @@ struct TimerTests {
         for timer in members + removed { timer.invalidate() }
     }
 
+    @Test("S-TMR-1: a timer in the common items and two common modes keeps its common items' record out of line and its modes' inline, where every sift rewrites them; each heap still finds it")
+    func commonItemsRecordGoesOutOfLineFirst() throws {
+        let base = MonotonicClock.now() + 1_000_000_000
+        func timer(at milliseconds: UInt64) throws -> RunLoopKitCore.Timer {
+            try RunLoopKitCore.Timer(fire: MonotonicClock.date(for: base + milliseconds * 1_000_000), interval: 0, repeats: false) { _ in }
+        }
+        var common = TimerHeap(id: 1, ordersByInstant: false)
+        var modes = [TimerHeap(id: 2), TimerHeap(id: 3)]
+        let shared = try timer(at: 50)
+        let identity = ObjectIdentifier(shared)
+        // Joined as the loop joins a common-modes timer: the common items first.
+        let joinedCommon = common.insert(shared)
+        let joinedFirst = modes[0].insert(shared)
+        #expect(joinedCommon && joinedFirst)
+        #expect(!TimerHeapPlaces.hasSpilledRecords(of: identity), "two records fit inline")
+        let joinedSecond = modes[1].insert(shared)
+        #expect(joinedSecond)
+        #expect(TimerHeapPlaces.hasSpilledRecords(of: identity), "the third record went out of line")
+        // Others sifted past it in both modes: its places there change at each swap.
+        let others = try (0..<20).map { try timer(at: UInt64($0)) }
+        for other in others {
+            let joined = [modes[0].insert(other), modes[1].insert(other)]
+            #expect(joined == [true, true])
+        }
+        // Leaving the common items empties the table: theirs was the record out of line.
+        let leftCommon = common.remove(shared)
+        #expect(leftCommon)
+        #expect(!TimerHeapPlaces.hasSpilledRecords(of: identity), "the common items' record was the one kept out of line")
+        for index in modes.indices {
+            #expect(modes[index].contains(shared))
+            var due: [RunLoopKitCore.Timer] = []
+            modes[index].takeDue(now: base + 60 * 1_000_000, into: &due)
+            #expect(due.count == 21 && due.last === shared, "every timer due, the shared one last")
+            let left = modes[index].remove(shared)
+            #expect(left, "a member taken out to fire leaves from outside the heap")
+            #expect(!modes[index].contains(shared) && modes[index].count == 20)
+        }
+        for other in others { other.invalidate() }
+        shared.invalidate()
+    }
+
+    @Test("S-TMR-1, S-TMR-4, S-TMR-5: timers added to a running loop from one thread while a second moves their fire dates and a third invalidates them: each ends invalid, in no mode and bound to no loop")
+    func addMoveAndInvalidateRace() throws {
+        let thread = LoopThread(name: "tmr-race")
+        try thread.start()
+        defer { thread.stop() }
+        let loop = try #require(thread.runLoop)
+        let timers = try (0..<2_000).map { index in
+            // Due within 50 ms, so that some fire while the others race.
+            try Timer(fire: Date() + 0.001 * Double(index % 50), interval: 0.001, repeats: true) { _ in }
+        }
+        let modes: [RunLoop.Mode] = [.default, .common, RunLoop.Mode("tmr-race-other")]
+        let done = DispatchGroup()
+        DispatchQueue.global().async(group: done) {
+            for (index, timer) in timers.enumerated() { loop.add(timer, forMode: modes[index % modes.count]) }
+        }
+        DispatchQueue.global().async(group: done) {
+            for (index, timer) in timers.enumerated() { timer.fireDate = Date() + (index % 2 == 0 ? -0.001 : 0.002) }
+        }
+        DispatchQueue.global().async(group: done) {
+            for timer in timers { timer.invalidate() }
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        // Whatever the order, every timer ends where its invalidation leaves it.
+        let held = try thread.performAndWait(timeout: .seconds(30)) {
+            timers.filter { timer in modes.contains { loop.holds(timer, inMode: $0) } }.count
+        }
+        #expect(held == 0, "an invalidated timer stayed in a mode")
+        #expect(timers.allSatisfy { !$0.isValid && $0.loop == nil })
+    }
+
     @Test("S-TMR-1: a timer in three heaps that is freed without leaving them (its loop torn down) takes its slots kept out of line with it")
     func spilledSlotsGoWithTheTimer() throws {
         var heaps = (1...3).map { TimerHeap(id: UInt32($0)) }
@@ -713,11 +790,11 @@ struct TimerTests {
             fire: MonotonicClock.date(for: MonotonicClock.now() + 1_000_000_000), interval: 0, repeats: false) { _ in }
         let identity = ObjectIdentifier(timer!)
         for index in heaps.indices { _ = heaps[index].insert(timer!) }
-        #expect(TimerHeapSlots.hasSpilledSlots(of: identity))
+        #expect(TimerHeapPlaces.hasSpilledRecords(of: identity))
         // The heaps go first, as a torn-down loop's do, then the last reference.
         heaps = []
         timer = nil
-        #expect(!TimerHeapSlots.hasSpilledSlots(of: identity))
+        #expect(!TimerHeapPlaces.hasSpilledRecords(of: identity))
     }
 
     @Test("S-TMR-7: joining orders numbered again at the end of their range keep equal instants in joining order")

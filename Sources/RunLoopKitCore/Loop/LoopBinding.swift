@@ -1,8 +1,10 @@
 import Synchronization
 
-/// The loop that a single-loop item (timer, observer, socket source) belongs
-/// to. Weak, so that an item never keeps a loop alive; behind a lock of its
-/// own because items are invalidated from any thread.
+/// The loop that a single-loop item (observer, socket source) belongs to.
+/// Weak, so that an item never keeps a loop alive; behind a lock of its
+/// own because items are invalidated from any thread. (A timer keeps its
+/// loop behind a bit of its own state instead, `Timer.boundLoop`: one
+/// word less in an object a program makes by the thousand.)
 ///
 /// Stored inline in its item, the lock the standard library's `Mutex`: as
 /// an object of its own behind a `Locked` box, a binding was five

@@ -21,7 +21,7 @@ struct LoopState {
     static let commonItemsHeapID: UInt32 = 1
     /// The number of the next mode's timer heap: unique in the loop, since
     /// a mode's state, once made, stays until the loop is torn down (a
-    /// timer keeps its slot in each heap under that number).
+    /// timer keeps its place in each heap under that number).
     private var nextTimerHeapID = LoopState.commonItemsHeapID + 1
     var blocks = BlockQueue()
     /// The executors whose jobs the loop runs (its LoopThread's serial and

@@ -22,38 +22,50 @@ import Synchronization
 /// block runs on the loop's thread. Moving `fireDate` re-arms a sleeping loop
 /// at once (S-TMR-5).
 public final class Timer: @unchecked Sendable {
-    // @unchecked Sendable: every mutable property is atomic, behind the
-    // binding's lock, behind a bit of `state` (the block) or (`heapSlots`)
+    // @unchecked Sendable: every mutable property is atomic, behind a bit
+    // of `state` (the loop it is bound to, the block) or (`heapPlaces`)
     // behind the lock of the loop it is bound to; the block is @Sendable.
 
-    // Stored in the order laid out: what a change or a fire reads first
-    // (state, instant, binding, heap slots), so that reaching a timer
-    // untouched for a while among many costs as few cache lines as it can;
-    // what only a fire, an invalidation or the caller reads (block,
-    // userInfo) after. A timer is 96 bytes: malloc's 112-byte chunks then
-    // start at every 16-byte offset of a cache line in turn, and a timer
-    // spans two lines at three of the four (docs/performance.md, "A timer
-    // in 96 bytes"; "A timer lets go of its block" for the block's lock bit).
+    // Stored in the order laid out, for the cache lines a change reaches in
+    // a timer untouched for a while among many: a move of the fire date
+    // reads the reference count, `state`, `boundLoop`, `fireInstant` and
+    // `fireDateBits`, the first 48 bytes; an invalidation `state`,
+    // `boundLoop`, `heapPlaces`, `extras` and the block, all but the two
+    // dates; a sift that swaps it, `heapPlaces` alone. A timer is 96
+    // bytes: malloc's 112-byte chunks start at offsets 0, 16, 32 and 48 of
+    // a cache line in turn, so that a move reaches one line at half of
+    // them, and an invalidation two at three of the four
+    // (docs/performance.md, "A heap's places in its timers"; "A timer in 96
+    // bytes" and "A timer lets go of its block" before it).
 
     /// Whether it is valid (`validBit`), whether its block is running on
     /// the loop (`firingBit`: a nested run inside it, S-RUN-8, must not
     /// fire it again, and the fire date stays the date being fired until
-    /// the block returns, S-TMR-6), the lock of `heldBlock`
-    /// (`blockLockBit`), and its tolerance in nanoseconds (the rest), in
-    /// one word.
+    /// the block returns, S-TMR-6), the locks of `heldBlock`
+    /// (`blockLockBit`) and of `boundLoop` (`bindingLockBit`), and its
+    /// tolerance in nanoseconds (the rest), in one word.
     private let state = Atomic<UInt64>(Timer.validBit)
+    /// The loop it belongs to (S-TMR-1: at most one), weak so that a timer
+    /// never keeps its loop alive. Behind `bindingLockBit` (`holding`),
+    /// because `invalidate()` and `fireDate`'s setter read it on any thread
+    /// while the loop binds or lets go of the timer: a bit rather than the
+    /// `Mutex` of the other items' `LoopBinding`, whose lock word and
+    /// padding take 8 bytes more (docs/performance.md, "A heap's places in
+    /// its timers").
+    // U-TIMER-BINDING (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private weak var boundLoop: RunLoop?
     /// The fire date as an instant on the clock of the timer's loop (the
     /// real clock until it joins one): what the loop sorts and waits on.
     private let fireInstant: Atomic<UInt64>
-    let binding = LoopBinding()
-    /// Its slot in each heap of its loop's modes (`TimerHeap`), changed
-    /// under that loop's lock only. Unchecked exclusivity: the lock already
-    /// serialises every access, and a heap reads it at every change.
-    // U-TIMER-HEAP-SLOTS (docs/unsafe-sites.md).
-    @exclusivity(unchecked) var heapSlots = TimerHeapSlots()
     /// The fire date exactly as set or computed (S-TMR-6), as the bit
     /// pattern of its `timeIntervalSinceReferenceDate`.
     private let fireDateBits: Atomic<UInt64>
+    /// Its place in each heap of its loop's modes (`TimerHeap`), changed
+    /// under that loop's lock only. Unchecked exclusivity: the lock already
+    /// serialises every access, and a heap reads it at every change and
+    /// writes it at every swap of a sift.
+    // U-TIMER-HEAP-PLACES (docs/unsafe-sites.md).
+    @exclusivity(unchecked) var heapPlaces = TimerHeapPlaces()
     /// The repeat interval, `userInfo` and `origin`, out of line for the
     /// timers that have any: a one-shot timer made without `userInfo`, the
     /// kind a program makes by the thousand, has none.
@@ -61,7 +73,7 @@ public final class Timer: @unchecked Sendable {
     /// The block, until the timer is invalidated: as NSTimer lets go of its
     /// target at `invalidate()`, so that a block that captures the timer's
     /// owner (which holds the timer) keeps nothing alive once the timer is
-    /// done. Behind `blockLockBit` (`withBlock`), because `invalidate()` may
+    /// done. Behind `blockLockBit` (`holding`), because `invalidate()` may
     /// run on any thread while the loop fires the timer: a fire takes its
     /// own reference first. A bit of `state` rather than a `Mutex`: the
     /// mutex's word made a timer 104 bytes, and its generic `withLock`
@@ -73,8 +85,9 @@ public final class Timer: @unchecked Sendable {
     private static let validBit: UInt64 = 1 << 63
     private static let firingBit: UInt64 = 1 << 62
     private static let blockLockBit: UInt64 = 1 << 61
-    /// The tolerance's bits of `state`: up to 2⁶¹ - 1 ns, about 73 years.
-    private static let toleranceMask: UInt64 = (1 << 61) - 1
+    private static let bindingLockBit: UInt64 = 1 << 60
+    /// The tolerance's bits of `state`: up to 2⁶⁰ - 1 ns, about 36 years.
+    private static let toleranceMask: UInt64 = (1 << 60) - 1
 
     /// Whether the timer fires again every `timeInterval` seconds.
     public var repeats: Bool { timeInterval > 0 }
@@ -207,10 +220,10 @@ public final class Timer: @unchecked Sendable {
     }
 
     deinit {
-        // A timer in more than two heaps left the rest of its slots in a
+        // A timer in more than two heaps left the rest of its records in a
         // table; normally it left those heaps first, but a torn-down
         // loop's timers keep theirs.
-        heapSlots.forgetSpilled(of: ObjectIdentifier(self))
+        heapPlaces.forgetSpilled(of: ObjectIdentifier(self))
     }
 
     /// Creates a timer and adds it to the current thread's loop in the
@@ -247,7 +260,7 @@ public final class Timer: @unchecked Sendable {
     public var fireDate: Date {
         get { Date(timeIntervalSinceReferenceDate: Double(bitPattern: fireDateBits.load(ordering: .acquiring))) }
         set {
-            let loop = binding.loop
+            let loop = self.loop
             fireDateBits.store(newValue.timeIntervalSinceReferenceDate.bitPattern, ordering: .releasing)
             let instant = (loop?.clock ?? .real).instant(for: newValue)
             let previous = fireInstant.exchange(instant, ordering: .acquiringAndReleasing)
@@ -271,7 +284,7 @@ public final class Timer: @unchecked Sendable {
                 if exchanged { break }
                 current = original
             }
-            binding.loop?.itemDidChange()
+            loop?.itemDidChange()
         }
     }
 
@@ -281,7 +294,7 @@ public final class Timer: @unchecked Sendable {
     /// Stops the timer and removes it from its loop, from any thread (S-TMR-4). Idempotent.
     public func invalidate() {
         guard state.bitwiseAnd(~Self.validBit, ordering: .acquiringAndReleasing).oldValue & Self.validBit != 0 else { return }
-        binding.loop?.removeFromAllModes(self)
+        loop?.removeFromAllModes(self)
         releaseBlockAndUserInfo()
     }
 
@@ -310,18 +323,28 @@ public final class Timer: @unchecked Sendable {
         extras?.releaseUserInfo()
     }
 
-    /// Runs `body` on `heldBlock` with `blockLockBit` held: a copy or a take
-    /// of one reference, so the holder keeps it for a few instructions; a
-    /// second thread yields until then. Nothing else waits on the bit, and
-    /// every other change of `state` is an atomic operation that keeps it.
+    /// Runs `body` on `heldBlock` with `blockLockBit` held.
     @inline(__always)
     private func withBlock<Result>(_ body: (inout (@Sendable (Timer) -> Void)?) -> Result) -> Result {
-        while state.bitwiseOr(Self.blockLockBit, ordering: .acquiring).oldValue & Self.blockLockBit != 0 {
+        holding(Self.blockLockBit) { body(&heldBlock) }
+    }
+
+    /// Runs `body` with `bit` of `state` held: a lock for the length of a
+    /// copy or a take of one reference (`heldBlock`, `boundLoop`), so the
+    /// holder keeps it for a few instructions; a second thread yields until
+    /// then. Nothing else waits on these bits, and every other change of
+    /// `state` is an atomic operation that keeps them.
+    @inline(__always)
+    private func holding<Result>(_ bit: UInt64, _ body: () -> Result) -> Result {
+        while state.bitwiseOr(bit, ordering: .acquiring).oldValue & bit != 0 {
             sched_yield()
         }
-        defer { state.bitwiseAnd(~Self.blockLockBit, ordering: .releasing) }
-        return body(&heldBlock)
+        defer { state.bitwiseAnd(~bit, ordering: .releasing) }
+        return body()
     }
+
+    /// The loop it belongs to, if any: read under `bindingLockBit`.
+    var loop: RunLoop? { holding(Self.bindingLockBit) { boundLoop } }
 
     // MARK: - Used by RunLoop (on its thread)
 
@@ -384,7 +407,7 @@ public final class Timer: @unchecked Sendable {
     /// `invalidate()` does. On the loop's thread, with no lock held.
     func detach() {
         state.bitwiseAnd(~Self.validBit, ordering: .releasing)
-        binding.clear()
+        unbind()
         releaseBlockAndUserInfo()
     }
 }
@@ -392,8 +415,17 @@ public final class Timer: @unchecked Sendable {
 extension Timer: ModeItem {
     typealias JoinError = Never
     static var kindName: String { "Timer" }
-    func bind(to loop: RunLoop) -> Bool { binding.bind(to: loop) }
-    func unbind() { binding.clear() }
+    /// Binds to `loop`; false if the timer already belongs to another
+    /// live loop (S-TMR-1).
+    func bind(to loop: RunLoop) -> Bool {
+        holding(Self.bindingLockBit) {
+            if let existing = boundLoop, existing !== loop { return false }
+            boundLoop = loop
+            return true
+        }
+    }
+
+    func unbind() { holding(Self.bindingLockBit) { boundLoop = nil } }
 
     static func insert(_ timer: Timer, into mode: inout ModeState) -> Bool { mode.timers.insert(timer) }
     static func remove(_ timer: Timer, from mode: inout ModeState) -> Bool { mode.timers.remove(timer) }

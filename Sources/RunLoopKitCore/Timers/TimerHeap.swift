@@ -17,20 +17,23 @@
 /// timer moved earlier is moved at once (`reschedule`): every entry's
 /// instant is at most its timer's, so no timer fires late, and `settle()`
 /// makes the top exact before the loop decides how long to sleep.
+///
+/// Each member keeps its place in the heap itself (`Timer.heapPlaces`), and
+/// each entry holds its timer: a change goes from the timer to its entry,
+/// and a sift from an entry to its timer, with no array between them.
 struct TimerHeap {
-    /// An entry: its member's fire instant as the heap knows it, the
-    /// member's slot, and its joining order, so that comparing two entries
-    /// reads nothing else. Sixteen bytes, four to a cache line: what a sift
-    /// walks through (docs/performance.md, "Timers in less memory").
+    /// An entry: its member's fire instant as the heap knows it, and the
+    /// member. Sixteen bytes, four to a cache line: what a sift walks
+    /// through. The heap's reference to the member is the entry's, or, for
+    /// a member without an entry, its spot in `outside`.
     private struct Entry {
         var instant: UInt64
-        let slot: Int32
-        var order: UInt32
+        let timer: Timer
     }
 
     /// Which heap this is among its loop's (the loop numbers its modes'
-    /// heaps from 1): each member keeps its slot in this heap under this
-    /// number (`TimerHeapSlots`).
+    /// heaps from 1): each member keeps its place in this heap under this
+    /// number (`TimerHeapPlaces`).
     let id: UInt32
     /// False for the loop's common items, which only remember which timers
     /// a mode marked common later must take (in joining order) and never
@@ -38,29 +41,14 @@ struct TimerHeap {
     /// of a common-modes timer costs no sift there.
     let ordersByInstant: Bool
 
-    /// What the heap keeps about one member, at its slot (an index the
-    /// timer itself keeps, `Timer.heapSlots`): its timer, its joining
-    /// order (among equal instants, the earlier joined comes first) and its
-    /// entry's index in `entries`, rewritten at every swap of a sift, or
-    /// `TimerHeap.out` while it has no entry (it is firing, or the slot is
-    /// free). Sixteen bytes: a change that reaches a member finds all three
-    /// in one place (docs/performance.md, "Timers in less memory").
-    private struct Slot {
-        var timer: Timer?
-        var order: UInt32
-        var position: Int32
-    }
-
     private var entries: [Entry] = []
-    private var slots: [Slot] = []
-    /// Slots of removed members, used again before `slots` grows.
-    private var freeSlots: [Int] = []
+    /// The members without an entry: those firing (a mode's heap), or all
+    /// of them (the common items). A member's place here is `-1 - index`.
+    private var outside: [Timer] = []
     private var nextOrder: UInt32
-    private(set) var count = 0
 
-    private static let out: Int32 = -1
     /// Children per node: a 4-ary heap is half as deep as a binary one, so
-    /// a sift swaps (and rewrites members' positions) half as often, and a
+    /// a sift swaps (and rewrites members' places) half as often, and a
     /// node's four 16-byte children lie in one or two cache lines.
     private static let arity = 4
 
@@ -69,23 +57,33 @@ struct TimerHeap {
     /// is the first joining order it gives: tests start it near the end
     /// of its range to see the orders renumbered.
     init(id: UInt32 = 1, ordersByInstant: Bool = true, firstOrder: UInt32 = 0) {
-        precondition(id > 0 && id <= TimerHeapSlots.largestHeap, "TimerHeap: heaps are numbered from 1 to 2³¹ - 1")
+        precondition(id > 0 && id <= TimerHeapPlaces.largestHeap, "TimerHeap: heaps are numbered from 1 to 2³⁰ - 1")
         self.id = id
         self.ordersByInstant = ordersByInstant
         nextOrder = firstOrder
     }
 
-    var isEmpty: Bool { count == 0 }
+    var count: Int { entries.count + outside.count }
+    var isEmpty: Bool { entries.isEmpty && outside.isEmpty }
 
     /// Every member, in the order they joined the mode.
     var timers: [Timer] {
-        slots.filter { $0.timer != nil }.sorted { $0.order < $1.order }.map { $0.timer! }
+        (entries.map(\.timer) + outside).sorted { order(of: $0) < order(of: $1) }
     }
 
-    func contains(_ timer: Timer) -> Bool { slot(of: timer) != nil }
+    func contains(_ timer: Timer) -> Bool { place(of: timer) != nil }
 
-    /// The slot of `timer` in this heap, or nil if it is not a member.
-    private func slot(of timer: Timer) -> Int? { timer.heapSlots.slot(in: id, of: ObjectIdentifier(timer)) }
+    /// The place of `timer` in this heap (an entry's index, or `-1 - index`
+    /// in `outside`), or nil if it is not a member.
+    @inline(__always)
+    private func place(of timer: Timer) -> Int32? { timer.heapPlaces.place(in: id, of: ObjectIdentifier(timer)) }
+
+    private func order(of timer: Timer) -> UInt32 { timer.heapPlaces.order(in: id, of: ObjectIdentifier(timer)) }
+
+    @inline(__always)
+    private func move(_ timer: Timer, to place: Int) {
+        timer.heapPlaces.move(in: id, to: Int32(truncatingIfNeeded: place), of: ObjectIdentifier(timer))
+    }
 
     /// The earliest instant in the heap, or `MonotonicClock.never`: a
     /// bound, possibly older than its timer's (waking for it then fires
@@ -100,47 +98,46 @@ struct TimerHeap {
 
     /// Adds `timer` at its fire instant; false if it is a member already.
     mutating func insert(_ timer: Timer) -> Bool {
-        guard slot(of: timer) == nil else { return false }
+        guard place(of: timer) == nil else { return false }
         if nextOrder == .max { renumber() }
-        let joined = Slot(timer: timer, order: nextOrder, position: Self.out)
+        let order = nextOrder
         nextOrder += 1
-        let slot: Int
-        if let free = freeSlots.popLast() {
-            slot = free
-            slots[slot] = joined
+        if ordersByInstant {
+            timer.heapPlaces.add(in: id, unsorted: false, place: Int32(entries.count), order: order, of: ObjectIdentifier(timer))
+            push(timer, at: timer.nextFireInstant)
         } else {
-            slot = slots.count
-            slots.append(joined)
+            timer.heapPlaces.add(in: id, unsorted: true, place: Self.outsidePlace(outside.count), order: order, of: ObjectIdentifier(timer))
+            outside.append(timer)
         }
-        count += 1
-        timer.heapSlots.add(slot, in: id, of: ObjectIdentifier(timer))
-        if ordersByInstant { push(slot, at: timer.nextFireInstant) }
         return true
     }
 
     /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
-        guard let slot = slot(of: timer) else { return false }
-        timer.heapSlots.remove(in: id, of: ObjectIdentifier(timer))
-        if ordersByInstant && slots[slot].position != Self.out { removeEntry(at: Int(slots[slot].position)) }
-        slots[slot].timer = nil
-        freeSlots.append(slot)
-        count -= 1
+        guard let place = place(of: timer) else { return false }
+        timer.heapPlaces.remove(in: id, of: ObjectIdentifier(timer))
+        if place >= 0 {
+            _ = removeEntry(at: Int(place))
+        } else {
+            removeOutside(at: Self.outsideIndex(place))
+        }
         return true
     }
 
     /// Puts a member that was out (it fired, or was due when a stop came)
     /// back at its next instant.
     mutating func reinsert(_ timer: Timer) {
-        guard ordersByInstant, let slot = slot(of: timer), slots[slot].position == Self.out else { return }
-        push(slot, at: timer.nextFireInstant)
+        guard ordersByInstant, let place = place(of: timer), place < 0 else { return }
+        removeOutside(at: Self.outsideIndex(place))
+        move(timer, to: entries.count)
+        push(timer, at: timer.nextFireInstant)
     }
 
     /// Moves a member to its timer's instant now: its fire date was set
     /// earlier, or its instant counted again on a test clock.
     mutating func reschedule(_ timer: Timer) {
-        guard ordersByInstant, let slot = slot(of: timer), slots[slot].position != Self.out else { return }
-        let position = Int(slots[slot].position)
+        guard ordersByInstant, let place = place(of: timer), place >= 0 else { return }
+        let position = Int(place)
         entries[position].instant = timer.nextFireInstant
         if !siftUp(position) { siftDown(position) }
     }
@@ -150,7 +147,7 @@ struct TimerHeap {
     /// top's is exact.
     mutating func settle() {
         while let first = entries.first {
-            let actual = slots[Int(first.slot)].timer!.nextFireInstant
+            let actual = first.timer.nextFireInstant
             guard actual > first.instant else { return }
             entries[0].instant = actual
             siftDown(0)
@@ -168,8 +165,9 @@ struct TimerHeap {
         while true {
             settle()
             guard let first = entries.first, first.instant <= now else { return }
-            let timer = slots[Int(first.slot)].timer!
-            removeEntry(at: 0)
+            let timer = removeEntry(at: 0)
+            move(timer, to: Int(Self.outsidePlace(outside.count)))
+            outside.append(timer)
             if timer.isSchedulable { due.append(timer) }
         }
     }
@@ -183,7 +181,7 @@ struct TimerHeap {
         settle()
         guard let first = entries.first else { return MonotonicClock.never }
         // The usual case, no tolerance on the earliest timer: its instant.
-        let firstTimer = slots[Int(first.slot)].timer!
+        let firstTimer = first.timer
         if firstTimer.isSchedulable && first.instant == firstTimer.nextFireInstant
             && firstTimer.latestWakeInstant == first.instant {
             return first.instant
@@ -194,7 +192,7 @@ struct TimerHeap {
         while let index = stack.popLast() {
             let entry = entries[index]
             guard entry.instant <= deadline else { continue }
-            let timer = slots[Int(entry.slot)].timer!
+            let timer = entry.timer
             if timer.isSchedulable {
                 let instant = max(entry.instant, timer.nextFireInstant)
                 if instant <= deadline {
@@ -210,30 +208,50 @@ struct TimerHeap {
 
     // MARK: - The heap
 
-    private mutating func push(_ slot: Int, at instant: UInt64) {
-        entries.append(Entry(instant: instant, slot: Int32(truncatingIfNeeded: slot), order: slots[slot].order))
-        slots[slot].position = Int32(entries.count - 1)
+    /// Appends an entry for `timer`, whose place already names the end,
+    /// and sifts it up.
+    private mutating func push(_ timer: Timer, at instant: UInt64) {
+        entries.append(Entry(instant: instant, timer: timer))
         siftUp(entries.count - 1)
     }
 
     /// Whether entry `a` comes before entry `b`: earlier, or as early and
-    /// joined first.
+    /// joined first (the timers' orders read only then).
     @inline(__always)
-    private static func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        a.instant < b.instant || (a.instant == b.instant && a.order < b.order)
+    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
+        a.instant < b.instant || (a.instant == b.instant && order(of: a.timer) < order(of: b.timer))
     }
 
-    private mutating func removeEntry(at position: Int) {
-        let removed = Int(entries[position].slot)
+    /// Takes out the entry at `position` and returns its timer, whose place
+    /// is left to the caller; the last entry fills the gap and is sifted.
+    private mutating func removeEntry(at position: Int) -> Timer {
         let last = entries.count - 1
         if position != last {
-            entries.swapAt(position, last)
-            slots[Int(entries[position].slot)].position = Int32(position)
+            // Its timer's place is the caller's; the last entry's moves.
+            let id = self.id
+            entries.withUnsafeMutableBufferPointer { entries in
+                entries.swapAt(position, last)
+                entries[position].timer.heapPlaces.move(
+                    in: id, to: Int32(truncatingIfNeeded: position), of: ObjectIdentifier(entries[position].timer))
+            }
         }
-        entries.removeLast()
-        slots[removed].position = Self.out
+        let removed = entries.removeLast().timer
         if position < entries.count, !siftUp(position) { siftDown(position) }
+        return removed
     }
+
+    /// Takes out the member at `index` of `outside`; the last fills the gap.
+    private mutating func removeOutside(at index: Int) {
+        let last = outside.count - 1
+        if index != last {
+            outside.swapAt(index, last)
+            move(outside[index], to: Int(Self.outsidePlace(index)))
+        }
+        outside.removeLast()
+    }
+
+    private static func outsidePlace(_ index: Int) -> Int32 { Int32(truncatingIfNeeded: -1 - index) }
+    private static func outsideIndex(_ place: Int32) -> Int { Int(-1 - place) }
 
     /// Moves the entry at `position` up while it precedes its parent;
     /// whether it moved.
@@ -242,7 +260,7 @@ struct TimerHeap {
         var child = position
         while child > 0 {
             let parent = (child - 1) / Self.arity
-            guard Self.precedes(entries[child], entries[parent]) else { break }
+            guard precedes(entries[child], entries[parent]) else { break }
             swapEntries(child, parent)
             child = parent
         }
@@ -256,30 +274,35 @@ struct TimerHeap {
             guard firstChild < entries.count else { return }
             var least = firstChild
             for child in firstChild + 1..<min(firstChild + Self.arity, entries.count)
-            where Self.precedes(entries[child], entries[least]) {
+            where precedes(entries[child], entries[least]) {
                 least = child
             }
-            guard Self.precedes(entries[least], entries[parent]) else { return }
+            guard precedes(entries[least], entries[parent]) else { return }
             swapEntries(parent, least)
             parent = least
         }
     }
 
+    /// Swaps two entries and rewrites their timers' places. Through the
+    /// buffer: `Array.swapAt` copies each entry, retaining and releasing
+    /// its timer, a second cache line of each (the reference count's)
+    /// among 100,000 timers.
     private mutating func swapEntries(_ a: Int, _ b: Int) {
-        entries.swapAt(a, b)
-        slots[Int(entries[a].slot)].position = Int32(a)
-        slots[Int(entries[b].slot)].position = Int32(b)
+        let id = self.id
+        entries.withUnsafeMutableBufferPointer { entries in
+            entries.swapAt(a, b)
+            entries[a].timer.heapPlaces.move(in: id, to: Int32(truncatingIfNeeded: a), of: ObjectIdentifier(entries[a].timer))
+            entries[b].timer.heapPlaces.move(in: id, to: Int32(truncatingIfNeeded: b), of: ObjectIdentifier(entries[b].timer))
+        }
     }
 
     /// Numbers the joining orders again from 0, keeping their sequence,
     /// when they reach the end of their range (once in four billion joins
     /// to one heap).
     private mutating func renumber() {
-        let inUse = slots.indices
-            .filter { slots[$0].timer != nil }
-            .sorted { slots[$0].order < slots[$1].order }
-        for (order, slot) in inUse.enumerated() { slots[slot].order = UInt32(order) }
-        for index in entries.indices { entries[index].order = slots[Int(entries[index].slot)].order }
-        nextOrder = UInt32(inUse.count)
+        for (order, timer) in timers.enumerated() {
+            timer.heapPlaces.renumber(in: id, to: UInt32(order), of: ObjectIdentifier(timer))
+        }
+        nextOrder = UInt32(count)
     }
 }
