@@ -525,14 +525,14 @@ struct TimerTests {
         }
     }
 
-    @Test("S-TMR-1: a timer in the heaps of several modes (the common items and three common modes) keeps its own slot in each: leaving one, and moving its date, leaves it where it is in the others")
+    @Test("S-TMR-1: a timer in the heaps of several modes (the common items and three common modes) keeps its own place in each: leaving one, and moving its date, leaves it where it is in the others")
     func timerInSeveralHeaps() throws {
         let base = MonotonicClock.now() + 1_000_000_000
         func timer(at milliseconds: UInt64) throws -> RunLoopKitCore.Timer {
             try RunLoopKitCore.Timer(fire: MonotonicClock.date(for: base + milliseconds * 1_000_000), interval: 0, repeats: false) { _ in }
         }
         // Four heaps, each with other members before the shared timer, so
-        // that its slot differs from heap to heap.
+        // that its place differs from heap to heap.
         var heaps = (1...4).map { TimerHeap(id: UInt32($0)) }
         var others: [RunLoopKitCore.Timer] = []
         for (index, _) in heaps.enumerated() {
@@ -546,7 +546,7 @@ struct TimerTests {
         let shared = try timer(at: 50)
         let joined = heaps.indices.map { heaps[$0].insert(shared) }
         #expect(joined == [true, true, true, true])
-        #expect(TimerHeapPlaces.hasSpilledRecords(of: ObjectIdentifier(shared)), "two of its four slots are kept out of line")
+        #expect(TimerHeapPlaces.hasSpilledRecords(of: ObjectIdentifier(shared)), "two of its four records are kept out of line")
         #expect(heaps.allSatisfy { $0.contains(shared) && $0.earliest == shared.nextFireInstant })
         let again = heaps[2].insert(shared)
         #expect(!again, "a second insert of a member")
@@ -571,7 +571,7 @@ struct TimerTests {
         let leftRest = [0, 2, 3].map { heaps[$0].remove(shared) }
         #expect(leftRest == [true, true, true])
         #expect(heaps.allSatisfy { !$0.contains(shared) })
-        #expect(!TimerHeapPlaces.hasSpilledRecords(of: ObjectIdentifier(shared)), "its slots out of line went with it")
+        #expect(!TimerHeapPlaces.hasSpilledRecords(of: ObjectIdentifier(shared)), "its records out of line went with it")
         #expect(heaps.map(\.count) == [0, 3, 6, 9])
 
         // The common items' kind of heap keeps members in joining order
@@ -587,7 +587,7 @@ struct TimerTests {
         let leftCommon = common.remove(others[1])
         #expect(leftCommon && !common.contains(others[1]))
         #expect(common.timers.map(ObjectIdentifier.init) == [shared, others[0], others[2], others[3]].map(ObjectIdentifier.init))
-        #expect(heaps[2].contains(others[3]), "its slot in another heap stays")
+        #expect(heaps[2].contains(others[3]), "its place in another heap stays")
         for other in others { other.invalidate() }
         shared.invalidate()
     }
@@ -783,7 +783,7 @@ struct TimerTests {
         #expect(timers.allSatisfy { !$0.isValid && $0.loop == nil })
     }
 
-    @Test("S-TMR-1: a timer in three heaps that is freed without leaving them (its loop torn down) takes its slots kept out of line with it")
+    @Test("S-TMR-1: a timer in three heaps that is freed without leaving them (its loop torn down) takes its records kept out of line with it")
     func spilledSlotsGoWithTheTimer() throws {
         var heaps = (1...3).map { TimerHeap(id: UInt32($0)) }
         var timer: RunLoopKitCore.Timer? = try RunLoopKitCore.Timer(

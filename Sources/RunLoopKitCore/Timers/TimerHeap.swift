@@ -80,9 +80,11 @@ struct TimerHeap {
 
     private func order(of timer: Timer) -> UInt32 { timer.heapPlaces.order(in: id, of: ObjectIdentifier(timer)) }
 
+    /// Records `place` as `timer`'s place in the heap numbered `heap`:
+    /// static, so that a swap inside the entries' buffer can call it.
     @inline(__always)
-    private func move(_ timer: Timer, to place: Int) {
-        timer.heapPlaces.move(in: id, to: Int32(truncatingIfNeeded: place), of: ObjectIdentifier(timer))
+    private static func record(_ timer: Timer, at place: Int, in heap: UInt32) {
+        timer.heapPlaces.move(in: heap, to: Int32(truncatingIfNeeded: place), of: ObjectIdentifier(timer))
     }
 
     /// The earliest instant in the heap, or `MonotonicClock.never`: a
@@ -115,12 +117,12 @@ struct TimerHeap {
     /// Removes `timer`; false if it was not a member.
     mutating func remove(_ timer: Timer) -> Bool {
         guard let place = place(of: timer) else { return false }
-        timer.heapPlaces.remove(in: id, of: ObjectIdentifier(timer))
         if place >= 0 {
             _ = removeEntry(at: Int(place))
         } else {
             removeOutside(at: Self.outsideIndex(place))
         }
+        timer.heapPlaces.remove(in: id, of: ObjectIdentifier(timer))
         return true
     }
 
@@ -129,7 +131,7 @@ struct TimerHeap {
     mutating func reinsert(_ timer: Timer) {
         guard ordersByInstant, let place = place(of: timer), place < 0 else { return }
         removeOutside(at: Self.outsideIndex(place))
-        move(timer, to: entries.count)
+        Self.record(timer, at: entries.count, in: id)
         push(timer, at: timer.nextFireInstant)
     }
 
@@ -166,7 +168,7 @@ struct TimerHeap {
             settle()
             guard let first = entries.first, first.instant <= now else { return }
             let timer = removeEntry(at: 0)
-            move(timer, to: Int(Self.outsidePlace(outside.count)))
+            Self.record(timer, at: Int(Self.outsidePlace(outside.count)), in: id)
             outside.append(timer)
             if timer.isSchedulable { due.append(timer) }
         }
@@ -223,18 +225,11 @@ struct TimerHeap {
     }
 
     /// Takes out the entry at `position` and returns its timer, whose place
-    /// is left to the caller; the last entry fills the gap and is sifted.
+    /// then names the end of `entries` until the caller records another or
+    /// forgets it; the last entry fills the gap and is sifted.
     private mutating func removeEntry(at position: Int) -> Timer {
         let last = entries.count - 1
-        if position != last {
-            // Its timer's place is the caller's; the last entry's moves.
-            let id = self.id
-            entries.withUnsafeMutableBufferPointer { entries in
-                entries.swapAt(position, last)
-                entries[position].timer.heapPlaces.move(
-                    in: id, to: Int32(truncatingIfNeeded: position), of: ObjectIdentifier(entries[position].timer))
-            }
-        }
+        if position != last { swapEntries(position, last) }
         let removed = entries.removeLast().timer
         if position < entries.count, !siftUp(position) { siftDown(position) }
         return removed
@@ -245,7 +240,7 @@ struct TimerHeap {
         let last = outside.count - 1
         if index != last {
             outside.swapAt(index, last)
-            move(outside[index], to: Int(Self.outsidePlace(index)))
+            Self.record(outside[index], at: Int(Self.outsidePlace(index)), in: id)
         }
         outside.removeLast()
     }
@@ -291,8 +286,8 @@ struct TimerHeap {
         let id = self.id
         entries.withUnsafeMutableBufferPointer { entries in
             entries.swapAt(a, b)
-            entries[a].timer.heapPlaces.move(in: id, to: Int32(truncatingIfNeeded: a), of: ObjectIdentifier(entries[a].timer))
-            entries[b].timer.heapPlaces.move(in: id, to: Int32(truncatingIfNeeded: b), of: ObjectIdentifier(entries[b].timer))
+            Self.record(entries[a].timer, at: a, in: id)
+            Self.record(entries[b].timer, at: b, in: id)
         }
     }
 

@@ -54,14 +54,14 @@ struct TimerHeapPlaces {
         if Self.heap(of: first) == heap { return Self.place(of: first) }
         if Self.heap(of: second) == heap { return Self.place(of: second) }
         guard second & Self.spilledBit != 0 else { return nil }
-        return Self.spilled.withLock { $0[owner]?.first { Self.heap(of: $0.packed) == heap } }.map { Self.place(of: $0.packed) }
+        return Self.withSpilled(of: owner, in: heap) { Self.place(of: $0.packed) }
     }
 
     /// The joining order of `owner` in `heap`, of which it is a member.
     func order(in heap: UInt32, of owner: ObjectIdentifier) -> UInt32 {
         if Self.heap(of: first) == heap { return UInt32(truncatingIfNeeded: orders) }
         if Self.heap(of: second) == heap { return UInt32(truncatingIfNeeded: orders >> 32) }
-        guard let order = Self.spilled.withLock({ $0[owner]?.first { Self.heap(of: $0.packed) == heap }?.order }) else {
+        guard let order = Self.withSpilled(of: owner, in: heap, { $0.order }) else {
             preconditionFailure("TimerHeapPlaces: the order of a timer in a heap it is not in")
         }
         return order
@@ -101,13 +101,8 @@ struct TimerHeapPlaces {
             first = first & ~0xFFFF_FFFF | placeBits
         } else if Self.heap(of: second) == heap {
             second = second & ~0xFFFF_FFFF | placeBits
-        } else {
-            Self.spilled.withLock { table in
-                guard let index = table[owner]?.firstIndex(where: { Self.heap(of: $0.packed) == heap }) else {
-                    preconditionFailure("TimerHeapPlaces: a timer moved in a heap it is not in")
-                }
-                table[owner]![index].packed = table[owner]![index].packed & ~0xFFFF_FFFF | placeBits
-            }
+        } else if Self.withSpilled(of: owner, in: heap, { $0.packed = $0.packed & ~0xFFFF_FFFF | placeBits }) == nil {
+            preconditionFailure("TimerHeapPlaces: a timer moved in a heap it is not in")
         }
     }
 
@@ -118,11 +113,7 @@ struct TimerHeapPlaces {
         } else if Self.heap(of: second) == heap {
             setOrder(order, high: true)
         } else {
-            Self.spilled.withLock { table in
-                if let index = table[owner]?.firstIndex(where: { Self.heap(of: $0.packed) == heap }) {
-                    table[owner]![index].order = order
-                }
-            }
+            _ = Self.withSpilled(of: owner, in: heap) { $0.order = order }
         }
     }
 
@@ -142,6 +133,15 @@ struct TimerHeapPlaces {
                 return records.isEmpty
             }
             if emptied { second &= ~Self.spilledBit }
+        }
+    }
+
+    /// Runs `body` on the record of `owner` in `heap` kept in the table,
+    /// under the table's lock; nil if the table holds none.
+    private static func withSpilled<T>(of owner: ObjectIdentifier, in heap: UInt32, _ body: (inout Spilled) -> T) -> T? {
+        spilled.withLock { table in
+            guard let index = table[owner]?.firstIndex(where: { Self.heap(of: $0.packed) == heap }) else { return nil }
+            return body(&table[owner]![index])
         }
     }
 
