@@ -35,8 +35,11 @@ echo "== swift test --sanitize=address"
 # --disable-xctest: the package's tests are Swift Testing's; XCTest's runner
 # would run none of them and then leak its own suite tree (an XCTestSuite
 # and its XCTestSuiteRun hold each other) at its exit.
+# A hung run fails with a list of what was running (scripts/test-watchdog.sh).
+source scripts/test-watchdog.sh
 status=0
-swift test --skip-build --sanitize=address --scratch-path "$scratch" --disable-xctest || status=$?
+run_with_watchdog "the tests under AddressSanitizer" \
+    swift test --skip-build --sanitize=address --scratch-path "$scratch" --disable-xctest || status=$?
 
 # A file holds a report, or only the suppressions a process used.
 errors=0

@@ -30,14 +30,16 @@ echo "== Foundation beside RunLoopKit: every clashing name covered by both recip
 swift run --skip-build foundation-interop
 echo "== swift test"
 source scripts/ensure-test-deps.sh
-swift test
+# A hung run fails with a list of what was running (scripts/test-watchdog.sh).
+source scripts/test-watchdog.sh
+run_with_watchdog "the tests" swift test
 part "plain build and tests passed"
 if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then
     echo "== swift test --sanitize=thread"
     # A build directory of its own, so that the plain build stays valid; the
     # programs too, because the portsniff tests run them.
     swift build --sanitize=thread --scratch-path .build/tsan
-    swift test --sanitize=thread --scratch-path .build/tsan
+    run_with_watchdog "the tests under ThreadSanitizer" swift test --sanitize=thread --scratch-path .build/tsan
     part "ThreadSanitizer build and tests passed"
 fi
 echo "== all tests passed"

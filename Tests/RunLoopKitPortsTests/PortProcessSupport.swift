@@ -532,12 +532,29 @@ enum PortChild {
     /// Runs the child's part. An error it throws becomes a FAIL line; the
     /// last line says it finished.
     static func run(_ body: () async throws -> Void) async {
+        armWatchdog()
         do {
             try await body()
         } catch {
             fail("threw \(error)")
         }
         report("finished", 1)
+    }
+
+    /// The longest a child may run: a child that hangs ends with a FAIL
+    /// line and exit status 3 instead of hanging its test (the test runner
+    /// waits for an exit test without a limit).
+    static let watchdogSeconds: UInt32 = 600
+
+    /// Arms SIGALRM for `watchdogSeconds`; its handler does only what is
+    /// safe in a signal handler (write and _exit).
+    static func armWatchdog() {
+        signal(SIGALRM) { _ in
+            let text: StaticString = "FAIL: the child did not finish within its watchdog's 600 s (PortChild.watchdogSeconds)\n"
+            _ = Glibc.write(2, text.utf8Start, text.utf8CodeUnitCount)
+            _exit(3)
+        }
+        alarm(watchdogSeconds)
     }
 
     static func check(

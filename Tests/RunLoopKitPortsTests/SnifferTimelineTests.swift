@@ -70,6 +70,22 @@ struct SnifferTimelineTests {
         }
     }
 
+    /// Headless Chromium run to its end with `arguments`. The browser is
+    /// the test's instrument, not what it tests: once in a loaded CI run it
+    /// died of its own SIGTRAP (a CHECK of its own) before it wrote its
+    /// screenshot, so a browser that dies by a signal is run once more,
+    /// saying so. A browser that exits with a status, or dies twice, is
+    /// returned as it ended, for the test to report.
+    static func runChromium(_ arguments: [String], in directory: String) throws -> SpawnedProgram {
+        let command = ["--headless", "--no-sandbox", "--disable-gpu"] + arguments
+        let first = try SpawnedProgram(path: chromium!, command, in: directory)
+        guard let status = first.waitForExit(timeout: 120), status > 128 else { return first }
+        print("Chromium died by signal \(status - 128); running it once more. Its standard error: \(first.errorOutput)")
+        let second = try SpawnedProgram(path: chromium!, command, in: directory)
+        _ = second.waitForExit(timeout: 120)
+        return second
+    }
+
     @Test("portsniff timeline FILE --svg OUT draws a recording: a track per thread, loop passes, sleeps and callouts, each SEND and DELIVER, an arrow per message with its latency; headless Chromium lays every element out with a size and takes a screenshot",
           .enabled(if: programsBuilt && chromium != nil, "needs the programs built and Chromium (scripts/test.sh installs it)"))
     func svgTimelineInABrowser() throws {
@@ -99,7 +115,7 @@ struct SnifferTimelineTests {
             </script>
             """
         try ("<!DOCTYPE html><html><body>" + svg + script + "</body></html>").write(toFile: page, atomically: true, encoding: .utf8)
-        let dom = try SpawnedProgram(path: Self.chromium!, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + page], in: directory)
+        let dom = try Self.runChromium(["--dump-dom", "file://" + page], in: directory)
         #expect(dom.waitForExit(timeout: 120) == 0, "\(dom.errorOutput)")
         let attribute = try #require(dom.output.range(of: #"data-drawn="[^"]*""#, options: .regularExpression).map { String(dom.output[$0]) })
         let json = attribute.dropFirst("data-drawn=\"".count).dropLast().replacingOccurrences(of: "&quot;", with: "\"")
@@ -110,8 +126,7 @@ struct SnifferTimelineTests {
         #expect(drawn["send"]?[1] == 2 * roundTrips && drawn["flow"]?[1] == 2 * roundTrips)
 
         let screenshot = directory + "/timeline.png"
-        let shot = try SpawnedProgram(path: Self.chromium!, ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                                             "--window-size=1200,400", "--screenshot=" + screenshot, "file://" + picture], in: directory)
+        let shot = try Self.runChromium(["--hide-scrollbars", "--window-size=1200,400", "--screenshot=" + screenshot, "file://" + picture], in: directory)
         #expect(shot.waitForExit(timeout: 120) == 0, "\(shot.errorOutput)")
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 5_000, "not a screenshot: \(png.count) bytes")

@@ -19,15 +19,19 @@ extension Locked where State == [UInt64] {
 /// thread's run loop (if `body` made one) is torn down when the thread exits,
 /// before `join()` returns.
 package final class SpawnedThread<T: Sendable>: @unchecked Sendable {
-    // Written by the thread before it exits, read after pthread_join.
+    // Written by the thread before it signals `finished`, read after.
     private var result: Result<T, any Error>?
+    private let finished = DispatchSemaphore(value: 0)
     private var handle = pthread_t()
     private var joined = false
+    private let name: String
 
     package init(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) {
+        self.name = name
         let start = ThreadStart { [self] in
             _ = rlk_set_current_thread_name(name)
             result = Result { try body() }
+            finished.signal()
         }
         let context = Unmanaged.passRetained(start).toOpaque()
         let rc = pthread_create(&handle, nil, { context in
@@ -38,9 +42,16 @@ package final class SpawnedThread<T: Sendable>: @unchecked Sendable {
     }
 
     /// Waits for the thread to end; returns or rethrows its body's outcome.
-    package func join() throws -> T {
+    /// A body still running after `timeout` seconds (a safety net: the test
+    /// runner waits for a test without a limit) fails the test instead; the
+    /// thread is then left running, detached.
+    package func join(timeout: Double = 300) throws -> T {
         precondition(!joined, "SpawnedThread joined twice")
         joined = true
+        guard finished.wait(timeout: .now() + timeout) == .success else {
+            pthread_detach(handle)
+            throw TestFailure("the test thread \(name) did not finish within \(timeout) s")
+        }
         pthread_join(handle, nil)
         return try result!.get()
     }

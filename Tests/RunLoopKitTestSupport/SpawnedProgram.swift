@@ -11,10 +11,13 @@ package final class SpawnedProgram: Sendable {
     package let pid: pid_t
     package let outputPath: String
     package let errorPath: String
-    /// The exit status once reaped; the lock also makes reaping one
-    /// thread's at a time, so that a pid is never waited for or signalled
-    /// after it was reaped (it may be another process's by then).
+    /// The exit status once reaped. A signal is sent only under this lock
+    /// with the status still nil, and the reaper reaps under it: so a pid is
+    /// never signalled after it was reaped (it may be another process's by
+    /// then).
     private let status = Locked<Int32?>(nil)
+    /// Left once the program was reaped.
+    private let ended = DispatchGroup()
 
     /// The directory `swift build` put this package's programs in: the test
     /// runner's own.
@@ -75,45 +78,66 @@ package final class SpawnedProgram: Sendable {
         let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         guard rc == 0 else { throw PortError.systemCall(SystemCallError(call: "posix_spawn(\(path))", errno: rc)) }
         pid = child
+        ended.enter()
+        try startReaper()
+    }
+
+    /// Reaps the program the moment it ends, on a thread of its own. The
+    /// test runner watches every child of the test process for its exit
+    /// tests (`waitid(P_ALL)`, which reports the oldest ended child first):
+    /// a program left a zombie, by a test that reaps it only later or
+    /// never, would keep every exit test from being seen to end, and a test
+    /// that waits for an exit test while holding such a zombie would wait
+    /// forever.
+    private func startReaper() throws {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { context in
+            let program = Unmanaged<SpawnedProgram>.fromOpaque(context!).takeRetainedValue()
+            setCurrentThreadName("rlkt-reaper")
+            program.reapWhenEnded()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<SpawnedProgram>.fromOpaque(context).release()
+            kill(pid, SIGKILL)
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+            ended.leave()  // a group deallocated while entered traps
+            throw TestFailure("pthread_create for the reaper of \(outputPath) failed: \(rc)")
+        }
+        pthread_detach(thread)
+    }
+
+    private func reapWhenEnded() {
+        // Waits without reaping, so that the pid stays this program's
+        // until the lock below is held.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+        status.withLock { status in
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+            status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        }
+        ended.leave()
     }
 
     /// The exit status, waiting at most `timeout` seconds; nil if it had not
     /// exited by then (it is killed).
     package func waitForExit(timeout: Double = 60) -> Int32? {
-        status.withLock { status -> Int32? in
-            if let status { return status }
-            let deadline = DispatchTime.now() + timeout
-            var raw: Int32 = 0
-            while true {
-                let result = waitpid(pid, &raw, WNOHANG)
-                if result == pid { break }
-                if DispatchTime.now() >= deadline {
-                    kill(pid, SIGKILL)
-                    waitpid(pid, &raw, 0)
-                    status = 128 + SIGKILL
-                    return nil
-                }
-                usleep(2_000)
-            }
-            let code = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-            status = code
-            return code
-        }
+        guard ended.wait(timeout: .now() + timeout) == .timedOut else { return status.withLock { $0 } }
+        killAndReap()
+        return nil
     }
 
-    /// Kills the program and reaps it at once. The test runner watches
-    /// every child of the test process (`waitid(P_ALL)`) for its exit tests,
-    /// and a child left a zombie while an exit test runs stalls that watch:
-    /// so a test never leaves a dead program unreaped.
+    /// Kills the program (a stopped one too) and returns once it is reaped.
     package func killAndReap() {
         status.withLock { status in
             guard status == nil else { return }
             kill(pid, SIGKILL)
             kill(pid, SIGCONT)  // a stopped program dies too
-            var raw: Int32 = 0
-            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
-            status = 128 + SIGKILL
         }
+        ended.wait()
     }
 
     package var output: String { Self.read(outputPath) }
