@@ -31,6 +31,10 @@
 #              vs  SwiftNIO, EventLoop.execute between two event loops
 #   actorhop   an actor's call to an actor on another LoopThread and back
 #              (actor-hop: two executor jobs)  vs  the same on two NIO event loops
+#   churnpass  (not in the default rows) one pass of timer-churn-100000's
+#              loop that fires the churn timer (an invalidate and an add
+#              among 100,000 timers, the timer due again at once)
+#              vs  the C timerfd + heap loop's pass doing the same
 # Round-trip rows count per round trip (two messages; for performrt, two
 # blocks). The oneway and
 # roundtrip rows also count their raw peer served as an event loop serves a
@@ -67,20 +71,20 @@ instructions() {
 }
 
 declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip"
-                 [perform]="instr/block" [performrt]="instr/round trip" [actorhop]="instr/round trip")
+                 [perform]="instr/block" [performrt]="instr/round trip" [actorhop]="instr/round trip" [churnpass]="instr/pass")
 # Each row's workloads, ours and the peer's (rlk-bench --workload --list).
 declare -A ours_workload=([oneway]="oneway" [fanin]="fanin" [roundtrip]="roundtrip" [request]="request"
-                          [perform]="perform" [performrt]="perform-roundtrip" [actorhop]="actor-hop")
+                          [perform]="perform" [performrt]="perform-roundtrip" [actorhop]="actor-hop" [churnpass]="timer-churn-passes")
 declare -A peer_workload=([oneway]="oneway-raw" [fanin]="fanin-raw" [roundtrip]="roundtrip-raw" [request]="request-raw"
-                          [perform]="perform-nio" [performrt]="perform-roundtrip-nio" [actorhop]="actor-hop-nio")
+                          [perform]="perform-nio" [performrt]="perform-roundtrip-nio" [actorhop]="actor-hop-nio" [churnpass]="timer-churn-passes-c")
 declare -A polled=([oneway]="oneway-raw-polled" [roundtrip]="roundtrip-raw-polled")
 declare -A inplace=([oneway]="oneway-in-place")
 declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP"
-                 [perform]="NIO execute" [performrt]="NIO execute" [actorhop]="NIO actors")
+                 [perform]="NIO execute" [performrt]="NIO execute" [actorhop]="NIO actors" [churnpass]="C timer loop")
 
 lines=()
 for row in $ROWS; do
-    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, fanin, perform, performrt, actorhop)" >&2; exit 2; }
+    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, fanin, perform, performrt, actorhop, churnpass)" >&2; exit 2; }
     echo "callgrind: $row at $N and $N2 messages, ours and the peer (${peer[$row]})…" >&2
     ours1="$(instructions "${ours_workload[$row]}" "$N")"
     ours2="$(instructions "${ours_workload[$row]}" "$N2")"

@@ -32,6 +32,28 @@ struct ModeTests {
         #expect(sameName)
     }
 
+    @Test("S-MODE-1: twenty modes (past the eight a loop finds by comparing names, then by an index): each keeps its own items, a name made again finds the same mode, and allModes lists them in the order first used; commonModes in the order marked, .default first")
+    func manyModesKeepTheirItems() throws {
+        let names = (0..<20).map { RunLoop.Mode("S-MODE-1.many-\($0)") }
+        let (held, elsewhere, allModes, commonModes) = try onNewThread { () -> ([Bool], Int, [RunLoop.Mode], [RunLoop.Mode]) in
+            let loop = RunLoop.current
+            let timers = names.map { _ in distantTimer() }
+            for (name, timer) in zip(names, timers) { loop.add(timer, forMode: name) }
+            for name in names.reversed().prefix(3) { loop.addCommonMode(name) }
+            // Names made anew from the same strings: the same modes.
+            let held = zip(names, timers).map { name, timer in loop.contains(timer, inMode: RunLoop.Mode(String(name.rawValue))) }
+            let elsewhere = zip(names, timers).reduce(0) { count, pair in
+                count + names.filter { $0 != pair.0 && loop.contains(pair.1, inMode: $0) }.count
+            }
+            for timer in timers { timer.invalidate() }
+            return (held, elsewhere, loop.allModes, loop.commonModes)
+        }
+        #expect(held == Array(repeating: true, count: names.count))
+        #expect(elsewhere == 0, "a timer found in a mode it was not added to")
+        #expect(allModes.filter { names.contains($0) } == names)
+        #expect(commonModes == [.default] + names.reversed().prefix(3))
+    }
+
     @Test("S-MODE-1: a mode holds Source0s, Source1s, timers and observers of its own")
     func modeHoldsEveryKindOfItem() throws {
         let contained = try onNewThread { () -> [Bool] in

@@ -33,6 +33,33 @@ struct RunTests {
         #expect(elapsed < 5, "returns at once, not at the 10 s deadline")
     }
 
+    @Test("S-RUN-1: a mode kept alive by timers alone runs while a timer's callout swaps it for another (the mode never without one), and finishes once the last one goes")
+    func timersAloneKeepARunUntilTheLastGoes() throws {
+        let (result, fired, seconds) = try onNewThread { () -> (RunLoop.RunResult, [Int], Double) in
+            let loop = RunLoop.current
+            let mode: RunLoop.Mode = "S-RUN-1.timers-only"
+            let fired = Locked<[Int]>([])
+            // Each timer, as it fires, invalidates itself and adds the next:
+            // the mode's timers go from one to one, never none, until the
+            // fifth, which adds none.
+            @Sendable func schedule(_ number: Int) {
+                let timer = try! Timer(timeInterval: 0.005, repeats: true) { timer in
+                    fired.withLock { $0.append(number) }
+                    timer.invalidate()
+                    if number < 5 { schedule(number + 1) }
+                }
+                RunLoop.current.add(timer, forMode: mode)
+            }
+            schedule(1)
+            let start = monotonicNow()
+            let result = loop.run(mode: mode, seconds: 10)
+            return (result, fired.withLock { $0 }, Double(monotonicNow() - start) / 1e9)
+        }
+        #expect(result == .finished)
+        #expect(fired == [1, 2, 3, 4, 5])
+        #expect(seconds < 5, "the run went on \(seconds) s after its last timer")
+    }
+
     @Test("S-RUN-1: a mode whose last source is removed is empty again")
     func modeEmptiedByRemovalFinishes() throws {
         let events = EventLog()

@@ -295,10 +295,14 @@ struct PeerDeathTests {
             let sink = try PortNameServer.lookup(sinkName, timeout: .seconds(60))
             let control = try PortNameServer.lookup(controlName, timeout: .seconds(60))
             var seen = Observation(pid: sink.ownerProcessID)
-            // Fill the queue: nobody reads the sink.
+            // Fill the queue: nobody reads the sink. The first send may wait
+            // for the connection (seconds on a loaded machine under a
+            // sanitizer): only a later one that times out says the queue
+            // is full.
             while true {
                 do {
-                    try sink.send(msgid: 0, components: [.data(PortProcess.sequenceData(UInt64(seen.filled)))], before: Date() + 0.2)
+                    let room = seen.filled == 0 ? 30 : 0.2
+                    try sink.send(msgid: 0, components: [.data(PortProcess.sequenceData(UInt64(seen.filled)))], before: Date() + room)
                     seen.filled += 1
                 } catch let error as PortError {
                     if PortProcess.caseName(error) != "timedOut" { seen.fillError = "\(error)" }
@@ -379,10 +383,12 @@ struct PeerDeathTests {
             let sink = try PortNameServer.lookup(sinkName, timeout: .seconds(60))
             let control = try PortNameServer.lookup(controlName, timeout: .seconds(60))
             var seen = Observation()
-            // Fill the queue: the child never schedules the sink.
+            // Fill the queue: the child never schedules the sink. The first
+            // send may wait for the connection (as above).
             while true {
                 do {
-                    try sink.send(msgid: 0, components: [.data(PortProcess.sequenceData(UInt64(seen.filled)))], before: Date() + 0.2)
+                    let room = seen.filled == 0 ? 30 : 0.2
+                    try sink.send(msgid: 0, components: [.data(PortProcess.sequenceData(UInt64(seen.filled)))], before: Date() + room)
                     seen.filled += 1
                 } catch {
                     break

@@ -98,7 +98,11 @@ static uint64_t far_instant(uint64_t now, unsigned *seed) {
     return now + 10000000000ull + (uint64_t)(rand_r(seed) % 10000) * 1000000ull;
 }
 
-int bench_timer_churn(int far_count, int churn_interval_us, int probes, int window_ms,
+// The churn loop of both entry points below: until `probes` probes fired
+// (bench_timer_churn) or the churn timer fired `churn_fires` times
+// (bench_timer_churn_passes, no probes). Returns the probes fired or the
+// churn fires made, or -errno.
+static int churn_loop(int far_count, uint64_t interval, int probes, int window_ms, int churn_fires,
                       uint64_t *lateness_ns, int *changes_out) {
     // Slots: far timers, then the churn timer, then the probes.
     int churn = far_count, first_probe = far_count + 1, slots = far_count + 1 + probes;
@@ -107,12 +111,11 @@ int bench_timer_churn(int far_count, int churn_interval_us, int probes, int wind
     unsigned seed = 42;
     uint64_t start = now_ns();
     for (int i = 0; i < far_count; i++) heap_insert(&h, i, far_instant(start, &seed));
-    uint64_t interval = (uint64_t)churn_interval_us * 1000ull;
     uint64_t lead = 200000000ull;  // 0.2 s, as the Swift side
     heap_insert(&h, churn, start + interval);
     // Each probe at a random point of its share of the window, as the
     // Swift side's (TimerChurnLoad.probes): not on the churn's grid.
-    uint64_t share = (uint64_t)window_ms * 1000000ull / (uint64_t)probes;
+    uint64_t share = probes > 0 ? (uint64_t)window_ms * 1000000ull / (uint64_t)probes : 0;
     for (int i = 0; i < probes; i++) {
         uint64_t jitter = share > 0 ? (uint64_t)rand_r(&seed) % share : 0;
         heap_insert(&h, first_probe + i, start + lead + share * (uint64_t)i + jitter);
@@ -127,9 +130,9 @@ int bench_timer_churn(int far_count, int churn_interval_us, int probes, int wind
     }
     struct epoll_event event = { .events = EPOLLIN, .data.u32 = 0 };
     epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &event);
-    int fired_probes = 0, changes = 0, result = 0;
-    uint64_t give_up = start + lead + (uint64_t)window_ms * 1000000ull + 30000000000ull;
-    while (fired_probes < probes) {
+    int fired_probes = 0, fires = 0, changes = 0, result = 0;
+    uint64_t give_up = start + lead + (uint64_t)window_ms * 1000000ull + 30000000000ull + (uint64_t)churn_fires * 1000000ull;
+    while (churn_fires > 0 ? fires < churn_fires : fired_probes < probes) {
         uint64_t next = h.instant[h.slot_at[0]];
         struct itimerspec spec = { .it_value = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) } };
         if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
@@ -151,6 +154,7 @@ int bench_timer_churn(int far_count, int churn_interval_us, int probes, int wind
                 heap_remove(&h, victim);
                 heap_insert(&h, victim, far_instant(now, &seed));
                 changes += 2;
+                fires += 1;
                 uint64_t after = due + interval;
                 if (after <= now) after = now + interval - (now - due) % interval;
                 heap_insert(&h, churn, after);
@@ -163,7 +167,17 @@ int bench_timer_churn(int far_count, int churn_interval_us, int probes, int wind
     close(ep);
     heap_free(&h);
     *changes_out = changes;
-    return result < 0 ? result : fired_probes;
+    return result < 0 ? result : churn_fires > 0 ? fires : fired_probes;
+}
+
+int bench_timer_churn(int far_count, int churn_interval_us, int probes, int window_ms,
+                      uint64_t *lateness_ns, int *changes_out) {
+    return churn_loop(far_count, (uint64_t)churn_interval_us * 1000ull, probes, window_ms, 0, lateness_ns, changes_out);
+}
+
+int bench_timer_churn_passes(int far_count, int fires, int *changes_out) {
+    // Every microsecond: always due when the loop comes round again.
+    return churn_loop(far_count, 1000ull, 0, 0, fires, NULL, changes_out);
 }
 
 int bench_timer_heap_changes(int count, int changes, uint64_t *nanoseconds) {

@@ -192,7 +192,7 @@ extension SocketSource: ListedModeItem {
 
     func leftLocked(_ mode: RunLoop.Mode, _ state: inout LoopState) {
         guard let descriptor = try? pollDescriptor() else { return }
-        LoopWaiter.unregister(descriptor.fd, from: state.modes[mode]?.waitSet)
+        LoopWaiter.unregister(descriptor.fd, from: state.modes.read(mode) { $0.waitSet } ?? nil)
     }
 
     func forgottenLocked(_ state: inout LoopState) {

@@ -12,8 +12,10 @@ struct LoopState {
     }
 
     var lifecycle = Lifecycle.alive
-    var modes: [RunLoop.Mode: ModeState] = [:]
-    var commonModeNames: Set<RunLoop.Mode> = [.default]
+    var modes = ModeTable()
+    /// The modes marked common (S-MODE-3), in the order they were marked;
+    /// a few, so looked along rather than hashed (as `ModeTable`).
+    var commonModeNames: [RunLoop.Mode] = [.default]
     /// The items added to `.common` (S-MODE-3), to be copied into every
     /// mode marked common later. Its timer heap is the loop's first.
     var commonItems = ModeState(mode: .common, timerHeapID: LoopState.commonItemsHeapID)
@@ -57,46 +59,41 @@ struct LoopState {
         return false
     }
 
-    // The accessors below change a mode's state in place, through the
-    // dictionary's index: `modes[mode]?.…` and `modes[mode]!` go through an
-    // optional that holds the whole ModeState (a retain and a release of
-    // each of its arrays), and a loop over `modes.keys` that changes a mode
-    // keeps the dictionary's storage shared and copies the mode's items (a
-    // timer heap of 100,000 entries) on every change. A timer's change went
-    // through them several times (docs/performance.md, "A timer change,
-    // profiled and made cheaper").
+    // The accessors below change a mode's state in place: a copy of a
+    // ModeState retains and releases each of its arrays, and a change made
+    // to a copy copies the mode's items (a timer heap of 100,000 entries).
+    // A timer's change went through such copies several times
+    // (docs/performance.md, "A timer change, profiled and made cheaper").
 
     /// Applies `body` to the state of `mode`, made on first use (S-MODE-1).
     mutating func withMode<T, E: Error>(_ mode: RunLoop.Mode, _ body: (inout ModeState) throws(E) -> T) throws(E) -> T {
-        let index: [RunLoop.Mode: ModeState].Index
-        if let found = modes.index(forKey: mode) {
-            index = found
+        let place: Int
+        if let found = modes.place(of: mode) {
+            place = found
         } else {
-            modes[mode] = ModeState(mode: mode, timerHeapID: nextTimerHeapID)
+            place = modes.append(ModeState(mode: mode, timerHeapID: nextTimerHeapID))
             nextTimerHeapID += 1
-            index = modes.index(forKey: mode)!
         }
-        return try body(&modes.values[index])
+        return try modes.withState(at: place, body)
     }
 
     /// Applies `body` to the state of `mode` if the mode was ever used;
     /// nil if it was not.
     mutating func withExistingMode<T>(_ mode: RunLoop.Mode, _ body: (inout ModeState) -> T) -> T? {
-        guard let index = modes.index(forKey: mode) else { return nil }
-        return body(&modes.values[index])
+        guard let place = modes.place(of: mode) else { return nil }
+        return modes.withState(at: place, body)
     }
 
     /// Applies `body` to the state of every mode.
     mutating func forEachMode(_ body: (inout ModeState) -> Void) {
-        var index = modes.values.startIndex
-        while index != modes.values.endIndex {
-            body(&modes.values[index])
-            modes.values.formIndex(after: &index)
-        }
+        for place in modes.states.indices { modes.withState(at: place, body) }
     }
 
     /// Whether `item` is still in any mode of the loop (or its common items).
     func holds<Item: ModeItem>(_ item: Item) -> Bool {
-        commonItems.contains(item) || modes.values.contains { $0.contains(item) }
+        commonItems.contains(item) || modes.states.contains { $0.contains(item) }
     }
+
+    /// Whether `mode` is marked common.
+    func isCommon(_ mode: RunLoop.Mode) -> Bool { commonModeNames.contains(mode) }
 }

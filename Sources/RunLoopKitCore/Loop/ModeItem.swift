@@ -18,6 +18,18 @@ protocol ModeItem: AnyObject, Sendable {
     /// Every item of the kind that `mode` holds.
     static func all(in mode: ModeState) -> [Self]
 
+    /// Whether the kind acts on the modes it joined or left, after the
+    /// fact (`leftLocked`, `didJoin`, `didLeave`): false lets a change skip
+    /// listing the modes (an allocation). A kind whose joining can fail
+    /// must say true: the list is what a failed join undoes.
+    static var observesModeChanges: Bool { get }
+    /// Whether the loop's snapshot of `mode` (ModeSnapshot, what a run
+    /// re-reads when the item version moves) is out of date after an item
+    /// of this kind joined or left it. A snapshot lists every kind but
+    /// timers, of which it keeps only whether there are any: a timer's
+    /// change outdates it only when the mode's timers become none or some.
+    static func outdatesSnapshot(of mode: borrowing ModeState) -> Bool
+
     /// Items with an order are kept by ascending order, then insertion;
     /// nil keeps insertion order alone.
     var sortOrder: Int? { get }
@@ -46,6 +58,8 @@ protocol ModeItem: AnyObject, Sendable {
 }
 
 extension ModeItem {
+    static var observesModeChanges: Bool { true }
+    static func outdatesSnapshot(of mode: borrowing ModeState) -> Bool { true }
     var sortOrder: Int? { nil }
     func bind(to loop: RunLoop) -> Bool { true }
     func unbind() {}

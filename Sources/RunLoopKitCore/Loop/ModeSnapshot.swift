@@ -43,11 +43,15 @@ package struct ModeSnapshot {
     /// Copies the mode's items out of the loop's state (lock held).
     mutating func copy(_ mode: RunLoop.Mode, from state: LoopState) {
         self.mode = mode
-        isCommon = state.commonModeNames.contains(mode)
+        isCommon = state.isCommon(mode)
         holdsMainQueue = isCommon && state.mainQueueDescriptor != nil
         monitor = state.monitor
         clock = state.clock
-        let items = state.modes[mode] ?? ModeState(mode: mode)
+        // Read in place: a copy of the mode's state retains each of its arrays.
+        if state.modes.read(mode, { copyItems(of: $0) }) == nil { copyItems(of: ModeState(mode: mode)) }
+    }
+
+    private mutating func copyItems(of items: borrowing ModeState) {
         customSources = items.customSources
         hasTimers = !items.timers.isEmpty
         observers = items.observers

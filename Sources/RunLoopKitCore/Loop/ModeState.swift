@@ -34,5 +34,19 @@ struct ModeState {
     /// Removes `item`; false if it was not there.
     mutating func remove<Item: ModeItem>(_ item: Item) -> Bool { Item.remove(item, from: &self) }
 
+    /// Adds `item`: whether it was not there, and whether its joining
+    /// outdates the loop's snapshot of the mode (`ModeItem.outdatesSnapshot`).
+    mutating func join<Item: ModeItem>(_ item: Item) -> (joined: Bool, outdatesSnapshot: Bool) {
+        guard Item.insert(item, into: &self) else { return (false, false) }
+        return (true, Item.outdatesSnapshot(of: self))
+    }
+
+    /// Removes `item`: whether it was there, and whether its leaving
+    /// outdates the loop's snapshot of the mode.
+    mutating func leave<Item: ModeItem>(_ item: Item) -> (left: Bool, outdatesSnapshot: Bool) {
+        guard Item.remove(item, from: &self) else { return (false, false) }
+        return (true, Item.outdatesSnapshot(of: self))
+    }
+
     func contains<Item: ModeItem>(_ item: Item) -> Bool { Item.isHeld(item, by: self) }
 }

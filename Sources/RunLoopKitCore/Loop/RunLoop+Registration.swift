@@ -59,7 +59,8 @@ extension RunLoop {
         guard mode != .common else { return }
         var joined: [any ModeItem] = []
         changeItems { state in
-            guard state.isAlive, state.commonModeNames.insert(mode).inserted else { return }
+            guard state.isAlive, !state.isCommon(mode) else { return }
+            state.commonModeNames.append(mode)
             let common = state.commonItems
             joinCommon(common.customSources, mode, &state, &joined)
             joinCommon(common.timers.timers, mode, &state, &joined)
@@ -81,24 +82,35 @@ extension RunLoop {
             item.bind(to: self),
             "RunLoop.add(_:forMode:): this \(Item.kindName) is already scheduled on another run loop. A \(Item.kindName) belongs to one loop at a time (in any of its modes): remove or invalidate it there first, or make one per loop."
         )
+        // The modes joined, listed only for a kind that acts on them
+        // (`observesModeChanges`).
         let joined: [Mode]? = try state.withLock { (state) throws(Item.JoinError) -> [Mode]? in
             guard state.isAlive else { return nil }
-            defer { bumpItemsVersion() }
+            var outdated = false
+            defer { if outdated { bumpItemsVersion() } }
             state.hasScheduled = true
             var joined: [Mode] = []
             do throws(Item.JoinError) {
                 if mode == .common {
                     guard state.commonItems.insert(item) else { return [] }
-                    for name in state.commonModeNames where state.withMode(name, { $0.insert(item) }) {
-                        joined.append(name)
+                    for name in state.commonModeNames {
+                        let (isNew, outdates) = state.withMode(name) { $0.join(item) }
+                        guard isNew else { continue }
+                        outdated = outdated || outdates
+                        if Item.observesModeChanges { joined.append(name) }
                         try item.joinedLocked(name, &state, waiter: waiter)
                     }
-                } else if state.withMode(mode, { $0.insert(item) }) {
-                    joined.append(mode)
-                    try item.joinedLocked(mode, &state, waiter: waiter)
+                } else {
+                    let (isNew, outdates) = state.withMode(mode) { $0.join(item) }
+                    if isNew {
+                        outdated = outdates
+                        if Item.observesModeChanges { joined.append(mode) }
+                        try item.joinedLocked(mode, &state, waiter: waiter)
+                    }
                 }
             } catch {
                 // Leave no trace: out of every mode this call joined.
+                outdated = true
                 if mode == .common { _ = state.commonItems.remove(item) }
                 for name in joined where state.withMode(name, { $0.remove(item) }) { item.leftLocked(name, &state) }
                 if !state.holds(item) { item.forgottenLocked(&state) }
@@ -119,37 +131,46 @@ extension RunLoop {
     /// Removes `item` from `mode`, or for `.common` from the common items
     /// and every common mode.
     func withdraw<Item: ModeItem>(_ item: Item, fromMode mode: Mode) {
-        let (left, stillInLoop): ([Mode], Bool) = changeItems { state in
+        let (left, stillInLoop): ([Mode], Bool) = changeItems(bumpingIf: { state in
             var left: [Mode] = []
+            var outdated = false
+            /// Takes the item out of mode `name`, noting what that changed.
+            func leave(_ name: Mode, _ state: inout LoopState) {
+                guard let (wasIn, outdates) = state.withExistingMode(name, { $0.leave(item) }), wasIn else { return }
+                outdated = outdated || outdates
+                if Item.observesModeChanges { left.append(name) }
+            }
             if mode == .common {
-                guard state.commonItems.remove(item) else { return ([], true) }
-                for name in state.commonModeNames where state.withExistingMode(name, { $0.remove(item) }) == true {
-                    left.append(name)
-                }
-            } else if state.withExistingMode(mode, { $0.remove(item) }) == true {
-                left.append(mode)
+                guard state.commonItems.remove(item) else { return (([], true), false) }
+                for name in state.commonModeNames { leave(name, &state) }
+            } else {
+                leave(mode, &state)
             }
             for name in left { item.leftLocked(name, &state) }
             let stillInLoop = state.holds(item)
             if !stillInLoop { item.forgottenLocked(&state) }
-            return (left, stillInLoop)
-        }
+            return ((left, stillInLoop), outdated)
+        })
         if !stillInLoop { item.unbind() }
         for name in left { item.didLeave(self, mode: name, leftLoop: !stillInLoop) }
     }
 
     /// Removes `item` from every mode (its `invalidate()`).
     func removeFromAllModes<Item: ModeItem>(_ item: Item) {
-        let left: [Mode] = changeItems { state in
+        let left: [Mode] = changeItems(bumpingIf: { state in
             _ = state.commonItems.remove(item)
             var left: [Mode] = []
+            var outdated = false
             state.forEachMode { items in
-                if items.remove(item) { left.append(items.mode) }
+                let (wasIn, outdates) = items.leave(item)
+                guard wasIn else { return }
+                outdated = outdated || outdates
+                if Item.observesModeChanges { left.append(items.mode) }
             }
             for name in left { item.leftLocked(name, &state) }
             item.forgottenLocked(&state)
-            return left
-        }
+            return (left, outdated)
+        })
         item.unbind()
         for name in left { item.didLeave(self, mode: name, leftLoop: true) }
     }
@@ -161,13 +182,15 @@ extension RunLoop {
 
     func holds<Item: ModeItem>(_ item: Item, inMode mode: Mode) -> Bool {
         state.withLock { state in
-            mode == .common ? state.commonItems.contains(item) : state.modes[mode]?.contains(item) == true
+            mode == .common ? state.commonItems.contains(item) : state.modes.read(mode) { $0.contains(item) } == true
         }
     }
 
-    /// An item's schedule changed from any thread (a timer's fire date or
-    /// tolerance, S-TMR-5): the loop re-reads its items and re-arms.
-    func itemDidChange() { changeItems { _ in } }
+    /// A timer's schedule changed from any thread (its fire date set later,
+    /// or its tolerance, S-TMR-5): the loop wakes, if it sleeps, and
+    /// re-arms from its heaps before it sleeps again. No snapshot is
+    /// outdated (a run reads its heap, not its snapshot, for when to wake).
+    func itemDidChange() { changeItems(bumpingIf: { _ in ((), false) }) }
 
     /// Copies the common items of one kind into a mode just marked common.
     private func joinCommon<Item: ModeItem>(_ items: [Item], _ mode: Mode, _ state: inout LoopState, _ joined: inout [any ModeItem]) {

@@ -88,7 +88,7 @@ extension RunLoop {
         var snapshot = ModeSnapshot()
         refresh(&snapshot, mode: mode)
         guard hasWork(snapshot, mode: mode) else { return nil }
-        let timers = state.withLock { $0.modes[mode]?.timers.timers ?? [] }
+        let timers = state.withLock { $0.modes.read(mode) { $0.timers.timers } ?? [] }
         var next: Timer?
         for timer in timers where timer.isValid {
             if timer.nextFireInstant < (next?.nextFireInstant ?? MonotonicClock.never) { next = timer }
@@ -399,8 +399,9 @@ extension RunLoop {
         var block = block
         var timerWake = MonotonicClock.never
         if snapshot.hasTimers && snapshot.clock.isReal {
-            timerWake = state.withLock { $0.modes[mode]?.timers.wakeInstant() ?? MonotonicClock.never }
-        } else if snapshot.hasTimers && state.withLock({ $0.modes[mode]?.timers.settledEarliest() ?? MonotonicClock.never }) <= snapshot.clock.now() {
+            timerWake = state.withLock { $0.withExistingMode(mode) { $0.timers.wakeInstant() } ?? MonotonicClock.never }
+        } else if snapshot.hasTimers
+            && state.withLock({ $0.withExistingMode(mode) { $0.timers.settledEarliest() } ?? MonotonicClock.never }) <= snapshot.clock.now() {
             // A test clock's timer that is due already (its date was set in
             // the past, or a callout advanced the clock): the timerfd cannot
             // stand for it, so look without sleeping, and fire it at step 9.

@@ -43,7 +43,7 @@ extension RunLoop {
                 return (jobs, state.jobExecutors, [])
             }
             state.lifecycle = .tornDown(warned: false)
-            for items in state.modes.values {
+            for items in state.modes.states {
                 departed += items.customSources.map { ($0, items.mode) }
                 departed += items.timers.timers.map { ($0, items.mode) }
                 departed += items.observers.map { ($0, items.mode) }

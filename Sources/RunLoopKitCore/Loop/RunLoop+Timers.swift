@@ -53,11 +53,13 @@ extension RunLoop {
     /// A timer's fire date was set earlier (any thread): it moves in the
     /// heap of every mode it is in, and the loop wakes to wait for the new
     /// instant (S-TMR-5). One set later only wakes the loop
-    /// (`itemDidChange`): the heaps move it when it comes to the top.
+    /// (`itemDidChange`): the heaps move it when it comes to the top. No
+    /// snapshot is outdated: a mode's timers stay as many.
     func timerDidMove(_ timer: Timer) {
-        changeItems { state in
+        changeItems(bumpingIf: { state in
             state.forEachMode { $0.timers.reschedule(timer) }
-        }
+            return ((), false)
+        })
     }
 
     // MARK: - Firing (step 9 of a pass)
@@ -74,8 +76,10 @@ extension RunLoop {
         dueTimers = []
         scratch.removeAll(keepingCapacity: true)
         state.withLock { state in
-            guard let earliest = state.modes[mode]?.timers.earliest, earliest <= now else { return }
-            state.withMode(mode) { $0.timers.takeDue(now: now, into: &scratch) }
+            _ = state.withExistingMode(mode) { items in
+                guard items.timers.earliest <= now else { return }
+                items.timers.takeDue(now: now, into: &scratch)
+            }
         }
         guard !scratch.isEmpty else {
             dueTimers = scratch

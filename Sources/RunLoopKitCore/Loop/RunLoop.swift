@@ -194,11 +194,16 @@ public final class RunLoop: @unchecked Sendable {
     /// the answer may be stale by the time it is read.
     public var isWaiting: Bool { waiter.waiting.load(ordering: .acquiring) }
 
-    /// The modes marked common; always includes `.default` (S-MODE-3). Any thread.
-    public var commonModes: [Mode] { state.withLock { Array($0.commonModeNames) } }
+    /// The modes marked common, in the order they were marked; always
+    /// includes `.default`, first (S-MODE-3). Any thread.
+    public var commonModes: [Mode] { state.withLock { $0.commonModeNames } }
 
-    /// Every mode the loop has (CFRunLoopCopyAllModes). Any thread.
-    public var allModes: [Mode] { state.withLock { Array(Set($0.modes.keys).union($0.commonModeNames)) } }
+    /// Every mode the loop has (CFRunLoopCopyAllModes): in the order the
+    /// loop first used them, then the common modes it has not used yet.
+    /// Any thread.
+    public var allModes: [Mode] {
+        state.withLock { state in state.modes.names + state.commonModeNames.filter { state.modes.place(of: $0) == nil } }
+    }
 
     /// Passes through steps 2 to 11 completed so far, in all runs. An idle
     /// loop does not add to it (S-RUN-9). Any thread.
@@ -250,6 +255,19 @@ public final class RunLoop: @unchecked Sendable {
         let result = state.withLock { state in
             defer { bumpItemsVersion() }
             return change(&state)
+        }
+        if !isOwnedByCurrentThread { wakeUp() }
+        return result
+    }
+
+    /// As `changeItems`, for a change that may leave the loop's snapshots
+    /// current (a timer's: `ModeItem.outdatesSnapshot`): `change` says
+    /// whether the item version moves.
+    func changeItems<T>(bumpingIf change: (inout LoopState) -> (result: T, outdated: Bool)) -> T {
+        let result = state.withLock { state in
+            let (result, outdated) = change(&state)
+            if outdated { bumpItemsVersion() }
+            return result
         }
         if !isOwnedByCurrentThread { wakeUp() }
         return result

@@ -427,6 +427,11 @@ extension Timer: ModeItem {
 
     func unbind() { holding(Self.bindingLockBit) { boundLoop = nil } }
 
+    /// Nothing to do for the modes a timer joined or left (CFRunLoopTimer
+    /// has no schedule or cancel callouts).
+    static var observesModeChanges: Bool { false }
+    /// Only the first timer in, or the last out (`ModeItem`).
+    static func outdatesSnapshot(of mode: borrowing ModeState) -> Bool { mode.timers.count <= 1 }
     static func insert(_ timer: Timer, into mode: inout ModeState) -> Bool { mode.timers.insert(timer) }
     static func remove(_ timer: Timer, from mode: inout ModeState) -> Bool { mode.timers.remove(timer) }
     static func isHeld(_ timer: Timer, by mode: ModeState) -> Bool { mode.timers.contains(timer) }

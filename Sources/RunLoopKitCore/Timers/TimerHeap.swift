@@ -217,21 +217,27 @@ struct TimerHeap {
         siftUp(entries.count - 1)
     }
 
-    /// Whether entry `a` comes before entry `b`: earlier, or as early and
-    /// joined first (the timers' orders read only then).
+    /// Whether entry `a` comes before entry `b` in heap `id`: earlier, or as
+    /// early and joined first (the timers' orders read only then). Static,
+    /// for the sifts inside the entries' buffer.
     @inline(__always)
-    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        a.instant < b.instant || (a.instant == b.instant && order(of: a.timer) < order(of: b.timer))
+    private static func precedes(_ a: borrowing Entry, _ b: borrowing Entry, in id: UInt32) -> Bool {
+        a.instant < b.instant
+            || (a.instant == b.instant
+                && a.timer.heapPlaces.order(in: id, of: ObjectIdentifier(a.timer))
+                    < b.timer.heapPlaces.order(in: id, of: ObjectIdentifier(b.timer)))
     }
 
-    /// Takes out the entry at `position` and returns its timer, whose place
-    /// then names the end of `entries` until the caller records another or
-    /// forgets it; the last entry fills the gap and is sifted.
+    /// Takes out the entry at `position` and returns its timer, whose
+    /// recorded place is stale until the caller records another or forgets
+    /// it; the last entry fills the gap and is sifted.
     private mutating func removeEntry(at position: Int) -> Timer {
-        let last = entries.count - 1
-        if position != last { swapEntries(position, last) }
-        let removed = entries.removeLast().timer
-        if position < entries.count, !siftUp(position) { siftDown(position) }
+        let last = entries.removeLast()
+        guard position < entries.count else { return last.timer }
+        let removed = entries[position].timer
+        entries[position] = last
+        Self.record(last.timer, at: position, in: id)
+        if !siftUp(position) { siftDown(position) }
         return removed
     }
 
@@ -248,46 +254,66 @@ struct TimerHeap {
     private static func outsidePlace(_ index: Int) -> Int32 { Int32(truncatingIfNeeded: -1 - index) }
     private static func outsideIndex(_ place: Int32) -> Int { Int(-1 - place) }
 
+    // The sifts move a hole, not the entry: each entry passed moves one
+    // level into the hole and its timer's place is rewritten once; the
+    // sifted entry is written once, where it stops. Entries are moved in
+    // the buffer, not copied: a copy retains and releases its timer, a
+    // cache line of each timer passed among 100,000 (its reference count).
+
     /// Moves the entry at `position` up while it precedes its parent;
-    /// whether it moved.
+    /// whether it moved (its place recorded then).
     @discardableResult
     private mutating func siftUp(_ position: Int) -> Bool {
-        var child = position
-        while child > 0 {
-            let parent = (child - 1) / Self.arity
-            guard precedes(entries[child], entries[parent]) else { break }
-            swapEntries(child, parent)
-            child = parent
+        let id = self.id
+        return entries.withUnsafeMutableBufferPointer { entries -> Bool in
+            let base = entries.baseAddress!
+            guard position > 0, Self.precedes(base[position], base[(position - 1) / Self.arity], in: id) else { return false }
+            let moving = (base + position).move()
+            var hole = position
+            repeat {
+                let parent = (hole - 1) / Self.arity
+                (base + hole).initialize(to: (base + parent).move())
+                Self.record(base[hole].timer, at: hole, in: id)
+                hole = parent
+            } while hole > 0 && Self.precedes(moving, base[(hole - 1) / Self.arity], in: id)
+            (base + hole).initialize(to: moving)
+            Self.record(base[hole].timer, at: hole, in: id)
+            return true
         }
-        return child != position
     }
 
+    /// Moves the entry at `position` down while a child precedes it, the
+    /// earliest child up each time (its place recorded then).
     private mutating func siftDown(_ position: Int) {
-        var parent = position
-        while true {
-            let firstChild = Self.arity * parent + 1
-            guard firstChild < entries.count else { return }
-            var least = firstChild
-            for child in firstChild + 1..<min(firstChild + Self.arity, entries.count)
-            where precedes(entries[child], entries[least]) {
-                least = child
-            }
-            guard precedes(entries[least], entries[parent]) else { return }
-            swapEntries(parent, least)
-            parent = least
-        }
-    }
-
-    /// Swaps two entries and rewrites their timers' places. Through the
-    /// buffer: `Array.swapAt` copies each entry, retaining and releasing
-    /// its timer, a second cache line of each (the reference count's)
-    /// among 100,000 timers.
-    private mutating func swapEntries(_ a: Int, _ b: Int) {
         let id = self.id
         entries.withUnsafeMutableBufferPointer { entries in
-            entries.swapAt(a, b)
-            Self.record(entries[a].timer, at: a, in: id)
-            Self.record(entries[b].timer, at: b, in: id)
+            let base = entries.baseAddress!
+            let count = entries.count
+            /// The earliest child of `parent` if it precedes `entry`.
+            func earlierChild(of parent: Int, than entry: borrowing Entry) -> Int? {
+                let first = Self.arity * parent + 1
+                guard first < count else { return nil }
+                var least = first
+                var child = first + 1
+                let end = min(first + Self.arity, count)
+                while child < end {
+                    if Self.precedes(base[child], base[least], in: id) { least = child }
+                    child += 1
+                }
+                return Self.precedes(base[least], entry, in: id) ? least : nil
+            }
+            guard var child = earlierChild(of: position, than: base[position]) else { return }
+            let moving = (base + position).move()
+            var hole = position
+            while true {
+                (base + hole).initialize(to: (base + child).move())
+                Self.record(base[hole].timer, at: hole, in: id)
+                hole = child
+                guard let next = earlierChild(of: hole, than: moving) else { break }
+                child = next
+            }
+            (base + hole).initialize(to: moving)
+            Self.record(base[hole].timer, at: hole, in: id)
         }
     }
 

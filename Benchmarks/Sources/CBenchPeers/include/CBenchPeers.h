@@ -188,6 +188,11 @@ void bench_cleanup_now(void);
 /// -errno; `changes_out` gets the heap changes made.
 int bench_timer_churn(int far_count, int churn_interval_us, int probes, int window_ms,
                       uint64_t *lateness_ns, int *changes_out);
+/// The loop of bench_timer_churn without probes, its churn timer due every
+/// microsecond, until it fired `fires` times: what one pass with a churn
+/// callout costs, for callgrind (timer-churn-passes-c). Returns the fires
+/// made, or -errno.
+int bench_timer_churn_passes(int far_count, int fires, int *changes_out);
 /// With `count` timers in a binary heap, the time to make `changes` changes
 /// (half removals, half insertions, in pairs), in `nanoseconds`.
 int bench_timer_heap_changes(int count, int changes, uint64_t *nanoseconds);

@@ -204,3 +204,56 @@ final class RLKTimerChanges: Contender {
         thread = nil
     }
 }
+
+/// The churn's loop without probes, its churn timer due every microsecond
+/// (so due whenever the loop comes round), until it fired `fires` times:
+/// what one pass with a churn callout costs, for callgrind
+/// (`--workload timer-churn-passes`; CTimerChurnPasses is the C loop's).
+/// The one sample is the time per fire (ns).
+final class RLKTimerChurnPasses: Contender {
+    let label = "RunLoopKit churn passes"
+    private let farCount: Int
+    private let fires: Int
+    private var thread: LoopThread?
+
+    init(farCount: Int, fires: Int) {
+        self.farCount = farCount
+        self.fires = fires
+    }
+
+    func setUp() throws {
+        thread = try Placement.startedLoopThread("bench-churn-passes", on: -1)
+    }
+
+    func measure() throws -> [Double] {
+        guard let thread else { throw BenchError("not set up") }
+        let (farCount, fires) = (self.farCount, self.fires)
+        let done = DispatchSemaphore(value: 0)
+        let far = FarTimers()
+        let start = monotonicNanoseconds()
+        try thread.performAndWait(timeout: .seconds(120)) { () throws in
+            let loop = RunLoop.current
+            far.timers = try (0..<farCount).map { _ in try far.farTimer() }
+            far.schedule(on: loop)
+            let churn = try RunLoopKit.Timer(timeInterval: 0.000_001, repeats: true) { timer in
+                try? far.replaceOne(on: RunLoop.current)
+                if far.changes == 2 * fires {  // two a fire
+                    timer.invalidate()
+                    done.signal()
+                }
+            }
+            loop.add(churn, forMode: .common)
+        }
+        guard done.wait(timeout: .now() + 600) == .success else { throw BenchError("the churn timer did not fire \(fires) times") }
+        let elapsed = monotonicNanoseconds() - start
+        try thread.performAndWait(timeout: .seconds(120)) {
+            for timer in far.timers { timer.invalidate() }
+        }
+        return [Double(elapsed) / Double(fires)]
+    }
+
+    func tearDown() {
+        thread?.stop()
+        thread = nil
+    }
+}

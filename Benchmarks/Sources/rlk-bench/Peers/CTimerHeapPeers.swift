@@ -57,3 +57,24 @@ final class CTimerHeapChanges: Contender {
         }
     }
 }
+
+/// RLKTimerChurnPasses's load on the C loop: `fires` churn passes over
+/// `farCount` far timers. The one sample is the time per fire (ns).
+final class CTimerChurnPasses: Contender {
+    let label = "C churn passes"
+    private let farCount: Int
+    private let fires: Int
+
+    init(farCount: Int, fires: Int) {
+        self.farCount = farCount
+        self.fires = fires
+    }
+
+    func measure() throws -> [Double] {
+        var changes: Int32 = 0
+        let start = monotonicNanoseconds()
+        let made = bench_timer_churn_passes(Int32(farCount), Int32(fires), &changes)
+        guard made == Int32(fires) else { throw BenchError("the C churn loop made \(made) of \(fires) fires") }
+        return [Double(monotonicNanoseconds() - start) / Double(fires)]
+    }
+}

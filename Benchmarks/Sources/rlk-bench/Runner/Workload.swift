@@ -84,6 +84,12 @@ enum Workload {
         Entry(name: "timer-change-100000", summary: "RunLoopKit: as timer-change, with 100,000 timers (timer-change-100000)") {
             RLKTimerChanges(count: 100_000, changes: $0, batches: 1, cpu: -1)
         },
+        Entry(name: "timer-churn-passes", summary: "RunLoopKit: N passes of timer-churn-100000's loop, each firing the churn timer (an invalidate and an add among 100,000 timers), no probes") {
+            RLKTimerChurnPasses(farCount: 100_000, fires: $0)
+        },
+        Entry(name: "timer-churn-passes-c", summary: "the C timer loop: as timer-churn-passes (C)") {
+            CTimerChurnPasses(farCount: 100_000, fires: $0)
+        },
         Entry(name: "send-only", summary: "RunLoopKit: N 64 B sends to a port that is not scheduled (nothing delivered; N < 2,000, the queue's room)") {
             SendOnly(count: $0, timeout: timeout)
         },
