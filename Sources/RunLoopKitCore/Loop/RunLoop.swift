@@ -252,12 +252,7 @@ public final class RunLoop: @unchecked Sendable {
     /// it next sleeps anyway).
     @discardableResult
     func changeItems<T>(_ change: (inout LoopState) -> T) -> T {
-        let result = state.withLock { state in
-            defer { bumpItemsVersion() }
-            return change(&state)
-        }
-        if !isOwnedByCurrentThread { wakeUp() }
-        return result
+        changeItems(bumpingIf: { (change(&$0), true) })
     }
 
     /// As `changeItems`, for a change that may leave the loop's snapshots
