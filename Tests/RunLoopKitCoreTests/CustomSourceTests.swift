@@ -51,7 +51,7 @@ struct CustomSourceTests {
         let events = EventLog()
         let performed = DispatchSemaphore(value: 0)
         let loopHandoff = Handoff<(RunLoop, CustomSource)>()
-        let thread = try TestThread { () -> RunLoop.RunResult in
+        let thread = SpawnedThread { () -> RunLoop.RunResult in
             let loop = RunLoop.current
             recordActivities(of: loop, mode: .default, into: events)
             let source = CustomSource {
@@ -83,7 +83,7 @@ struct CustomSourceTests {
     @Test("S-SRC0-1: signalAndWakeUp() from another thread wakes the loop, and perform runs on the loop's thread")
     func signalAndWakeUpWakes() throws {
         let loopHandoff = Handoff<(RunLoop, CustomSource)>()
-        let thread = try TestThread { () -> (RunLoop.RunResult, Int32, Int32) in
+        let thread = SpawnedThread { () -> (RunLoop.RunResult, Int32, Int32) in
             let loop = RunLoop.current
             let performedOn = Locked<Int32>(0)
             let source = CustomSource { performedOn.value = currentThreadID() }
@@ -107,8 +107,8 @@ struct CustomSourceTests {
         let source = CustomSource { performs.increment() }
         let loops = Locked<[RunLoop]>([])
         let sleeps = [Counter(), Counter()]
-        let threads = try (0..<2).map { index in
-            try TestThread { () -> RunLoop.RunResult in
+        let threads = (0..<2).map { index in
+            SpawnedThread { () -> RunLoop.RunResult in
                 let loop = RunLoop.current
                 let observer = RunLoopObserver(activities: .beforeWaiting) { _, _ in sleeps[index].increment() }
                 loop.add(observer, forMode: .default)
@@ -187,7 +187,7 @@ struct CustomSourceTests {
     func signalsFromAnotherThreadCoalesce() throws {
         let count = Counter()
         let loopHandoff = Handoff<(RunLoop, CustomSource)>()
-        let thread = try TestThread { () -> [Int] in
+        let thread = SpawnedThread { () -> [Int] in
             let loop = RunLoop.current
             let source = CustomSource { count.increment() }
             loop.add(source, forMode: .default)
@@ -277,7 +277,7 @@ struct CustomSourceTests {
     func invalidateFromAnotherThreadEmptiesMode() throws {
         let cancelled = EventLog()
         let loopHandoff = Handoff<(RunLoop, CustomSource)>()
-        let thread = try TestThread { () -> RunLoop.RunResult in
+        let thread = SpawnedThread { () -> RunLoop.RunResult in
             let loop = RunLoop.current
             let source = CustomSource(cancel: { _, mode in cancelled.add(mode.rawValue) }) {}
             loop.add(source, forMode: .default)

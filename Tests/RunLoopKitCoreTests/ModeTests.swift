@@ -317,7 +317,7 @@ struct ModeTests {
         let mode: RunLoop.Mode = "S-MODE-6.mode"
         let inside = Locked<[RunLoop.Mode?]>([])
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> (RunLoop.Mode?, RunLoop.Mode?, RunLoop.RunResult) in
+        let thread = SpawnedThread { () -> (RunLoop.Mode?, RunLoop.Mode?, RunLoop.RunResult) in
             let loop = RunLoop.current
             let before = loop.currentMode
             let source = CustomSource { inside.withLock { $0.append(loop.currentMode) } }

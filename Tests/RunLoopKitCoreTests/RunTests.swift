@@ -135,7 +135,7 @@ struct RunTests {
     func sequenceAcrossSleep() throws {
         let events = EventLog()
         let loopHandoff = Handoff<(RunLoop, CustomSource)>()
-        let thread = try TestThread { () -> (RunLoop.RunResult, Bool) in
+        let thread = SpawnedThread { () -> (RunLoop.RunResult, Bool) in
             let loop = RunLoop.current
             recordActivities(of: loop, mode: .default, into: events)
             let performedOnLoopThread = Locked(false)
@@ -258,7 +258,7 @@ struct RunTests {
     func stopFromAnotherThread() throws {
         let events = EventLog()
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> RunLoop.RunResult in
+        let thread = SpawnedThread { () -> RunLoop.RunResult in
             let loop = RunLoop.current
             recordActivities(of: loop, mode: .default, into: events)
             loop.add(unsignalledSource(), forMode: .default)
@@ -380,7 +380,7 @@ struct RunTests {
         let clock = TestClock()
         let fired = DispatchSemaphore(value: 0)
         let looping = Handoff<RunLoop>()
-        let runner = try TestThread(named: "run-before") { () -> (started: Bool, fires: Int, returnedAt: Date, date: Date) in
+        let runner = SpawnedThread(named: "run-before") { () -> (started: Bool, fires: Int, returnedAt: Date, date: Date) in
             let loop = RunLoop.current
             loop.use(clock)
             let fires = Counter()
@@ -437,7 +437,7 @@ struct RunTests {
     func runUntilStoppedEndsOnStop() throws {
         let events = EventLog()
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> Void in
+        let thread = SpawnedThread { () -> Void in
             let loop = RunLoop.current
             recordActivities(of: loop, mode: .default, into: events, activities: [.entry, .exit])
             loop.add(unsignalledSource(), forMode: .default)
@@ -514,7 +514,7 @@ struct RunTests {
         let events = EventLog()
         let loopHandoff = Handoff<RunLoop>()
         let waitingInsideCallout = Locked<Bool?>(nil)
-        let thread = try TestThread { () -> (RunLoop.RunResult, Bool, Bool) in
+        let thread = SpawnedThread { () -> (RunLoop.RunResult, Bool, Bool) in
             let loop = RunLoop.current
             let waitingBefore = loop.isWaiting
             recordActivities(of: loop, mode: .default, into: events)
@@ -617,7 +617,7 @@ struct RunTests {
     func stopFromAnotherThreadEndsInnermostRun() throws {
         let events = EventLog()
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> RunLoop.RunResult in
+        let thread = SpawnedThread { () -> RunLoop.RunResult in
             let loop = RunLoop.current
             let inner: RunLoop.Mode = "S-RUN-8.inner"
             loop.add(unsignalledSource(), forMode: inner)

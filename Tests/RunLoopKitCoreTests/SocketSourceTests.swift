@@ -48,7 +48,7 @@ struct SocketSourceTests {
             events.add(receiveOne(socket) ?? "nothing")
         }
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> (RunLoop.RunResult, Int32) in
+        let thread = SpawnedThread { () -> (RunLoop.RunResult, Int32) in
             let loop = RunLoop.current
             recordActivities(of: loop, mode: .default, into: events)
             try loop.add(source, forMode: .default)
@@ -107,7 +107,7 @@ struct SocketSourceTests {
             if byte == UInt8(ascii: "c") { RunLoop.current.stop() }
         }
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> (RunLoop.RunResult, Int32) in
+        let thread = SpawnedThread { () -> (RunLoop.RunResult, Int32) in
             let loop = RunLoop.current
             recordActivities(of: loop, mode: .default, into: events)
             try loop.add(source, forMode: .default)
@@ -170,7 +170,7 @@ struct SocketSourceTests {
             if text == "m5" { RunLoop.current.stop() }
         }
         let loopHandoff = Handoff<RunLoop>()
-        let thread = try TestThread { () -> Void in
+        let thread = SpawnedThread { () -> Void in
             let loop = RunLoop.current
             try loop.add(source, forMode: "S-SRC1-2.net")
             loop.add(unsignalledSource(), forMode: "S-SRC1-2.other")
@@ -204,7 +204,7 @@ struct SocketSourceTests {
         }
         let loopHandoff = Handoff<RunLoop>()
         let sent = DispatchSemaphore(value: 0)
-        let thread = try TestThread { () -> Void in
+        let thread = SpawnedThread { () -> Void in
             let loop = RunLoop.current
             try loop.add(source, forMode: .default)
             loop.run(mode: .default, seconds: 0)  // looks at the socket once, finds nothing

@@ -24,7 +24,7 @@ struct ThreadTests {
         // Another thread gets a different loop, even if it asks while the first is alive.
         let firstLoop = Handoff<RunLoop>()
         let gate = DispatchSemaphore(value: 0)
-        let holder = try TestThread {
+        let holder = SpawnedThread {
             firstLoop.put(RunLoop.current)
             _ = gate.wait(timeout: .now() + 30)  // keep the thread (and its loop) alive
         }
@@ -263,7 +263,7 @@ struct ThreadTests {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let alive = Locked<RunLoop?>(nil)
             let gate = DispatchSemaphore(value: 0)
-            let owner = try TestThread(named: "live-owner") {
+            let owner = SpawnedThread(named: "live-owner") {
                 let loop = RunLoop.current
                 loop.add(unsignalledSource(), forMode: .default)
                 alive.value = loop
@@ -285,7 +285,7 @@ struct ThreadTests {
         await #expect(processExitsWith: .failure) {
             let alive = Locked<RunLoop?>(nil)
             let gate = DispatchSemaphore(value: 0)
-            let owner = try TestThread {
+            let owner = SpawnedThread {
                 let loop = RunLoop.current
                 loop.add(unsignalledSource(), forMode: .default)
                 alive.value = loop
@@ -306,8 +306,8 @@ struct ThreadTests {
         let loop = try #require(worker.runLoop)
         let performed = Counter()
         let blocksRun = Counter()
-        let threads = try (0..<4).map { index in
-            try TestThread { () -> Int in
+        let threads = (0..<4).map { index in
+            SpawnedThread { () -> Int in
                 var queued = 0
                 for round in 0..<150 {
                     let source = CustomSource(order: round % 3) { performed.increment() }

@@ -70,13 +70,13 @@ struct ExitBoundTests {
     /// which the test runner no longer collects) goes to a file, `log`.
     final class ExitWatch: Sendable {
         let path: String
-        private let watcher: TestThread<Double?>
+        private let watcher: SpawnedThread<Double?>
 
         init(in directory: String) throws {
             let fifo = directory + "/exiting"
             path = fifo
             guard mkfifo(fifo, 0o600) == 0 else { throw TestFailure("mkfifo(\(fifo)) failed: \(errno)") }
-            watcher = try TestThread(named: "rlkt-exit-watch") { () -> Double? in
+            watcher = SpawnedThread(named: "rlkt-exit-watch") { () -> Double? in
                 // Read and write: opening never waits for the child, and
                 // a read that times out is the child that never said.
                 let fd = open(fifo, O_RDWR | O_CLOEXEC)
@@ -235,7 +235,7 @@ struct ExitBoundTests {
         // (and reaps it: see `killAndReap`) and says so: two FIFOs.
         let filled = scratch + "/filled", killed = scratch + "/killed"
         #expect(mkfifo(filled, 0o600) == 0 && mkfifo(killed, 0o600) == 0)
-        let killer = try TestThread(named: "rlkt-exit-killer") {
+        let killer = SpawnedThread(named: "rlkt-exit-killer") {
             let signal = open(filled, O_RDONLY | O_CLOEXEC)
             var byte: UInt8 = 0
             _ = read(signal, &byte, 1)

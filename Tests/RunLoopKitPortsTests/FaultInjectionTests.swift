@@ -62,7 +62,7 @@ struct FaultInjectionTests {
                 // closes the warm-up's sockets late) is taken first.
                 var fillers: [Int32] = []
                 while case let fd = open("/dev/null", O_RDONLY | O_CLOEXEC), fd >= 0 { fillers.append(fd) }
-                let loopError = try TestThread(named: "fd-plain") { () -> String? in
+                let loopError = try SpawnedThread(named: "fd-plain") { () -> String? in
                     do { _ = try RunLoop.forCurrentThread(); return nil } catch { return "\(error)" }
                 }.join()
                 for fd in fillers { close(fd) }
@@ -185,7 +185,7 @@ struct FaultInjectionTests {
                 targets.addCurrentThread()  // the sender
                 targets.add(try thread.performAndWait { pthread_self() })  // the receiving loop
                 let stop = Locked(false)
-                let storm = try TestThread(named: "storm") { FaultInjectionTests.signalStorm(targets, until: stop) }
+                let storm = SpawnedThread(named: "storm") { FaultInjectionTests.signalStorm(targets, until: stop) }
                 let started = MonotonicClock.now()
                 var sendErrors: [String] = []
                 for index in 0..<10_000 {
@@ -199,7 +199,7 @@ struct FaultInjectionTests {
                     }
                 }
                 // A plain thread's loop sleeping until a deadline, under the storm.
-                let sleeper = try TestThread(named: "storm-sleeper") { () -> Double in
+                let sleeper = SpawnedThread(named: "storm-sleeper") { () -> Double in
                     targets.addCurrentThread()
                     let loop = RunLoop.current
                     loop.add(try Timer(timeInterval: 3600, repeats: false) { _ in }, forMode: .default)  // keeps the mode alive

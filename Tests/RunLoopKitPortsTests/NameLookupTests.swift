@@ -98,7 +98,7 @@ struct NameLookupTests {
         // the last registration took, which a sanitizer stretches to
         // hundreds of milliseconds; "after" waits for the registration, so
         // that every run has live holders to find and dead ones to report.
-        let killer = try TestThread(named: "rlkt-killer") {
+        let killer = SpawnedThread(named: "rlkt-killer") {
             var generator = SystemRandomNumberGenerator()
             var registrationTime = 50_000  // microseconds, until one is measured
             while !stop.withLock({ $0 }) {
@@ -138,7 +138,7 @@ struct NameLookupTests {
         }
         // This process takes the name when it is free and releases it
         // (unregister) after a while: takeovers and releases by a live process.
-        let contender = try TestThread(named: "rlkt-contender") {
+        let contender = SpawnedThread(named: "rlkt-contender") {
             while !stop.withLock({ $0 }) {
                 if (try? PortNameServer.register(ownPort, name: name)) != nil {
                     PortProcess.pause(microseconds: Int.random(in: 2_000..<20_000))
@@ -149,8 +149,8 @@ struct NameLookupTests {
         }
         let looked = Locked(0)
         let coverage = Locked(Coverage())
-        let lookers = try (0..<2).map { index in
-            try TestThread(named: "rlkt-looker-\(index)") { () -> [Answer] in
+        let lookers = (0..<2).map { index in
+            SpawnedThread(named: "rlkt-looker-\(index)") { () -> [Answer] in
                 var answers: [Answer] = []
                 while !stop.withLock({ $0 }) {
                     if answers.count % 1_000 == 999 { looked.withLock { $0 += 1_000 } }
@@ -182,7 +182,7 @@ struct NameLookupTests {
         // test must neither hold one of the few threads that run the other
         // tests' tasks for minutes, nor keep killing holders until one is
         // free to resume it.
-        let conductor = try TestThread(named: "rlkt-conductor") { () -> (enough: Bool, pythonStatus: Int32?) in
+        let conductor = SpawnedThread(named: "rlkt-conductor") { () -> (enough: Bool, pythonStatus: Int32?) in
             let enough = waitUntil(timeout: 900) {
                 let seen = coverage.withLock { $0 }
                 return cycles.withLock { $0 } >= 25 && looked.withLock { $0 } >= 100_000
@@ -280,7 +280,7 @@ struct NameLookupTests {
                     close(open(directory + "/" + file, O_CREAT | O_WRONLY, 0o600))
                 }
                 let stop = Locked(false)
-                let sweeper = try TestThread(named: "rlkt-sweeper") { () -> Int in
+                let sweeper = SpawnedThread(named: "rlkt-sweeper") { () -> Int in
                     var sweeps = 0
                     while !stop.withLock({ $0 }) {
                         RuntimeDirectory.sweep(directory)

@@ -117,7 +117,7 @@ struct PortBatchTests {
         let log = EventLog()
         let inSecond = DispatchSemaphore(value: 0), stopped = DispatchSemaphore(value: 0)
         let loopOfThread = Handoff<RunLoop>()
-        let thread = try TestThread<Int>(named: "batch-stop") {
+        let thread = SpawnedThread<Int>(named: "batch-stop") {
             let loop = RunLoop.current
             loopOfThread.put(loop)
             let port = try Self.loggingPort(log) { message in

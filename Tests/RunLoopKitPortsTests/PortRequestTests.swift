@@ -276,7 +276,7 @@ struct PortRequestTests {
         let port = try Port(transport: .inproc)
         let stream = try port.messages()
         let count = 500
-        let sender = try TestThread {
+        let sender = SpawnedThread {
             for msgid in 0..<UInt32(count) { try port.send(msgid: msgid, components: [.data(Data([UInt8(msgid & 0xFF)]))], before: portDeadline()) }
         }
         let received = try await withThrowingTaskGroup(of: [PortMessage].self) { group in

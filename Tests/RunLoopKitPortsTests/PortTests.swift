@@ -133,8 +133,8 @@ struct PortTests {
             let round = Atomic<Int>(0)
             let outcomes = Locked<[String]>([])
             let finished = DispatchSemaphore(value: 0)
-            let racers = try (0..<2).map { index in
-                try TestThread {
+            let racers = (0..<2).map { index in
+                SpawnedThread {
                     for number in 1...rounds {
                         while round.load(ordering: .acquiring) < number { sched_yield() }
                         let port = current.value!
@@ -460,7 +460,7 @@ struct PortTests {
         #expect(inbox.count == 0)
 
         // A send that waits with a long deadline goes through once there is room.
-        let waiter = try TestThread { try port.send(msgid: 0xAAAA, before: portDeadline(60)) }
+        let waiter = SpawnedThread { try port.send(msgid: 0xAAAA, before: portDeadline(60)) }
         if blocker == .loopBusy { release.signal() } else { try port.schedule(in: loop, forMode: .default) }
         try waiter.join()
         try port.send(msgid: 0xFFFF, before: portDeadline())
@@ -506,8 +506,8 @@ struct PortTests {
         }
         try port.schedule(in: loop, forMode: .default)
 
-        let senders = try (0..<producers).map { producer in
-            try TestThread(named: "p4-producer-\(producer)") {
+        let senders = (0..<producers).map { producer in
+            SpawnedThread(named: "p4-producer-\(producer)") {
                 var payload = Data(count: 8)
                 for sequence in 0..<UInt32(perProducer) {
                     payload.withUnsafeMutableBytes { bytes in
@@ -542,8 +542,8 @@ struct PortTests {
         #expect(calls.value.isEmpty)
 
         let go = DispatchSemaphore(value: 0)
-        let invalidators = try (0..<4).map { _ in
-            try TestThread {
+        let invalidators = (0..<4).map { _ in
+            SpawnedThread {
                 _ = go.wait(timeout: .now() + 10)
                 port.invalidate()
             }
@@ -597,7 +597,7 @@ struct PortTests {
         let port = try Port(transport: .inproc)
         _ = try fillUntilTimeout(port)
         let senderThread = Locked<Int32>(0)
-        let sender = try TestThread { () throws -> (String?, Double) in
+        let sender = SpawnedThread { () throws -> (String?, Double) in
             senderThread.value = ThreadIdentity.currentTID
             let start = MonotonicClock.now()
             do {

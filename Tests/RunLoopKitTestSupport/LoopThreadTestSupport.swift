@@ -14,54 +14,6 @@ extension Locked where State == [UInt64] {
     package func append(_ element: UInt64) { withLock { $0.append(element) } }
 }
 
-/// A pthread started for one test, named at the OS level, that runs `body`
-/// once; `join()` waits for it and returns what `body` returned or threw. The
-/// thread's run loop (if `body` made one) is torn down when the thread exits,
-/// before `join()` returns.
-package final class SpawnedThread<T: Sendable>: @unchecked Sendable {
-    // Written by the thread before it signals `finished`, read after.
-    private var result: Result<T, any Error>?
-    private let finished = DispatchSemaphore(value: 0)
-    private var handle = pthread_t()
-    private var joined = false
-    private let name: String
-
-    package init(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) {
-        self.name = name
-        let start = ThreadStart { [self] in
-            _ = rlk_set_current_thread_name(name)
-            result = Result { try body() }
-            finished.signal()
-        }
-        let context = Unmanaged.passRetained(start).toOpaque()
-        let rc = pthread_create(&handle, nil, { context in
-            Unmanaged<ThreadStart>.fromOpaque(context!).takeRetainedValue().entry()
-            return nil
-        }, context)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-    }
-
-    /// Waits for the thread to end; returns or rethrows its body's outcome.
-    /// A body still running after `timeout` seconds (a safety net: the test
-    /// runner waits for a test without a limit) fails the test instead; the
-    /// thread is then left running, detached.
-    package func join(timeout: Double = 300) throws -> T {
-        precondition(!joined, "SpawnedThread joined twice")
-        joined = true
-        guard finished.wait(timeout: .now() + timeout) == .success else {
-            pthread_detach(handle)
-            throw TestFailure("the test thread \(name) did not finish within \(timeout) s")
-        }
-        pthread_join(handle, nil)
-        return try result!.get()
-    }
-
-    /// Runs `body` on a new thread and waits for it.
-    package static func run(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) throws -> T {
-        try SpawnedThread(named: name, body).join()
-    }
-}
-
 /// A `SpawnedThread` whose loop measures its timers, `perform(afterDelay:)`
 /// and run deadlines on a `TestClock` of its own (S-TMR-7), given to the
 /// loop before `body` runs. Time moves only when the test advances the clock
@@ -112,12 +64,6 @@ package final class TestClockThread<T: Sendable> {
     ) throws -> T {
         try TestClockThread(named: name, body).join(sourceLocation: sourceLocation)
     }
-}
-
-/// Non-generic, because a C function pointer cannot capture a generic parameter.
-private final class ThreadStart {
-    package let entry: () -> Void
-    package init(_ entry: @escaping () -> Void) { self.entry = entry }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock timers and deadlines run on.

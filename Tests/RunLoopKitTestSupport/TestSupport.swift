@@ -1,11 +1,8 @@
 // Shared helpers for the run-loop behaviour tests (ThreadTests, ModeTests,
 // RunTests, CustomSourceTests, SocketSourceTests).
 //
-// Swift Testing runs tests in parallel on a shared pool of threads, so every
-// test runs its loop on a thread of its own (`TestThread`), which exits at the
-// end of the test and takes its loop with it (S-THR-3). Expectations are
-// checked on the test's own thread, from what the loop thread recorded:
-// `#expect` on a foreign pthread would not be attributed to the test.
+// Each test runs its loop on a thread of its own (`SpawnedThread`, which
+// says why).
 import Dispatch
 import Glibc
 import RunLoopKit
@@ -73,70 +70,6 @@ package struct TestFailure: Error, CustomStringConvertible {
 }
 
 // MARK: - Threads
-
-/// A plain pthread running a test body, so that the body gets a fresh run
-/// loop of its own (S-THR-1) that is torn down when it returns (S-THR-3).
-package final class TestThread<Result>: @unchecked Sendable {
-    // @unchecked Sendable: `outcome` is written by the thread before it
-    // signals `done` and read only after `done` and pthread_join.
-    private var outcome: Swift.Result<Result, any Error>?
-    private let done = DispatchSemaphore(value: 0)
-    // Set once, by init.
-    private var handle = pthread_t()
-    private let joined = Locked(false)
-
-    /// Starts `body` on a new thread, named `name` at the OS level if given.
-    package init(named name: String? = nil, _ body: @escaping @Sendable () throws -> Result) throws {
-        let job = ThreadJob(name: name)
-        job.run = { [self] in
-            outcome = Swift.Result { try body() }
-            done.signal()
-        }
-        let context = Unmanaged.passRetained(job).toOpaque()
-        let rc = pthread_create(&handle, nil, { context in
-            let job = Unmanaged<ThreadJob>.fromOpaque(context!).takeRetainedValue()
-            if let name = job.name { setCurrentThreadName(name) }
-            job.run?()
-            job.run = nil
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<ThreadJob>.fromOpaque(context).release()
-            throw TestFailure("pthread_create failed: \(rc)")
-        }
-    }
-
-    /// Waits for the thread to exit (its loop torn down) and returns what
-    /// its body returned, or rethrows what it threw.
-    package func join(timeout: Double = 60) throws -> Result {
-        guard done.wait(timeout: .now() + timeout) == .success else {
-            throw TestFailure("the test thread did not finish within \(timeout) s")
-        }
-        // Mark first so that a second join cannot join the handle twice.
-        let first = joined.withLock { joinedAlready in
-            defer { joinedAlready = true }
-            return !joinedAlready
-        }
-        if first { pthread_join(handle, nil) }
-        return try outcome!.get()
-    }
-}
-
-/// What a `TestThread` runs; non-generic so that a C function can start it.
-private final class ThreadJob: @unchecked Sendable {
-    package let name: String?
-    // Set before pthread_create, cleared by the thread.
-    package var run: (() -> Void)?
-    package init(name: String?) { self.name = name }
-}
-
-/// Runs `body` on a new thread, waits until the thread has exited, and
-/// returns what `body` returned.
-package func onNewThread<Result>(
-    named name: String? = nil, timeout: Double = 60, _ body: @escaping @Sendable () throws -> Result
-) throws -> Result {
-    try TestThread(named: name, body).join(timeout: timeout)
-}
 
 /// Sets the calling thread's OS-level name through /proc (Linux keeps 15 bytes).
 package func setCurrentThreadName(_ name: String) {
