@@ -10,12 +10,18 @@ is marked. The quick run must measure enough that no row does
 (docs/performance.md, "Quick runs"). Rows without a ratio are skipped.
 With --sides it also prints how far each side's centre moved (ours, then
 the peer): which side moves tells a noisy peer from a noisy measurement of
-ours. With --keep DIR each run's `rlk-bench --json` report is kept there
+ours, and a last line compares how far the sides' centres moved between
+runs with what their pass levels' spread within each run predicts (that
+spread over the square root of the levels' count): about equal when the
+runs differ only by which draws they got, so that more passes would move
+a row less; far larger when the host changed its pace between runs.
+With --keep DIR each run's `rlk-bench --json` report is kept there
 (run-1.json, ...), to read any row's own figures afterwards. Exits 1 when a
 row moved by 20 % or more."""
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -42,6 +48,7 @@ def main():
         command += ["--filter", name]
     runs = []
     sides = []
+    levels = []
     for index in range(args.runs):
         output = subprocess.run(command, cwd=PACKAGE, check=True, capture_output=True, text=True).stdout
         document = json.loads(output)
@@ -52,6 +59,8 @@ def main():
         runs.append({row["name"]: row["ratio"] for row in document["scenarios"]})
         sides.append({row["name"]: ((row["ours"] or {}).get("centre"), (row["peer"] or {}).get("centre"))
                       for row in document["scenarios"]})
+        levels.append({row["name"]: ((row["ours"] or {}).get("levels"), (row["peer"] or {}).get("levels"))
+                       for row in document["scenarios"]})
         print(f"run {index + 1}: {document['seconds']:.0f} s", file=sys.stderr)
     names = [name for name in runs[0] if all(run.get(name) for run in runs)]
     moved = []
@@ -69,9 +78,34 @@ def main():
                 values = [run[name][side] for run in sides]
                 line += f"  {max(values) / min(values) * 100 - 100:5.1f} %" if all(values) else "      -"
         print(line + mark)
+    if args.sides:
+        print(draws_line(names, sides, levels))
     print(f"placement {args.placement}: {len(moved)} of {len(names)} rows moved by {LIMIT * 100:.0f} % or more" +
           (": " + ", ".join(moved) if moved else ""))
     sys.exit(1 if moved else 0)
+
+
+def draws_line(names, sides, levels):
+    """The sides' centres' movement between runs (their standard deviation
+    over their mean, averaged over every side with three or more levels a
+    run) against what the spread of their levels within a run predicts."""
+    observed, predicted = [], []
+    for name in names:
+        for side in (0, 1):
+            per_run = [run[name][side] for run in levels]
+            centres = [run[name][side] for run in sides]
+            if not all(isinstance(draws, list) and len(draws) >= 3 and min(draws) > 0 for draws in per_run):
+                continue
+            if not all(centres) or len(centres) < 2:
+                continue
+            observed.append(statistics.stdev(centres) / statistics.mean(centres))
+            predicted.append(statistics.mean(statistics.stdev(draws) / statistics.mean(draws) / len(draws) ** 0.5
+                                             for draws in per_run))
+    if not observed:
+        return "sides' centres: no side has three or more levels a run"
+    return (f"sides' centres moved between runs by {statistics.mean(observed) * 100:.1f} % (their standard deviation, "
+            f"the mean over {len(observed)} sides); their levels' spread within a run predicts "
+            f"{statistics.mean(predicted) * 100:.1f} %")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 //
 // Each test runs its loop on a thread of its own (`SpawnedThread`, which
 // says why).
+import CLinuxSupport
 import Dispatch
 import Glibc
 import RunLoopKit
@@ -71,12 +72,9 @@ package struct TestFailure: Error, CustomStringConvertible {
 
 // MARK: - Threads
 
-/// Sets the calling thread's OS-level name through /proc (Linux keeps 15 bytes).
+/// Sets the calling thread's OS-level name (Linux keeps 15 bytes of it).
 package func setCurrentThreadName(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY)
-    guard fd >= 0 else { return }
-    defer { close(fd) }
-    _ = name.withCString { write(fd, $0, strlen($0)) }
+    _ = rlk_set_current_thread_name(name)
 }
 
 /// The kernel id of the calling thread, from /proc/thread-self

@@ -21,10 +21,13 @@ struct RunConfig: Sendable {
         self.passes = passes ?? Self.defaultPasses(quick: quick)
     }
 
-    /// Five for a quick run: with three, 7-10 of 45 rows moved by 20 % or
-    /// more between runs; with five, 2 of 45, each by 21 % at most
-    /// (docs/performance.md, "Five passes").
-    static func defaultPasses(quick: Bool) -> Int { quick ? 5 : 1 }
+    /// Twelve for a quick run, each pass short (one round of the timer
+    /// scenarios, five batches of the port scaling): a row's figure moves
+    /// between runs as its pass levels' spread over the square root of their
+    /// count, so more, shorter passes in the same time move it less. With
+    /// three passes 7-10 of 45 rows moved by 20 % or more between runs, with
+    /// five 0-3 (docs/performance.md, "Five passes", "Twelve short passes").
+    static func defaultPasses(quick: Bool) -> Int { quick ? 12 : 1 }
 
     /// Round trips: repetitions, and round trips timed per repetition.
     var roundTripRepetitions: Int { 5 }
@@ -48,7 +51,8 @@ struct RunConfig: Sendable {
     /// 37 % between quick runs across CPUs (docs/performance.md, "Pools
     /// placed too").
     var timerSeconds: Double { 2.5 }
-    var timerRepetitions: Int { 2 }
+    /// One round a pass in a quick run: its twelve passes are its draws.
+    var timerRepetitions: Int { quick ? 1 : 2 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
     var timerChurnWindow: Double { 2 }
@@ -57,7 +61,8 @@ struct RunConfig: Sendable {
     /// Port scaling: port counts, messages per batch, batches per count.
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
     var scalingMessages: Int { quick ? 100_000 : 200_000 }
-    var scalingRepetitions: Int { quick ? 11 : 5 }
+    /// Five batches a pass (sixty over a quick run's twelve passes).
+    var scalingRepetitions: Int { 5 }
 
     /// Memory: units made per measurement, measurements per side.
     var memoryUnits: Int { quick ? 200 : 1_000 }

@@ -103,7 +103,8 @@ struct Placement: Sendable, CustomStringConvertible {
         defer { fclose(file) }
         var buffer = [CChar](repeating: 0, count: 64)
         guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
-        var name = String(cString: buffer)
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        var name = String(decoding: bytes, as: UTF8.self)
         if name.hasSuffix("\n") { name.removeLast() }
         return name
     }
