@@ -5,7 +5,6 @@
 // loop with it (S-THR-3). Expectations are checked on the test's own thread,
 // from what the body returned: `#expect` on a foreign pthread would not be
 // attributed to the test.
-import CLinuxSupport
 import Dispatch
 import Glibc
 
@@ -28,7 +27,7 @@ package final class SpawnedThread<T: Sendable>: @unchecked Sendable {
     package init(named name: String = "rlk-test", _ body: @escaping @Sendable () throws -> T) {
         self.name = name
         let start = ThreadStart { [self] in
-            _ = rlk_set_current_thread_name(name)
+            setCurrentThreadName(name)
             result = Result { try body() }
             finished.signal()
         }
