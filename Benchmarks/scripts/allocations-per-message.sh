@@ -29,7 +29,10 @@
 #              2,000, so n = 800 and 1,600): the send path alone, in a stream's
 #              steady state (the send channel's frame pool filled first)
 #   one-way    oneway: n sends from one thread to a LoopThread's port, all
-#              delivered (n = 10,000 and 20,000): send + delivery
+#              delivered (n = 10,000 and 20,000): send + delivery, the send
+#              channel's pool filled first (a queue's worth sent with the
+#              receiving loop held): left to the stream, its size followed
+#              the scheduler and moved the difference by up to 0.06
 #   delivery   one-way minus send
 #   round trip roundtrip: ping-pong between two LoopThreads (n = 5,000 and 10,000)
 #   request    request: sendRequest from a thread to a LoopThread's port

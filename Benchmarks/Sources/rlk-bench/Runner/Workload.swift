@@ -22,10 +22,11 @@ enum Workload {
 
     static let all: [Entry] = [
         Entry(name: "oneway", summary: "RunLoopKit: one thread sends N 64 B PortMessages to a LoopThread's port (throughput-inproc)") {
-            PortFlood(label: "oneway", count: $0, timeout: timeout, placement: placement)
+            PortFlood(label: "oneway", count: $0, timeout: timeout, placement: placement, fillsSendPool: true)
         },
         Entry(name: "oneway-in-place", summary: "RunLoopKit: as oneway, sent from bytes and read in place (throughput-inproc-in-place)") {
-            PortFlood(label: "oneway-in-place", count: $0, timeout: timeout, placement: placement, inPlace: true)
+            PortFlood(label: "oneway-in-place", count: $0, timeout: timeout, placement: placement, inPlace: true,
+                      fillsSendPool: true)
         },
         Entry(name: "oneway-raw", summary: "raw libzmq: N 64 B messages PUSH → PULL between two threads, inproc (C)") {
             RawZMQFlood(label: "oneway-raw", endpoint: "inproc://rlk-workload", count: $0, timeout: timeout, placement: placement)
