@@ -23,7 +23,7 @@ struct Options {
           --placement P  cross (default): the two threads of a measurement on CPUs 0 and 1;
                          same: both on CPU 0; free: no pinning (results then vary run to run)
           --passes N     run the scenarios N times in turn and pool each row's samples
-                         (default: 5 with --quick, 1 otherwise; see docs/performance.md)
+                         (default: \(RunConfig.defaultPasses(quick: true)) with --quick, \(RunConfig.defaultPasses(quick: false)) otherwise; see docs/performance.md)
           --list         list the scenarios and exit
 
         Run it in release: swift run -c release rlk-bench
