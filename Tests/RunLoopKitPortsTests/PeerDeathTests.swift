@@ -196,6 +196,8 @@ struct PeerDeathTests {
         var error: PortError?
         var reply: String?
         var seconds: Double = 0
+        /// When the request failed or returned (PortProcess.now()).
+        var endedAt: UInt64 = 0
     }
 
     /// The two ways to wait for a reply: `sendRequest` (blocking) and `request` (async).
@@ -233,7 +235,8 @@ struct PeerDeathTests {
             } catch let error as PortError {
                 seen.error = error
             }
-            seen.seconds = Double(PortProcess.now() - started) / 1e9
+            seen.endedAt = PortProcess.now()
+            seen.seconds = Double(seen.endedAt - started) / 1e9
             return seen
         }
         let result = try await #require(processExitsWith: death.condition, observing: [\.standardErrorContent]) {
@@ -245,8 +248,22 @@ struct PeerDeathTests {
         let seen = try await parent.value()
         #expect(seen.reply == nil)
         #expect(Self.isPeerDied(seen.error, pid: seen.pid), "\(api): \(String(describing: seen.error))")
-        #expect(seen.seconds < 5, "\(api) failed after \(seen.seconds) s (timeout 30 s)")
-        print("S-PORT-5 (\(death)): \(api) to a dying peer failed after \(Int(seen.seconds * 1000)) ms")
+        // What of it was the peer's getting to its death, and what the
+        // failure's coming after it.
+        let afterDeath = child.unsigned("diesAt").map { seen.endedAt > $0 ? "\(Int(PortProcess.milliseconds(seen.endedAt - $0))) ms after the peer began to die" : "before the peer began to die" } ?? "the peer did not say when it died"
+        // Five seconds is a measure of time, from the request to its failure:
+        // it holds the peer's taking the order and dying. Under
+        // ThreadSanitizer with the whole suite running beside it, that took
+        // 7.7-9.8 s once (CI, the ThreadSanitizer run of a fresh clone). Under
+        // a sanitizer the failure must still be .peerDied (above), within 25 s:
+        // still before the request's 30 s timeout, as S-PORT-8's "at once" is.
+        if let sanitizer = ProcessProbe.sanitizerName {
+            #expect(seen.seconds < 25, "\(api) failed after \(seen.seconds) s, near its 30 s timeout (\(afterDeath))")
+            print("S-PORT-5 (\(death)): the bound is 25 s, not 5 s, under \(sanitizer), whose slowness distorts it (still under the 30 s timeout)")
+        } else {
+            #expect(seen.seconds < 5, "\(api) failed after \(seen.seconds) s (timeout 30 s; \(afterDeath))")
+        }
+        print("S-PORT-5 (\(death)): \(api) to a dying peer failed after \(Int(seen.seconds * 1000)) ms, \(afterDeath)")
     }
 
     @Test("S-PORT-5: a reply the peer sent just before exiting still answers the request (no false .peerDied)", arguments: RequestAPI.allCases)

@@ -42,7 +42,7 @@ func interleave(_ contenders: [any Contender], repetitions: Int, warmups: Int = 
     for round in 0..<(warmups + repetitions) {
         for (index, contender) in contenders.enumerated() where errors[index] == nil {
             do {
-                let values = try contender.measure()
+                let values = try BatchTrace.traced(contender.label, round: round) { try contender.measure() }
                 if round >= warmups {
                     samples[index] += values
                     if contender.drawsEachRepetition, let level = Summary(values, better: better)?.median {
