@@ -26,7 +26,8 @@ final class PortFlood: Contender {
     private var thread: LoopThread?
     private var port: Port?
     private let counter = ArrivalCounter()
-    /// Where `fillSendPool` stops if the queue never fills (a failure).
+    /// Where `fillSendPool` stops if the queue never fills (a failure: the
+    /// port's queue holds about 2,000, ZMQ_SNDHWM + ZMQ_RCVHWM).
     private static let mostQueuedInPoolFill = 10_000
 
     init(label: String, count: Int, timeout: Double, placement: Placement, inPlace: Bool = false, fillsSendPool: Bool = false) {
@@ -69,15 +70,18 @@ final class PortFlood: Contender {
     /// difference that read as 0.06 allocations per delivered message. With
     /// the queue once full, no later send can find the pool short.
     private func fillSendPool(port: Port, thread: LoopThread) throws {
-        // The port's queue holds about 2,000 (ZMQ_SNDHWM + ZMQ_RCVHWM); a fill
-        // that reaches this bound means the queue no longer ends.
         let held = Gate()
         let release = DispatchSemaphore(value: 0)
         try thread.perform {
             held.open()
             release.wait()
         }
-        try held.wait(seconds: timeout, for: "\(label): the receiving loop held")
+        do {
+            try held.wait(seconds: timeout, for: "\(label): the receiving loop held")
+        } catch {
+            release.signal()  // the task, when it runs at last, must not hold the loop forever
+            throw error
+        }
         var queued = 0
         do {
             defer { release.signal() }
