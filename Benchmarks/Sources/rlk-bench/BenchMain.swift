@@ -40,23 +40,33 @@ enum BenchMain {
         let say: (String) -> Void = options.json ? { FileHandleOut.error($0) } : { FileHandleOut.out($0) }
         say(TableReport.header(machine, quick: options.quick, placement: config.placement, passes: config.passes))
         let started = monotonicNanoseconds()
-        // Each scenario's rows, one array per pass (see RunConfig.passes),
-        // pooled and printed once its last pass is done.
+        // Each scenario's rows, one array per visit (see RunConfig.passes and
+        // PassSchedule), pooled and printed once its last visit is done.
+        let visits = selected.map { $0.visitsPerPass(config) }
+        let schedule = PassSchedule(visits: visits)
         var produced = Array(repeating: [[ScenarioResult]](), count: selected.count)
-        var rows: [ScenarioResult] = []
+        var pooledRows = Array(repeating: [ScenarioResult](), count: selected.count)
         for pass in 1...config.passes {
-            let passLabel = config.passes > 1 ? " (pass \(pass) of \(config.passes))" : ""
-            for (index, scenario) in selected.enumerated() {
+            var visited = Array(repeating: 0, count: selected.count)
+            for (step, index) in schedule.order.enumerated() {
+                let scenario = selected[index]
+                visited[index] += 1
+                var context: [String] = []
+                if visits[index] > 1 { context.append("visit \(visited[index]) of \(visits[index])") }
+                if config.passes > 1 { context.append("pass \(pass) of \(config.passes)") }
+                let label = context.isEmpty ? "" : " (\(context.joined(separator: ", ")))"
                 let scenarioStart = monotonicNanoseconds()
-                FileHandleOut.error("[\(format(secondsSince(started))) s] running \(scenario.name)\(passLabel)…")
+                FileHandleOut.error("[\(format(secondsSince(started))) s] running \(scenario.name)\(label)…")
                 produced[index].append(scenario.run(config))
                 FileHandleOut.error("[\(format(secondsSince(started))) s] \(scenario.name) took \(format(secondsSince(scenarioStart))) s")
-                guard pass == config.passes else { continue }
-                let pooled = Passes.pool(produced[index])
+                guard pass == config.passes, schedule.isLastVisit(at: step) else { continue }
+                let pooled = Passes.pool(produced[index], visitsPerPass: visits[index])
                 for row in pooled { say(TableReport.block(row)) }
-                rows += pooled
+                pooledRows[index] = pooled
             }
         }
+        // In report order, whichever scenario's last visit came last.
+        let rows = pooledRows.flatMap { $0 }
         let elapsed = secondsSince(started)
         say(TableReport.summary(rows, elapsed: elapsed))
 

@@ -15,17 +15,25 @@ enum Passes {
     /// is a single computed value (a growth) thus gets one value per pass,
     /// each a level. A side that failed in any pass
     /// carries that failure, as a single pass would.
-    static func pool(_ passes: [[ScenarioResult]]) -> [ScenarioResult] {
-        guard var pooled = passes.first else { return [] }
-        guard passes.count > 1 else { return pooled }
+    ///
+    /// `visits`: a scenario's rows from each of its visits, pass after
+    /// pass; a scenario visited several times a pass (PassSchedule) has
+    /// each visit pooled as a pass of its own.
+    static func pool(_ visits: [[ScenarioResult]], visitsPerPass: Int = 1) -> [ScenarioResult] {
+        guard var pooled = visits.first else { return [] }
+        guard visits.count > 1 else { return pooled }
+        let passes = visits.count / visitsPerPass
+        let source = visitsPerPass > 1
+            ? "\(visits.count) visits (\(visitsPerPass) a pass, spread among the other scenarios, over \(passes) pass\(passes == 1 ? "" : "es"))"
+            : "\(visits.count) passes over the selected scenarios (--passes)"
         for index in pooled.indices {
             let name = pooled[index].name
-            let same = passes.map { pass in pass.first { $0.name == name } }
+            let same = visits.map { visit in visit.first { $0.name == name } }
             pooled[index].ours = pool(same.map { $0?.ours })
             if pooled[index].peer != nil {
                 pooled[index].peer = pool(same.map { $0?.peer })
             }
-            pooled[index].notes.append("samples pooled from \(passes.count) passes over the selected scenarios (--passes); the notes above are the first pass's")
+            pooled[index].notes.append("samples pooled from \(source); the notes above are the first visit's")
         }
         return pooled
     }
@@ -34,7 +42,7 @@ enum Passes {
         var first = sides.compactMap { $0 }.first!
         if let missing = sides.firstIndex(where: { $0 == nil }) {
             first.samples = []
-            first.error = "no such row in pass \(missing + 1)"
+            first.error = "no such row in visit \(missing + 1)"
             return first
         }
         let present = sides.compactMap { $0 }
@@ -44,8 +52,8 @@ enum Passes {
             return first
         }
         first.samples = present.flatMap(\.samples)
-        // Each pass is a draw of its own (another stretch of the host's
-        // time), or brings the draws it made (fresh processes).
+        // Each pass or visit is a draw of its own (another stretch of the
+        // host's time), or brings the draws it made (fresh processes).
         first.levels = present.flatMap { pass in
             pass.levels.isEmpty ? (pass.summary.map { [$0.median] } ?? []) : pass.levels
         }

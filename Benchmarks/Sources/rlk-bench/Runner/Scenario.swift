@@ -22,7 +22,8 @@ struct RunConfig: Sendable {
     }
 
     /// Twelve for a quick run, each pass short (one round of the timer
-    /// scenarios, five batches of the port scaling): a row's figure moves
+    /// scenarios, the port scaling in four visits of three short batches):
+    /// a row's figure moves
     /// between runs as its pass levels' spread over the square root of their
     /// count, so more, shorter passes in the same time move it less. With
     /// three passes 7-10 of 45 rows moved by 20 % or more between runs, with
@@ -58,11 +59,17 @@ struct RunConfig: Sendable {
     var timerChurnWindow: Double { 2 }
     var timerChanges: Int { quick ? 60_000 : 100_000 }
 
-    /// Port scaling: port counts, messages per batch, batches per count.
+    /// Port scaling: port counts, messages per batch, batches per count
+    /// and visit, visits per pass. A quick pass visits it four times, three
+    /// short batches each (forty-eight visits over twelve passes): its
+    /// sides' pace is the host's of the moment, which lasts longer than a
+    /// visit's batches, so what narrows a centre is visits at more moments,
+    /// not more batches in one (docs/performance.md, "Batch by batch",
+    /// "Four visits a pass").
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
-    var scalingMessages: Int { quick ? 100_000 : 200_000 }
-    /// Five batches a pass (sixty over a quick run's twelve passes).
-    var scalingRepetitions: Int { 5 }
+    var scalingMessages: Int { quick ? 50_000 : 200_000 }
+    var scalingRepetitions: Int { quick ? 3 : 5 }
+    var scalingVisitsPerPass: Int { quick ? 4 : 1 }
 
     /// Memory: units made per measurement, measurements per side.
     var memoryUnits: Int { quick ? 200 : 1_000 }
@@ -86,6 +93,14 @@ protocol Scenario: Sendable {
     /// One line for --list.
     var summary: String { get }
     func run(_ config: RunConfig) -> [ScenarioResult]
+    /// How many times a pass runs it, at evenly spaced places among the
+    /// other scenarios (PassSchedule): each visit is one more draw of the
+    /// host's pace for its rows. One unless a scenario says otherwise.
+    func visitsPerPass(_ config: RunConfig) -> Int
+}
+
+extension Scenario {
+    func visitsPerPass(_ config: RunConfig) -> Int { 1 }
 }
 
 /// Every scenario, in report order.

@@ -24,6 +24,8 @@ struct PortScaling: Scenario {
         let raw: Measurement, rawOneSocket: Measurement
     }
 
+    func visitsPerPass(_ config: RunConfig) -> Int { config.scalingVisitsPerPass }
+
     func run(_ config: RunConfig) -> [ScenarioResult] {
         let fdLimit = ProcessStats.raiseFileDescriptorLimit()
         var results: [ScenarioResult] = []
