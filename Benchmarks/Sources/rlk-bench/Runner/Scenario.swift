@@ -23,11 +23,11 @@ struct RunConfig: Sendable {
 
     /// Twelve for a quick run, each pass short (one round of the timer
     /// scenarios, the port scaling in four visits of three short batches):
-    /// a row's figure moves
-    /// between runs as its pass levels' spread over the square root of their
-    /// count, so more, shorter passes in the same time move it less. With
-    /// three passes 7-10 of 45 rows moved by 20 % or more between runs, with
-    /// five 0-3 (docs/performance.md, "Five passes", "Twelve short passes").
+    /// a row's figure moves between runs as its pass levels' spread over the
+    /// square root of their count, so more, shorter passes in the same time
+    /// move it less. With three passes 7-10 of 45 rows moved by 20 % or more
+    /// between runs, with five 0-3 (docs/performance.md, "Five passes",
+    /// "Twelve short passes").
     static func defaultPasses(quick: Bool) -> Int { quick ? 12 : 1 }
 
     /// Round trips: repetitions, and round trips timed per repetition.
