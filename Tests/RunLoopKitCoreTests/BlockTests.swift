@@ -137,6 +137,80 @@ struct BlockTests {
         }
     }
 
+    // The loop takes plain blocks several at a time off the head of its
+    // queue (RunLoop.takenBlocks); the next three tests hold it to what a
+    // queue taken one block at a time does.
+
+    @Test("S-BLK-4, S-RUN-8: a run nested in a block runs the blocks queued before it, then the newer ones, in order")
+    func nestedRunKeepsTheOrderOfTakenBlocks() throws {
+        let seen = try SpawnedThread<[String]>(named: "blk-nested") {
+            let loop = RunLoop.current
+            let modeX = RunLoop.Mode("S-BLK-4.nested")
+            loop.add(keepAliveSource(), forMode: .default)
+            loop.add(keepAliveSource(), forMode: modeX)
+            let seen = Locked<[String]>([])
+            loop.perform {
+                seen.withLock { $0.append("a") }
+                loop.perform { seen.withLock { $0.append("d") } }
+                // Every common-mode block queued before this one's drain
+                // began runs here first (b, c), then the one queued since (d);
+                // the .default block between them waits for the outer run.
+                loop.addCommonMode(modeX)
+                _ = loop.run(mode: modeX, seconds: 0)
+                seen.withLock { $0.append("a ends") }
+            }
+            for name in ["b", "c"] { loop.perform { seen.withLock { $0.append(name) } } }
+            loop.perform(inModes: [.default]) {
+                seen.withLock { $0.append("stop") }
+                loop.stop()
+            }
+            _ = loop.run(mode: .default, seconds: 10)
+            return seen.value
+        }.join()
+        #expect(seen == ["a", "b", "c", "d", "a ends", "stop"])
+    }
+
+    @Test("S-BLK-4, S-RUN-4: a block that stops the run leaves the blocks queued after it for the next run, ahead of newer ones")
+    func stopLeavesTakenBlocksForTheNextRun() throws {
+        let (first, second, seen) = try SpawnedThread<(RunLoop.RunResult, RunLoop.RunResult, [Int])>(named: "blk-stop") {
+            let loop = RunLoop.current
+            loop.add(keepAliveSource(), forMode: .default)
+            let seen = Locked<[Int]>([])
+            loop.perform {
+                seen.withLock { $0.append(0) }
+                loop.stop()
+            }
+            for index in 1...5 { loop.perform { seen.withLock { $0.append(index) } } }
+            let first = loop.run(mode: .default, seconds: 10)
+            let ranBeforeTheSecondRun = seen.value
+            loop.perform {
+                seen.withLock { $0.append(6) }
+                loop.stop()
+            }
+            let second = loop.run(mode: .default, seconds: 10)
+            return (first, second, ranBeforeTheSecondRun + [-1] + seen.value.dropFirst(ranBeforeTheSecondRun.count))
+        }.join()
+        #expect(first == .stopped && second == .stopped)
+        #expect(seen == [0, -1, 1, 2, 3, 4, 5, 6], "the first run went on after its stop, or the second lost or reordered a block")
+    }
+
+    @Test("S-RUN-1, S-BLK-4: blocks left behind by a stop keep their mode from being empty")
+    func blocksLeftByAStopKeepTheirModeRunning() throws {
+        let (result, ran) = try SpawnedThread<(RunLoop.RunResult, Int)>(named: "blk-keep") {
+            let loop = RunLoop.current
+            let modeX = RunLoop.Mode("S-BLK-4.keep")
+            let ran = Locked(0)
+            loop.perform(inModes: [modeX]) { loop.stop() }
+            for _ in 0..<3 { loop.perform(inModes: [modeX]) { ran.withLock { $0 += 1 } } }
+            // Nothing but the blocks keeps modeX from being empty.
+            _ = loop.run(mode: modeX, seconds: 10)
+            let result = loop.run(mode: modeX, seconds: 10, returnAfterSourceHandled: true)
+            return (result, ran.value)
+        }.join()
+        #expect(result == .handledSource, "the mode read as empty with blocks still waiting")
+        #expect(ran == 3)
+    }
+
     @Test("S-BLK-2: performAndWait on the loop's own thread runs the block at once (no deadlock)")
     func performAndWaitOnOwnThreadRunsInline() throws {
         let (value, ranBeforeReturn) = try SpawnedThread<(Int, Bool)>(named: "blk-inline") {

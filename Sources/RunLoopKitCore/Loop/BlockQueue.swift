@@ -26,6 +26,27 @@ struct BlockQueue {
         storage.append(block)
     }
 
+    /// Moves the plain blocks at the head of the queue (order 0, no tag, no
+    /// one waiting, not a job) that may run in `mode`, up to `limit` of them
+    /// and no more than `room`, into `taken`, oldest first; stops at the
+    /// first block that is not such a block. Only the head: every block left
+    /// in the queue is then newer than every block taken, so running the
+    /// taken ones first keeps S-BLK-4's order for a run in any mode. Nothing
+    /// while ordered blocks wait (their pops choose by order). Returns how
+    /// many it moved.
+    mutating func takePlainHead(matching mode: RunLoop.Mode, isCommon: Bool, limit: Int, room: Int,
+                                into taken: inout Deque<PendingBlock>) -> Int {
+        guard orderedCount == 0 else { return 0 }
+        // Counted in place first (no copy of a block), then moved.
+        let end = min(storage.count, limit, room)
+        var count = 0
+        while count < end, storage[count].isPlain, storage[count].modes.matches(mode, isCommon: isCommon) {
+            count += 1
+        }
+        for _ in 0..<count { taken.append(storage.removeFirst()) }
+        return count
+    }
+
     /// Takes the first block, among the first `limit`, that may run in
     /// `mode` (the lowest order first while ordered blocks wait). Blocks
     /// queued after a drain began sit behind its `limit`, so that they wait

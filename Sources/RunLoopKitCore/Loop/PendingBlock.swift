@@ -67,6 +67,18 @@ struct PendingBlock {
         }
     }
 
+    /// A plain perform's block: order 0, no tag, no one to tell if it is
+    /// discarded, not a job. Only such blocks are taken several at a time
+    /// (`BlockQueue.takePlainHead`): nothing outside the loop's thread can
+    /// reach them once taken.
+    var isPlain: Bool {
+        guard extras == nil else { return false }
+        switch modes {
+        case .job, .taskJob, .ordered: return false
+        default: return true
+        }
+    }
+
     var isJob: Bool {
         switch modes {
         case .job, .taskJob: true

@@ -250,6 +250,8 @@ extension RunLoop {
 
     /// Whether a block waits for `mode`: it keeps the mode from being empty (S-RUN-1).
     func hasBlocks(for mode: Mode, isCommon: Bool) -> Bool {
+        // Loop thread only (a run's), so the taken blocks may be read.
+        if takenBlocks.contains(where: { $0.modes.matches(mode, isCommon: isCommon) }) { return true }
         guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
         return state.withLock { $0.blocks.containsBlock(for: mode, isCommon: isCommon) }
     }

@@ -307,9 +307,16 @@ extension RunLoop {
     /// (S-BLK-4), and the executor's jobs among them in the same order
     /// (S-EXEC-1). Blocks queued while draining wait for the next pass, and a
     /// stop ends the drain after the block in progress. Returns whether any ran.
+    ///
+    /// Plain blocks at the head of the queue are taken up to
+    /// `blocksTakenAtOnce` under one lock (`takenBlocks`) and run from
+    /// there: taking the lock once for every block, against a thread that
+    /// takes it for every perform, made a flood across CPUs run at one of
+    /// two paces, 1.8 times apart (docs/performance.md, "The perform
+    /// flood's two paces across CPUs").
     private func drainBlocks(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
         // Most passes find no block: an atomic load instead of the lock.
-        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return false }
+        guard pendingBlockCount.load(ordering: .acquiring) > 0 || !takenBlocks.isEmpty else { return false }
         var ran = false
         var remaining = -1
         let isCommon = snapshot.isCommon
@@ -320,6 +327,13 @@ extension RunLoop {
             // callout of this pass must not start another (LoopThread.stop
             // discards the rest).
             if isStopPending { return ran }
+            // Blocks taken earlier, by this drain or one it is nested in,
+            // are older than any still queued.
+            if !takenBlocks.isEmpty, let block = takeTakenBlock(matching: mode, isCommon: isCommon) {
+                callout(.block, snapshot, mode: mode, origin: block.origin) { block.body() }
+                ran = true
+                continue
+            }
             // Every block queued when the drain began was taken: no lock
             // just to find that out.
             if remaining == 0 {
@@ -329,8 +343,18 @@ extension RunLoop {
             var executors = LoopState.JobExecutors()
             let next: PendingBlock? = state.withLock { state in
                 if remaining < 0 { remaining = state.blocks.count }
-                guard remaining > 0,
-                      let block = state.blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining, jobs: jobs) else {
+                guard remaining > 0 else { return nil }
+                // Nothing older is left behind (only the head is taken), so
+                // the taken blocks run next, before any still queued.
+                let taken = state.blocks.takePlainHead(matching: mode, isCommon: isCommon, limit: remaining,
+                                                       room: Self.blocksTakenAtOnce, into: &takenBlocks)
+                if taken > 0 {
+                    remaining -= taken
+                    pendingBlockCount.wrappingSubtract(taken, ordering: .releasing)
+                    return nil
+                }
+                guard let block = state.blocks.popFirst(matching: mode, isCommon: isCommon, limit: remaining, jobs: jobs) else {
+                    remaining = 0
                     return nil
                 }
                 remaining -= 1
@@ -339,6 +363,7 @@ extension RunLoop {
                 return block
             }
             guard let block = next else {
+                if !takenBlocks.isEmpty { continue }
                 if !jobs { warnIfAJobWaits() }
                 return ran
             }
@@ -353,6 +378,23 @@ extension RunLoop {
             ran = true
         }
     }
+
+    /// The oldest taken block that may run in `mode` (most often the
+    /// first: a run nested in another mode is what skips any).
+    private func takeTakenBlock(matching mode: Mode, isCommon: Bool) -> PendingBlock? {
+        if takenBlocks[0].modes.matches(mode, isCommon: isCommon) { return takenBlocks.removeFirst() }
+        var index = 1
+        while index < takenBlocks.count {
+            if takenBlocks[index].modes.matches(mode, isCommon: isCommon) { return takenBlocks.remove(at: index) }
+            index += 1
+        }
+        return nil
+    }
+
+    /// How many plain blocks one lock takes (`drainBlocks`): enough that a
+    /// flood's lock is taken a few times a wake-up, few enough that a
+    /// stop leaves little behind.
+    static let blocksTakenAtOnce = 32
 
     /// Step 5: performs every signalled custom source of the mode, in order;
     /// with `stopAfterOne`, only the first. Returns whether any was performed.

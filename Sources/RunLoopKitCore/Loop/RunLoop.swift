@@ -1,4 +1,5 @@
 internal import CLinuxSupport
+import DequeModule
 import Glibc
 import Logging
 import Synchronization
@@ -55,6 +56,14 @@ public final class RunLoop: @unchecked Sendable {
     /// avoid allocating.
     // U-DUE-TIMERS (docs/unsafe-sites.md).
     @exclusivity(unchecked) var dueTimers: [Timer] = []
+
+    /// Loop thread only: plain blocks taken off the head of the queue
+    /// several at a time under one lock, oldest first, and not yet run
+    /// (`drainBlocks`). Older than every block still queued, so any drain
+    /// runs them first, a run nested in one of them included; a stop leaves
+    /// them for the next run; thread exit drops them with the queue's.
+    // U-TAKEN-BLOCKS (docs/unsafe-sites.md).
+    @exclusivity(unchecked) var takenBlocks = Deque<PendingBlock>()
 
     @usableFromInline let stopRequested = Atomic<Bool>(false)
     /// Bumped under the lock by every change to any mode's items; the loop
