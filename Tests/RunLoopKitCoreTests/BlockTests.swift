@@ -194,6 +194,29 @@ struct BlockTests {
         #expect(seen == [0, -1, 1, 2, 3, 4, 5, 6], "the first run went on after its stop, or the second lost or reordered a block")
     }
 
+    @Test("S-BLK-4: after a stop, an ordered block of a lower order queued during the stopped drain runs before the plain blocks left behind")
+    func stopLeavesTheQueueAsOneBlockAtATime() throws {
+        let seen = try SpawnedThread<[Int]>(named: "blk-stop-order") {
+            let loop = RunLoop.current
+            loop.add(keepAliveSource(), forMode: .default)
+            let seen = Locked<[Int]>([])
+            loop.perform {
+                seen.withLock { $0.append(0) }
+                loop.perform(order: -1, inModes: [.default]) { seen.withLock { $0.append(-1) } }
+                loop.stop()
+            }
+            for index in 1...3 { loop.perform { seen.withLock { $0.append(index) } } }
+            _ = loop.run(mode: .default, seconds: 10)
+            loop.perform {
+                seen.withLock { $0.append(4) }
+                loop.stop()
+            }
+            _ = loop.run(mode: .default, seconds: 10)
+            return seen.value
+        }.join()
+        #expect(seen == [0, -1, 1, 2, 3, 4])
+    }
+
     @Test("S-RUN-1, S-BLK-4: blocks left behind by a stop keep their mode from being empty")
     func blocksLeftByAStopKeepTheirModeRunning() throws {
         let (result, ran) = try SpawnedThread<(RunLoop.RunResult, Int)>(named: "blk-keep") {

@@ -47,6 +47,12 @@ struct BlockQueue {
         return count
     }
 
+    /// Puts blocks `takePlainHead` took back at the head, in their order
+    /// (a drain stopped before running them).
+    mutating func putBackAtHead(_ taken: Deque<PendingBlock>) {
+        storage.prepend(contentsOf: taken)
+    }
+
     /// Takes the first block, among the first `limit`, that may run in
     /// `mode` (the lowest order first while ordered blocks wait). Blocks
     /// queued after a drain began sit behind its `limit`, so that they wait

@@ -310,7 +310,7 @@ extension RunLoop {
     ///
     /// Plain blocks at the head of the queue are taken up to
     /// `blocksTakenAtOnce` under one lock (`takenBlocks`) and run from
-    /// there: taking the lock once for every block, against a thread that
+    /// there (a stop puts back those not run): taking the lock once for every block, against a thread that
     /// takes it for every perform, made a flood across CPUs run at one of
     /// two paces, 1.8 times apart (docs/performance.md, "The perform
     /// flood's two paces across CPUs").
@@ -325,8 +325,12 @@ extension RunLoop {
         while true {
             // Checked before each block: a stop that came during an earlier
             // callout of this pass must not start another (LoopThread.stop
-            // discards the rest).
-            if isStopPending { return ran }
+            // discards the rest). Blocks taken and not run go back to the
+            // queue's head, as if never taken.
+            if isStopPending {
+                putTakenBlocksBack()
+                return ran
+            }
             // Blocks taken earlier, by this drain or one it is nested in,
             // are older than any still queued.
             if !takenBlocks.isEmpty, let block = takeTakenBlock(matching: mode, isCommon: isCommon) {
@@ -377,6 +381,20 @@ extension RunLoop {
             }
             ran = true
         }
+    }
+
+    /// Puts the taken blocks back at the head of the queue, in their order:
+    /// a stopped drain leaves the queue as a drain taking one block at a
+    /// time would have, so the next run pops them as any queued block (an
+    /// ordered block of a lower order queued meanwhile still goes first).
+    private func putTakenBlocksBack() {
+        guard !takenBlocks.isEmpty else { return }
+        let count = takenBlocks.count
+        state.withLock { state in
+            state.blocks.putBackAtHead(takenBlocks)
+            pendingBlockCount.wrappingAdd(count, ordering: .releasing)
+        }
+        takenBlocks.removeAll(keepingCapacity: true)
     }
 
     /// The oldest taken block that may run in `mode` (most often the

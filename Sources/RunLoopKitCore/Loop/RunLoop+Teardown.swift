@@ -23,12 +23,9 @@ extension RunLoop {
         waiter.close()
         for (item, mode) in departed { item.loopDidTearDown(self, mode: mode) }
         for block in pending { block.discarded?(.loopGone(threadName: threadName)) }
-        // Plain blocks a stopped drain had taken: no one waits for them.
-        let taken = takenBlocks.count
-        takenBlocks.removeAll()
         dueTimers.removeAll()
-        if !pending.isEmpty || taken > 0 {
-            logger.debug("run loop torn down at thread exit; \(pending.count + taken) queued block(s) discarded")
+        if !pending.isEmpty {
+            logger.debug("run loop torn down at thread exit; \(pending.count) queued block(s) discarded")
         }
     }
 

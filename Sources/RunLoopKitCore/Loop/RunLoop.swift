@@ -60,8 +60,8 @@ public final class RunLoop: @unchecked Sendable {
     /// Loop thread only: plain blocks taken off the head of the queue
     /// several at a time under one lock, oldest first, and not yet run
     /// (`drainBlocks`). Older than every block still queued, so any drain
-    /// runs them first, a run nested in one of them included; a stop leaves
-    /// them for the next run; thread exit drops them with the queue's.
+    /// runs them first, a run nested in one of them included; a stop puts
+    /// them back at the queue's head. Empty between drains.
     // U-TAKEN-BLOCKS (docs/unsafe-sites.md).
     @exclusivity(unchecked) var takenBlocks = Deque<PendingBlock>()
 
