@@ -310,10 +310,10 @@ extension RunLoop {
     ///
     /// Plain blocks at the head of the queue are taken up to
     /// `blocksTakenAtOnce` under one lock (`takenBlocks`) and run from
-    /// there (a stop puts back those not run): taking the lock once for every block, against a thread that
-    /// takes it for every perform, made a flood across CPUs run at one of
-    /// two paces, 1.8 times apart (docs/performance.md, "The perform
-    /// flood's two paces across CPUs").
+    /// there (a stop puts back those not run): taking the lock once for
+    /// every block, against a thread that takes it for every perform, made
+    /// a flood across CPUs run at one of two paces, 1.8 times apart
+    /// (docs/performance.md, "The perform flood's two paces across CPUs").
     private func drainBlocks(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
         // Most passes find no block: an atomic load instead of the lock.
         guard pendingBlockCount.load(ordering: .acquiring) > 0 || !takenBlocks.isEmpty else { return false }
@@ -411,7 +411,7 @@ extension RunLoop {
 
     /// How many plain blocks one lock takes (`drainBlocks`): enough that a
     /// flood's lock is taken a few times a wake-up, few enough that a
-    /// stop leaves little behind.
+    /// sender waiting for the lock meanwhile waits only briefly.
     static let blocksTakenAtOnce = 32
 
     /// Step 5: performs every signalled custom source of the mode, in order;
