@@ -202,6 +202,30 @@ struct PortBatchTests {
         #expect(log.all.filter { $0 != "pass" } == ["m1", "m2", "removed", "back", "m3", "m4"])
     }
 
+    @Test("S-SRC1-2: a timer that removes a ready port from the running mode, in the pass that would serve it, keeps every message from that pass; they wait for the port's return",
+          arguments: [false, true])
+    func removalBeforeTheBatch(inPlace: Bool) throws {
+        let log = EventLog()
+        try onNewThread {
+            let loop = RunLoop.current
+            let port = try Self.loggingPort(log, inPlace: inPlace)
+            // Step 9 fires due timers, then serves one ready port: the timer
+            // removes the port after the pass took its look at the mode.
+            let timer = try Timer(timeInterval: 0, repeats: false) { _ in
+                log.add("removed")
+                RunLoop.current.remove(port, forMode: .default)
+            }
+            loop.add(timer, forMode: .default)
+            try Self.send(1...3, to: port)
+            _ = loop.run(mode: .default, seconds: 0.05)
+            log.add("back")
+            try port.schedule(in: loop, forMode: .default)
+            _ = loop.run(mode: .default, seconds: 0)
+            port.invalidate()
+        }
+        #expect(log.all.filter { $0 != "pass" } == ["removed", "back", "m1", "m2", "m3"])
+    }
+
     @Test("S-SRC1-1, S-BLK-4: blocks queued during a batch run after it (step 10)")
     func blocksAfterTheBatch() throws {
         let log = EventLog()

@@ -2,11 +2,12 @@ import Synchronization
 
 /// What one step 9 allows a socket source (S-SRC1-1): a port may deliver
 /// several queued messages in one callout, up to `limit`, and asks
-/// `mayContinue()` after each, so that what a caller can observe stays as
-/// in CFRunLoop. The loop makes one per callout, on its thread.
+/// `admitsWithoutLook()` of each once it is read, so that what a caller can
+/// observe stays as in CFRunLoop. The loop makes one per callout, on its
+/// thread.
 ///
 /// Inlinable, behind the `RunLoopKitInternals` SPI as `Locked` is: a port asks
-/// `mayContinue()` after every message of a batch.
+/// it of every message of a batch.
 @_spi(RunLoopKitInternals)
 public struct CalloutBatch {
     /// At most this many events: 1 in a run with returnAfterSourceHandled,
@@ -21,28 +22,48 @@ public struct CalloutBatch {
     @usableFromInline unowned(unsafe) let loop: RunLoop
     @usableFromInline unowned(unsafe) let source: SocketSource
     @usableFromInline let mode: RunLoop.Mode
-    /// The loop's item version when the batch began: while it is unchanged,
-    /// the source is still in the running mode without a look.
-    @usableFromInline let itemsVersion: UInt64
+    /// The loop's item version the batch last knew the source to be in the
+    /// running mode at: the pass's snapshot's at first, then that of the
+    /// last look (`mayContinue`). While it is unchanged, no look is needed.
+    @usableFromInline var itemsVersion: UInt64
 
-    init(limit: Int, loop: RunLoop, source: SocketSource, mode: RunLoop.Mode) {
+    init(limit: Int, loop: RunLoop, source: SocketSource, mode: RunLoop.Mode, snapshotVersion: UInt64) {
         self.limit = limit
         self.loop = loop
         self.source = source
         self.mode = mode
-        itemsVersion = loop.itemsVersion.load(ordering: .acquiring)
+        itemsVersion = snapshotVersion
     }
 
-    /// After an event: may the batch go on? Not after a stop requested from
-    /// any thread (S-RUN-4), nor once the source was invalidated or left
-    /// the running mode (the rest waits, S-SRC1-2, or goes with the port,
-    /// S-PORT-5).
+    /// Before each event, once the port has read it and before it decodes
+    /// or delivers it: may the batch deliver it? Not after a stop requested
+    /// from any thread (S-RUN-4), nor once the source was invalidated or
+    /// left the running mode (the event waits, S-SRC1-2, or goes with the
+    /// port, S-PORT-5). Asked after the read, so that a stop, a remove or
+    /// an invalidate that returned on another thread before a message was
+    /// sent always keeps that message from this batch.
+    ///
+    /// Atomics only: nil when the loop's items changed since the batch
+    /// last knew, and only a look at the mode (`mayContinue`) can tell. A
+    /// port asks this with its receiver's lock held, where the loop's lock
+    /// must not be taken.
     @inlinable
-    package func mayContinue() -> Bool {
+    package func admitsWithoutLook() -> Bool? {
         if loop.isStopPending || !source.isValid { return false }
         if loop.itemsVersion.load(ordering: .acquiring) == itemsVersion { return true }
-        // Something changed: a look at the mode (items added to `.common`
-        // are in every common mode's own list too).
-        return loop.holdsSource(source, inMode: mode)
+        return nil
+    }
+
+    /// `admitsWithoutLook`, with a look at the mode when it cannot tell
+    /// (items added to `.common` are in every common mode's own list too).
+    /// A look that finds the source still there remembers the version it
+    /// looked at: a later change bumps it again.
+    @inlinable
+    package mutating func mayContinue() -> Bool {
+        if let answer = admitsWithoutLook() { return answer }
+        let version = loop.itemsVersion.load(ordering: .acquiring)
+        guard loop.holdsSource(source, inMode: mode) else { return false }
+        itemsVersion = version
+        return true
     }
 }

@@ -327,7 +327,8 @@ extension RunLoop {
     /// with returnAfterSourceHandled.
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode, returnAfterSourceHandled: Bool) -> Bool {
         guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
-        let batch = CalloutBatch(limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode)
+        let batch = CalloutBatch(
+            limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode, snapshotVersion: snapshot.version)
         var drained = false
         callout(.socketSource, snapshot, mode: mode) { drained = source.handle(batch) }
         // A port whose queue ran dry was re-armed by that empty receive: no

@@ -34,17 +34,24 @@ extension Port {
     /// How a batch ended, or why it went back to read the handler again.
     private enum BatchOutcome { case ranDry, stopped, handlerChanged }
 
-    /// The messages a batch has handled, against its limit (S-SRC1-1).
+    /// The messages a batch has handled, against its limit (S-SRC1-1), and
+    /// what the loop allows it: asked of each message once it is read
+    /// (`PortReceiver.receive(into:admittedBy:)`).
     private struct BatchCount {
         let limit: Int
-        let callout: CalloutBatch
+        var callout: CalloutBatch
         var handled = 0
 
-        /// After a message or a drop: may the batch go on?
+        /// After a message or a drop: may the batch read another?
         mutating func next() -> Bool {
             handled += 1
-            return handled < limit && callout.mayContinue()
+            return handled < limit
         }
+
+        /// A message the receiver would not take without a look at the
+        /// loop: after the look, take it (true) or leave it queued, first in
+        /// line, and end the batch.
+        mutating func admitsAfterLook() -> Bool { callout.mayContinue() }
     }
 
     /// Delivers `PortMessage`s while the handler stays `version`. One
@@ -63,9 +70,13 @@ extension Port {
                 receiver.endBatch(&inbox)
                 return .handlerChanged
             }
-            switch receiver.receive(into: &inbox) {
+            switch receiver.receive(into: &inbox, admittedBy: batch.callout) {
             case .empty:
                 return .ranDry
+            case .notAdmitted:
+                if batch.admitsAfterLook() { continue }
+                receiver.endBatch(&inbox)
+                return .stopped
             case .dropped:
                 tapDrop(receiver)
                 receiver.drops.emitPending()
@@ -101,9 +112,12 @@ extension Port {
         var replyPort: Port?
         while true {
             guard handlerVersion.load(ordering: .acquiring) == version else { return .handlerChanged }
-            switch receiver.receiveInPlace(into: message, replyPort: &replyPort) {
+            switch receiver.receiveInPlace(into: message, replyPort: &replyPort, admittedBy: batch.callout) {
             case .empty:
                 return .ranDry
+            case .notAdmitted:
+                if batch.admitsAfterLook() { continue }
+                return .stopped
             case .dropped:
                 tapDrop(receiver)
                 receiver.drops.emitPending()

@@ -201,25 +201,35 @@ final class PortReceiver: @unchecked Sendable {
         case dropped
         /// Nothing is queued.
         case empty
+        /// A message is queued, but the batch may not take it without a
+        /// look at its loop (`CalloutBatch.mayContinue`), or may not take it
+        /// at all: it stays here, first in line for the next receive.
+        case notAdmitted
     }
 
     /// On the loop thread: decodes the next message into `inbox`, a batch's
-    /// received message (see `Port.deliver`), whose storage it reuses.
+    /// received message (see `Port.deliver`), whose storage it reuses, if
+    /// `batch` admits it (`CalloutBatch.admitsWithoutLook`, asked once the
+    /// message is here and before it is decoded: a stop or a remove that
+    /// returned before the message was sent keeps it from this batch).
     /// Finding the queue empty ends the batch: the inbox's components array
-    /// is kept for the next one. Any thread may call it, but only the
-    /// port's loop thread does.
-    func receive(into inbox: inout PortMessage) -> Received {
+    /// goes back to the decoder for the next batch.
+    func receive(into inbox: inout PortMessage, admittedBy batch: borrowing CalloutBatch) -> Received {
         lock.withLock {
             guard !isClosed else { return .empty }
             defer { socket.releaseOwnership() }
             decoder.lend(to: &inbox)
             // Apart, so that the usual path stays as it was: a message a
             // stream handed back comes before anything from the socket.
-            if !requeued.isEmpty { return decodeRequeued(into: &inbox) }
+            if !requeued.isEmpty {
+                guard batch.admitsWithoutLook() == true else { return .notAdmitted }
+                return decodeRequeued(into: &inbox)
+            }
             guard frames.isHolding || receiveFrames(into: frames) else {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }
+            guard batch.admitsWithoutLook() == true else { return .notAdmitted }
             defer { frames.clear() }
             do throws(WireFormat.DecodeError) {
                 return .message(traceID: try decoder.decode(frames, into: &inbox))
@@ -256,18 +266,23 @@ final class PortReceiver: @unchecked Sendable {
     /// the readiness check read ahead is moved there.) Checks it and
     /// resolves its ports without copying it out (`PortMessageView`);
     /// `replyPort` is the batch's (see `MessageDecoder.decodeInPlace`).
-    func receiveInPlace(into message: InPlaceMessage, replyPort: inout Port?) -> Received {
+    /// Only if `batch` admits it, as `receive(into:admittedBy:)` says.
+    func receiveInPlace(into message: InPlaceMessage, replyPort: inout Port?, admittedBy batch: borrowing CalloutBatch) -> Received {
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { return .empty }
         defer { socket.releaseOwnership() }
         message.forgetDecoded()
-        if !requeued.isEmpty {
-            requeued.removeFirst().move(to: message.frames)
-        } else if frames.isHolding {
-            frames.move(to: message.frames)
+        if !requeued.isEmpty || frames.isHolding {
+            guard batch.admitsWithoutLook() == true else { return .notAdmitted }
+            if !requeued.isEmpty { requeued.removeFirst().move(to: message.frames) } else { frames.move(to: message.frames) }
         } else {
             guard receiveFrames(into: message.frames) else { return .empty }
+            guard batch.admitsWithoutLook() == true else {
+                // Rare: kept where the next receive looks first.
+                message.frames.move(to: frames)
+                return .notAdmitted
+            }
         }
         do throws(WireFormat.DecodeError) {
             try decoder.decodeInPlace(message, replyPort: &replyPort)
