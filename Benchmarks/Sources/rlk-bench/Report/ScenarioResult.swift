@@ -104,6 +104,10 @@ struct ScenarioResult: Sendable {
     var target: Target?
     /// What a reader needs to interpret the row (sizes, what was shrunk in --quick, ...).
     var notes: [String] = []
+    /// Notes that say what one pass or visit saw that others may not (an
+    /// fd that came and went): pooling keeps every visit's, numbered, where
+    /// `notes` keeps the first visit's only.
+    var visitNotes: [String] = []
     /// Rows with the same group share a panel of the latency chart.
     var chartGroup: String? = nil
     /// The x value of a curve's point (the port count of a scaling row).

@@ -21,7 +21,14 @@ enum Passes {
     /// each visit pooled as a pass of its own.
     static func pool(_ visits: [[ScenarioResult]], visitsPerPass: Int = 1) -> [ScenarioResult] {
         guard var pooled = visits.first else { return [] }
-        guard visits.count > 1 else { return pooled }
+        guard visits.count > 1 else {
+            return pooled.map { row in
+                var row = row
+                row.notes += row.visitNotes
+                row.visitNotes = []
+                return row
+            }
+        }
         let passes = visits.count / visitsPerPass
         let source = visitsPerPass > 1
             ? "\(visits.count) visits (\(visitsPerPass) a pass, spread among the other scenarios, over \(passes) pass\(passes == 1 ? "" : "es"))"
@@ -34,6 +41,10 @@ enum Passes {
                 pooled[index].peer = pool(same.map { $0?.peer })
             }
             pooled[index].notes.append("samples pooled from \(source); the notes above are the first visit's")
+            for (number, visit) in same.enumerated() {
+                for note in visit?.visitNotes ?? [] { pooled[index].notes.append("visit \(number + 1): \(note)") }
+            }
+            pooled[index].visitNotes = []
         }
         return pooled
     }

@@ -13,6 +13,26 @@ enum ProcessStats {
         return count - 2  // "." and ".."
     }
 
+    /// Each open file descriptor and what it is (its /proc/self/fd link:
+    /// a path, `socket:[inode]`, `anon_inode:[eventfd]`...), the listing's
+    /// own descriptor left out.
+    static func openFileDescriptorTargets() -> [Int32: String] {
+        guard let directory = opendir("/proc/self/fd") else { return [:] }
+        defer { closedir(directory) }
+        let own = dirfd(directory)
+        var targets: [Int32: String] = [:]
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
+            }
+            guard let fd = Int32(name), fd != own else { continue }
+            var buffer = [CChar](repeating: 0, count: 256)
+            let length = readlink("/proc/self/fd/\(name)", &buffer, buffer.count - 1)
+            targets[fd] = length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        }
+        return targets
+    }
+
     /// Resident set size in bytes (the second field of /proc/self/statm, in pages).
     static func residentBytes() -> Int {
         guard let text = readSmallFile("/proc/self/statm") else { return -1 }
