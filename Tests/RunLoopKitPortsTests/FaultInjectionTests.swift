@@ -223,8 +223,12 @@ struct FaultInjectionTests {
                 // At least a third of what the unsignalled timer fired (and
                 // of the 2 ms periods, alone on the machine: 0.6 s, 290 of
                 // 290): the storm slows the loop, it never silences it.
+                // A tenth under a sanitizer, which slows the signalled loop's
+                // 20,000 deliveries and not the idle control's timer
+                // (AddressSanitizer beside the whole suite: 421 of 1,376 once).
                 let (fired, controlFired) = (fires.withLock { $0 }, controlFires.withLock { $0 })
-                PortChild.check(fired >= controlFired / 3 && fired > 0,
+                let share = ProcessProbe.sanitizerName == nil ? 3 : 10
+                PortChild.check(fired >= controlFired / share && fired > 0,
                                 "the timer fired \(fired) times in \(seconds) s, the unsignalled one \(controlFired)")
                 PortChild.check(signals > 1_000, "only \(signals) signals sent")
                 PortChild.report("signals", signals)
