@@ -202,11 +202,11 @@ struct PortBatchTests {
         #expect(log.all.filter { $0 != "pass" } == ["m1", "m2", "removed", "back", "m3", "m4"])
     }
 
-    @Test("S-SRC1-2: a timer that removes a ready port from the running mode, in the pass that would serve it, keeps every message from that pass; they wait for the port's return",
+    @Test("S-SRC1-2, S-RUN-6: a timer that removes a ready port from the running mode, in the pass that would serve it, keeps every message from that pass; they wait for the port's return, and a run with returnAfterSourceHandled does not count the port as handled",
           arguments: [false, true])
     func removalBeforeTheBatch(inPlace: Bool) throws {
         let log = EventLog()
-        try onNewThread {
+        let result = try onNewThread { () -> RunLoop.RunResult in
             let loop = RunLoop.current
             let port = try Self.loggingPort(log, inPlace: inPlace)
             // Step 9 fires due timers, then serves one ready port: the timer
@@ -217,12 +217,15 @@ struct PortBatchTests {
             }
             loop.add(timer, forMode: .default)
             try Self.send(1...3, to: port)
-            _ = loop.run(mode: .default, seconds: 0.05)
+            // With the timer fired and the port gone, the mode is empty.
+            let result = loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: true)
             log.add("back")
             try port.schedule(in: loop, forMode: .default)
             _ = loop.run(mode: .default, seconds: 0)
             port.invalidate()
+            return result
         }
+        #expect(result == .finished, "no source was handled")
         #expect(log.all.filter { $0 != "pass" } == ["removed", "back", "m1", "m2", "m3"])
     }
 

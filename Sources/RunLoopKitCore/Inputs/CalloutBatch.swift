@@ -27,6 +27,28 @@ public struct CalloutBatch {
     /// last look (`mayContinue`). While it is unchanged, no look is needed.
     @usableFromInline var itemsVersion: UInt64
 
+    /// What a socket source's callout did.
+    package struct Outcome {
+        /// It handled an event: delivered or dropped a message (a plain
+        /// socket or fd source's handler always counts as one). False when
+        /// a port's batch was refused its first message (S-SRC1-2: a stop,
+        /// a remove or an invalidate since the pass looked): the pass then
+        /// handled no source (S-RUN-6).
+        package var handled: Bool
+        /// Its queue ran dry: the empty receive re-armed the socket's
+        /// readiness signal, so the loop need not look again before epoll
+        /// reports it.
+        package var drained: Bool
+
+        package init(handled: Bool, drained: Bool) {
+            self.handled = handled
+            self.drained = drained
+        }
+
+        /// A plain socket or fd source's handler ran.
+        static let handlerRan = Outcome(handled: true, drained: false)
+    }
+
     init(limit: Int, loop: RunLoop, source: SocketSource, mode: RunLoop.Mode, snapshotVersion: UInt64) {
         self.limit = limit
         self.loop = loop

@@ -40,10 +40,10 @@ public final class SocketSource: @unchecked Sendable {
     public let endpoint: Endpoint
     /// Kept for CFRunLoopSource parity; socket sources are served in arrival order, so that a busy one cannot starve the others (S-SRC1-1).
     public let order: Int
-    /// Returns true when the source found its queue empty (a port's batch
-    /// that ran dry): its readiness is re-armed, so it need not be looked at
-    /// again until epoll reports it.
-    private let handler: @Sendable (SocketSource, CalloutBatch) -> Bool
+    /// Says whether it handled an event and whether the source found its
+    /// queue empty (a port's batch that ran dry): then its readiness is
+    /// re-armed, so it need not be looked at again until epoll reports it.
+    private let handler: @Sendable (SocketSource, CalloutBatch) -> CalloutBatch.Outcome
     /// The socket's ZMQ_FD, read once in init; nil for a file descriptor source.
     private let socketDescriptor: Result<Int32, ZMQError>?
     /// Replaces the ZMQ_EVENTS check for a socket that its owner guards with
@@ -69,7 +69,7 @@ public final class SocketSource: @unchecked Sendable {
     public init(socket: Socket, order: Int = 0, handler: @escaping @Sendable (SocketSource, Socket) -> Void) {
         endpoint = .socket(socket)
         self.order = order
-        self.handler = { source, _ in handler(source, socket); return false }
+        self.handler = { source, _ in handler(source, socket); return .handlerRan }
         // Read ZMQ_FD now, on the socket's owner thread: `RunLoop.add` may run
         // on any thread, and reading it there would make that thread the
         // socket's owner, so the loop thread's first use would then fail the
@@ -84,7 +84,7 @@ public final class SocketSource: @unchecked Sendable {
     /// `package`: a port's receiver is such an owner.
     package init(
         socket: Socket, pollDescriptor: Int32, hasInput: @escaping @Sendable () -> Bool,
-        handler: @escaping @Sendable (SocketSource, CalloutBatch) -> Bool
+        handler: @escaping @Sendable (SocketSource, CalloutBatch) -> CalloutBatch.Outcome
     ) {
         endpoint = .socket(socket)
         order = 0
@@ -100,7 +100,7 @@ public final class SocketSource: @unchecked Sendable {
         socketDescriptor = nil
         inputCheck = nil
         self.order = order
-        self.handler = { source, _ in handler(source, fileDescriptor); return false }
+        self.handler = { source, _ in handler(source, fileDescriptor); return .handlerRan }
     }
 
     /// False after `invalidate()`, or once its loop's thread exited (S-THR-3). Any thread.
@@ -161,8 +161,7 @@ public final class SocketSource: @unchecked Sendable {
 
     /// One socket event: the handler, which a port uses to deliver up to
     /// `batch.limit` messages (S-SRC1-1).
-    /// Returns true when the source's queue ran dry (see `handler`).
-    func handle(_ batch: CalloutBatch) -> Bool { handler(self, batch) }
+    func handle(_ batch: CalloutBatch) -> CalloutBatch.Outcome { handler(self, batch) }
 
     func detach() {
         valid.store(false, ordering: .releasing)

@@ -329,12 +329,12 @@ extension RunLoop {
         guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
         let batch = CalloutBatch(
             limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode, snapshotVersion: snapshot.version)
-        var drained = false
-        callout(.socketSource, snapshot, mode: mode) { drained = source.handle(batch) }
+        var outcome = CalloutBatch.Outcome(handled: false, drained: false)
+        callout(.socketSource, snapshot, mode: mode) { outcome = source.handle(batch) }
         // A port whose queue ran dry was re-armed by that empty receive: no
         // need to ask it again before sleeping (one empty receive a message).
-        if drained { waiter.readyList.forgetDrained(source) }
-        return true
+        if outcome.drained { waiter.readyList.forgetDrained(source) }
+        return outcome.handled
     }
 
     // MARK: - Sleeping

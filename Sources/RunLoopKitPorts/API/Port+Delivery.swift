@@ -7,10 +7,11 @@ import Synchronization
 extension Port {
     /// On the loop thread: one socket event, a batch of messages to the
     /// handler. Each malformed message dropped on the way counts as one.
-    /// Returns true when the queue ran dry: that empty receive re-armed the
-    /// socket's readiness signal, so the loop need not look again.
-    func deliver(_ batch: CalloutBatch) -> Bool {
-        guard let receiver else { return false }
+    /// Says whether any was delivered or dropped, and whether the queue ran
+    /// dry: that empty receive re-armed the socket's readiness signal, so
+    /// the loop need not look again.
+    func deliver(_ batch: CalloutBatch) -> CalloutBatch.Outcome {
+        guard let receiver else { return CalloutBatch.Outcome(handled: false, drained: false) }
         var batch = BatchCount(limit: min(batch.limit, batchLimit.load(ordering: .relaxed)), callout: batch)
         while true {
             // The handler's kind says how a message is read; a handler set
@@ -24,8 +25,8 @@ extension Port {
             case nil: deliverMessages(&batch, from: receiver, to: { dropForNoHandler($0, receiver: receiver) }, version: version, delivers: false)
             }
             switch outcome {
-            case .ranDry: return true
-            case .stopped: return false
+            case .ranDry: return CalloutBatch.Outcome(handled: batch.handled > 0, drained: true)
+            case .stopped: return CalloutBatch.Outcome(handled: batch.handled > 0, drained: false)
             case .handlerChanged: continue
             }
         }

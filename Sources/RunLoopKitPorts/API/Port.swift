@@ -301,7 +301,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
                 // The receiver, not the port: the source must not keep its
                 // port alive, and a weak reference costs on every message.
                 hasInput: { receiver.hasInput() },
-                handler: { [weak self] _, batch in self?.deliver(batch) ?? false }
+                handler: { [weak self] _, batch in self?.deliver(batch) ?? CalloutBatch.Outcome(handled: false, drained: false) }
             )
             state.source = made
             return made
