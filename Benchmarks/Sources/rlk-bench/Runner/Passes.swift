@@ -14,7 +14,8 @@ enum Passes {
     /// (Measurement.centre is their middle mean). A derived row whose side
     /// is a single computed value (a growth) thus gets one value per pass,
     /// each a level. A side that failed in any pass
-    /// carries that failure, as a single pass would.
+    /// carries that failure, as a single pass would, unless it is optional
+    /// (then the passes where it failed are left out, and a note says so).
     ///
     /// `visits`: a scenario's rows from each of its visits, pass after
     /// pass; a scenario visited several times a pass (PassSchedule) has
@@ -36,11 +37,16 @@ enum Passes {
         for index in pooled.indices {
             let name = pooled[index].name
             let same = visits.map { visit in visit.first { $0.name == name } }
-            pooled[index].ours = pool(same.map { $0?.ours })
+            let (ours, oursNote) = pool(same.map { $0?.ours })
+            pooled[index].ours = ours
+            var sideNotes = [oursNote]
             if pooled[index].peer != nil {
-                pooled[index].peer = pool(same.map { $0?.peer })
+                let (peer, peerNote) = pool(same.map { $0?.peer })
+                pooled[index].peer = peer
+                sideNotes.append(peerNote)
             }
             pooled[index].notes.append("samples pooled from \(source); the notes above are the first visit's")
+            pooled[index].notes += sideNotes.compactMap { $0 }
             for (number, visit) in same.enumerated() {
                 for note in visit?.visitNotes ?? [] { pooled[index].notes.append("visit \(number + 1): \(note)") }
             }
@@ -49,18 +55,31 @@ enum Passes {
         return pooled
     }
 
-    private static func pool(_ sides: [Measurement?]) -> Measurement {
+    /// A side pooled over the visits, and a note when visits were left out:
+    /// an optional side (a peer that may fail, as Foundation's SocketPort
+    /// sometimes does on Linux) that failed in some visits and not all is
+    /// pooled from the others, the note naming the failed visits and the
+    /// first error; any other failure fails the side.
+    private static func pool(_ sides: [Measurement?]) -> (Measurement, String?) {
         var first = sides.compactMap { $0 }.first!
         if let missing = sides.firstIndex(where: { $0 == nil }) {
             first.samples = []
             first.error = "no such row in visit \(missing + 1)"
-            return first
+            return (first, nil)
         }
-        let present = sides.compactMap { $0 }
+        var present = sides.compactMap { $0 }
+        var note: String?
+        let failedVisits = present.indices.filter { present[$0].error != nil }
+        if first.optional && !failedVisits.isEmpty && failedVisits.count < present.count {
+            let error = present[failedVisits[0]].error ?? ""
+            note = "\(first.label): left out of visit\(failedVisits.count == 1 ? "" : "s") \(failedVisits.map { String($0 + 1) }.joined(separator: ", ")) of \(present.count), where it failed (\(error))"
+            present = present.filter { $0.error == nil }
+            first = present[0]
+        }
         if let failed = present.first(where: { $0.error != nil }) {
             first.samples = []
             first.error = failed.error
-            return first
+            return (first, nil)
         }
         first.samples = present.flatMap(\.samples)
         // Each pass or visit is a draw of its own (another stretch of the
@@ -68,6 +87,6 @@ enum Passes {
         first.levels = present.flatMap { pass in
             pass.levels.isEmpty ? (pass.summary.map { [$0.median] } ?? []) : pass.levels
         }
-        return first
+        return (first, note)
     }
 }
