@@ -15,7 +15,7 @@ struct Options {
     static let usage = """
         usage: rlk-bench [--quick] [--json] [--markdown] [--svg DIR] [--filter NAME]... [--placement cross|same|free] [--passes N] [--list]
 
-          --quick        smaller counts, twelve short passes: about 7-9 minutes (what CI runs)
+          --quick        smaller counts, twelve short passes: about 8-10 minutes (what CI runs)
           --json         print the results as JSON on stdout (progress goes to stderr)
           --markdown     also print the summary as a Markdown table (docs/performance.md)
           --svg DIR      write DIR/scaling.svg and DIR/latency.svg
