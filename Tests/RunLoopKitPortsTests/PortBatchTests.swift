@@ -202,7 +202,7 @@ struct PortBatchTests {
         #expect(log.all.filter { $0 != "pass" } == ["m1", "m2", "removed", "back", "m3", "m4"])
     }
 
-    @Test("S-SRC1-2, S-RUN-6: a timer that removes a ready port from the running mode, in the pass that would serve it, keeps every message from that pass; they wait for the port's return, and a run with returnAfterSourceHandled does not count the port as handled",
+    @Test("S-SRC1-2, S-RUN-2: a timer that removes a ready port from the running mode, in the pass that would serve it, keeps every message from that pass; they wait for the port's return, and a run with returnAfterSourceHandled does not count the port as handled",
           arguments: [false, true])
     func removalBeforeTheBatch(inPlace: Bool) throws {
         let log = EventLog()

@@ -33,7 +33,7 @@ public struct CalloutBatch {
         /// socket or fd source's handler always counts as one). False when
         /// a port's batch was refused its first message (S-SRC1-2: a stop,
         /// a remove or an invalidate since the pass looked): the pass then
-        /// handled no source (S-RUN-6).
+        /// handled no source (S-RUN-2, step 11).
         package var handled: Bool
         /// Its queue ran dry: the empty receive re-armed the socket's
         /// readiness signal, so the loop need not look again before epoll
