@@ -6,8 +6,8 @@ import Glibc
 enum MeasureChild {
     /// `kind placement ...`: the contenders that InFreshProcess measures
     /// (timer-changes-*: count, changes, batches; timer-growth-*: the small
-    /// and the large count, changes, batches; main-queue-drain-*: count,
-    /// timeout in seconds).
+    /// and the large count, changes, batches; main-queue-drain-* and
+    /// dispatch-flood: count, timeout in seconds).
     static func make(_ arguments: [String]) -> (any Contender)? {
         guard arguments.count >= 2, let mode = Placement.Mode(rawValue: arguments[1]) else { return nil }
         let placement = Placement(mode)
@@ -28,6 +28,8 @@ enum MeasureChild {
             return MainQueueDrainFlood(.runLoopKit, count: numbers[0], timeout: Double(numbers[1]), placement: placement)
         case ("main-queue-drain-foundation", 2):
             return MainQueueDrainFlood(.foundation, count: numbers[0], timeout: Double(numbers[1]), placement: placement)
+        case ("dispatch-flood", 2):
+            return DispatchFlood(count: numbers[0], timeout: Double(numbers[1]), placement: placement)
         default:
             return nil
         }
