@@ -52,8 +52,14 @@ struct RunConfig: Sendable {
     /// 37 % between quick runs across CPUs (docs/performance.md, "Pools
     /// placed too").
     var timerSeconds: Double { 2.5 }
-    /// One round a pass in a quick run: its twelve passes are its draws.
+    /// One round a visit in a quick run: its visits are its draws.
     var timerRepetitions: Int { quick ? 1 : 2 }
+    /// Timers at scale, visits per pass: a quick pass visits it twice, so
+    /// that the fresh processes of a timer change fall in twice as many
+    /// stretches of the host's pace, which sets their level (two levels on
+    /// both sides, shared by processes on both CPUs; docs/performance.md,
+    /// "The growth follows the host's pace").
+    var timerChurnVisitsPerPass: Int { quick ? 2 : 1 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
     var timerChurnWindow: Double { 2 }

@@ -18,6 +18,8 @@ struct TimerChurn: Scenario {
     static let probes = 2_000
     static let changeCounts = [1_000, 10_000, 100_000]
 
+    func visitsPerPass(_ config: RunConfig) -> Int { config.timerChurnVisitsPerPass }
+
     func run(_ config: RunConfig) -> [ScenarioResult] {
         var results: [ScenarioResult] = []
         let window = config.timerChurnWindow
