@@ -196,5 +196,12 @@ int bench_timer_churn_passes(int far_count, int fires, int *changes_out);
 /// With `count` timers in a binary heap, the time to make `changes` changes
 /// (half removals, half insertions, in pairs), in `nanoseconds`.
 int bench_timer_heap_changes(int count, int changes, uint64_t *nanoseconds);
+/// bench_timer_heap_changes with a 96-byte timer object per timer (the
+/// heap's entries hold the instant and the timer, the timer its place), and
+/// rlk-bench's mix of changes: a removal and an insertion of a new timer,
+/// then a moved instant, until at least `changes` changes (each of the
+/// three counts one), with `work_rounds` rounds of work on registers alone
+/// before each three (0: none). Returns the changes made, or -errno.
+int bench_timer_object_heap_changes(int count, int changes, int work_rounds, uint64_t *nanoseconds);
 
 #endif

@@ -5,8 +5,9 @@ import Glibc
 /// prints on one line, and exits (InFreshProcess.swift says why).
 enum MeasureChild {
     /// `kind placement ...`: the contenders that InFreshProcess measures
-    /// (timer-changes-*: count, changes, batches; timer-growth-*: the small
-    /// and the large count, changes, batches; main-queue-drain-* and
+    /// (timer-changes-*: count, changes, batches, and for c-objects optional
+    /// rounds of other work; timer-growth-*: the small and the large count,
+    /// then as timer-changes-*; main-queue-drain-* and
     /// dispatch-flood: count, timeout in seconds).
     static func make(_ arguments: [String]) -> (any Contender)? {
         guard arguments.count >= 2, let mode = Placement.Mode(rawValue: arguments[1]) else { return nil }
@@ -17,12 +18,15 @@ enum MeasureChild {
             return RLKTimerChanges(count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
         case ("timer-changes-c", 3):
             return CTimerHeapChanges(count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
-        case ("timer-growth-rlk", 4), ("timer-growth-c", 4):
+        case ("timer-changes-c-objects", 3), ("timer-changes-c-objects", 4):
+            // An optional fourth number: rounds of other work before each three changes.
+            let work = numbers.count == 4 ? numbers[3] : 0
+            return CTimerHeapChanges(.objects(workRounds: work), count: numbers[0], changes: numbers[1], batches: numbers[2], cpu: placement.second)
+        case ("timer-growth-rlk", 4), ("timer-growth-c", 4), ("timer-growth-c-objects", 4), ("timer-growth-c-objects", 5):
             // Two timer-changes sides of the same kind, at the small and the large count.
-            let kind = arguments[0] == "timer-growth-rlk" ? "timer-changes-rlk" : "timer-changes-c"
-            let sides = numbers[0...1].compactMap { count in
-                make([kind, arguments[1], String(count), String(numbers[2]), String(numbers[3])])
-            }
+            let kind = "timer-changes" + arguments[0].dropFirst("timer-growth".count)
+            let rest = numbers[2...].map(String.init)
+            let sides = numbers[0...1].compactMap { count in make([kind, arguments[1], String(count)] + rest) }
             return GrowthInOneDraw(label: sides[0].label, small: sides[0], large: sides[1], rounds: 2)
         case ("main-queue-drain-rlk", 2):
             return MainQueueDrainFlood(.runLoopKit, count: numbers[0], timeout: Double(numbers[1]), placement: placement)

@@ -29,16 +29,34 @@ final class CTimerChurn: Contender {
 }
 
 /// The cost of one change in a C binary heap of `count` timers (ns), in
-/// batches as `RLKTimerChanges`.
+/// batches as `RLKTimerChanges`: the floor's index heap (timer_heap.c), or
+/// a heap of 96-byte timer objects under RLKTimerChanges's mix of changes
+/// (timer_object_heap.c: what touching one timer object among many costs,
+/// alone or with as much other work a change as RunLoopKit's).
 final class CTimerHeapChanges: Contender {
-    let label = "binary heap (C)"
+    enum Kind {
+        /// Three index arrays, a removal and an insertion a pair of changes.
+        case indices
+        /// A timer object per timer; a removal, an insertion and a move,
+        /// after `workRounds` rounds of work on registers alone.
+        case objects(workRounds: Int)
+    }
+
+    var label: String {
+        switch kind {
+        case .indices: "binary heap (C)"
+        case .objects(let rounds): "binary heap of timer objects (C)" + (rounds > 0 ? ", \(rounds) rounds of other work" : "")
+        }
+    }
+    private let kind: Kind
     private let count: Int
     private let changes: Int
     private let batches: Int
     /// The CPU the heap is changed on (-1: any): RLKTimerChanges's.
     private let cpu: Int32
 
-    init(count: Int, changes: Int, batches: Int, cpu: Int32) {
+    init(_ kind: Kind = .indices, count: Int, changes: Int, batches: Int, cpu: Int32) {
+        self.kind = kind
         self.count = count
         self.changes = changes
         self.batches = batches
@@ -50,10 +68,18 @@ final class CTimerHeapChanges: Contender {
     }
 
     private func batchCosts() throws -> [Double] {
-        try (0..<batches).map { _ in
+        let perBatch = Int32(changes / batches)
+        return try (0..<batches).map { _ in
             var nanoseconds: UInt64 = 0
-            try checkC(bench_timer_heap_changes(Int32(count), Int32(changes / batches), &nanoseconds), "timer heap changes")
-            return Double(nanoseconds) / Double(changes / batches)
+            switch kind {
+            case .indices:
+                try checkC(bench_timer_heap_changes(Int32(count), perBatch, &nanoseconds), "timer heap changes")
+                return Double(nanoseconds) / Double(perBatch)
+            case .objects(let rounds):
+                let made = bench_timer_object_heap_changes(Int32(count), perBatch, Int32(rounds), &nanoseconds)
+                try checkC(min(made, 0), "timer object heap changes")
+                return Double(nanoseconds) / Double(made)
+            }
         }
     }
 }
