@@ -6,6 +6,7 @@
 // is measured.
 #define _GNU_SOURCE
 #include "CBenchPeers.h"
+#include "far_instant.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -93,10 +94,6 @@ static void heap_free(struct heap *h) {
     free(h->position);
 }
 
-/// A far timer's instant: 10 to 20 s from `now`.
-static uint64_t far_instant(uint64_t now, unsigned *seed) {
-    return now + 10000000000ull + (uint64_t)(rand_r(seed) % 10000) * 1000000ull;
-}
 
 // The churn loop of both entry points below: until `probes` probes fired
 // (bench_timer_churn) or the churn timer fired `churn_fires` times

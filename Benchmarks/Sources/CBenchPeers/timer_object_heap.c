@@ -11,6 +11,7 @@
 // (docs/performance.md, "A C heap with timer objects").
 #define _GNU_SOURCE
 #include "CBenchPeers.h"
+#include "far_instant.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -127,11 +128,6 @@ static struct object_timer *object_timer_made(uint64_t instant) {
     return timer;
 }
 
-/// 10 to 20 s from `now`, as bench_timer_heap_changes's timers.
-static uint64_t object_far_instant(uint64_t now, unsigned *seed) {
-    return now + 10000000000ull + (uint64_t)(rand_r(seed) % 10000) * 1000000ull;
-}
-
 int bench_timer_object_heap_changes(int count, int changes, int work_rounds, uint64_t *nanoseconds) {
     struct object_heap h = { calloc((size_t)count, sizeof(struct object_entry)), 0 };
     struct object_timer **timers = calloc((size_t)count, sizeof *timers);
@@ -140,7 +136,7 @@ int bench_timer_object_heap_changes(int count, int changes, int work_rounds, uin
     unsigned seed = 7;
     uint64_t start = bench_now_ns();
     for (int i = 0; i < count; i++) {
-        if (!(timers[i] = object_timer_made(object_far_instant(start, &seed)))) { result = -ENOMEM; goto done; }
+        if (!(timers[i] = object_timer_made(far_instant(start, &seed)))) { result = -ENOMEM; goto done; }
         object_insert(&h, timers[i]);
     }
     uint64_t before = bench_now_ns();
@@ -151,9 +147,9 @@ int bench_timer_object_heap_changes(int count, int changes, int work_rounds, uin
         int victim = rand_r(&seed) % count;
         object_remove(&h, timers[victim]);
         free(timers[victim]);
-        if (!(timers[victim] = object_timer_made(object_far_instant(before, &seed)))) { result = -ENOMEM; goto done; }
+        if (!(timers[victim] = object_timer_made(far_instant(before, &seed)))) { result = -ENOMEM; goto done; }
         object_insert(&h, timers[victim]);
-        object_move(&h, timers[rand_r(&seed) % count], object_far_instant(before, &seed));
+        object_move(&h, timers[rand_r(&seed) % count], far_instant(before, &seed));
     }
     *nanoseconds = bench_now_ns() - before;
     result = made;
