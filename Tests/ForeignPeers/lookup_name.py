@@ -3,7 +3,7 @@
 following docs/wire-format.md ("Looking a name up") step by step, with only
 Python's standard library.
 
-    lookup_name.py DIRECTORY NAME COUNT [STOPFILE]
+    lookup_name.py DIRECTORY NAME COUNT [STOPFILE [PROGRESSFILE OWNPID]]
 
 Looks NAME up COUNT times in DIRECTORY (the runtime directory) as fast as it
 can, and on until STOPFILE exists if one is named, and prints one line per
@@ -16,6 +16,13 @@ lookup:
 <start> is CLOCK_MONOTONIC in nanoseconds when the lookup began, so that a
 test can compare it with when a holder was killed. The test suite runs it
 (NameLookupTests) while holders are registered, released and killed.
+
+With PROGRESSFILE, every 1,000 lookups it replaces that file's one line,
+
+    <lookups> <held> <distinct holders other than OWNPID> <died>
+
+so that the test can wait until this reader has seen what it asks of it,
+instead of asking a fixed time for it.
 """
 import fcntl
 import os
@@ -129,8 +136,19 @@ def lookup(lock_path):
 def main():
     directory, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     stop_file = sys.argv[4] if len(sys.argv) > 4 else None
+    progress_file = sys.argv[5] if len(sys.argv) > 6 else None
+    own_pid = int(sys.argv[6]) if len(sys.argv) > 6 else None
     lock_path = os.path.join(directory, name + ".lock")
     lines = []
+    held, died, holders = 0, 0, set()
+
+    def report_progress():
+        """One line, replaced at once (a reader never sees half of it)."""
+        partial = progress_file + ".partial"
+        with open(partial, "w") as out:
+            out.write(f"{len(lines)} {held} {len(holders)} {died}\n")
+        os.replace(partial, progress_file)
+
     def going_on(done):
         """At least COUNT lookups; then on until the stop file exists (looked for every 1,000)."""
         if done < count:
@@ -145,10 +163,16 @@ def main():
         if answer[0] == "held":
             pid, start_time, port_id, path = answer[1]
             lines.append(f"{start} held {pid} {start_time} {port_id} {path}")
+            held += 1
+            if pid != own_pid:
+                holders.add(pid)
         elif answer[0] == "died":
             lines.append(f"{start} died {answer[1]}")
+            died += 1
         else:
             lines.append(f"{start} {answer[0]}")
+        if progress_file is not None and len(lines) % 1000 == 0:
+            report_progress()
     sys.stdout.write("\n".join(lines) + "\n")
 
 

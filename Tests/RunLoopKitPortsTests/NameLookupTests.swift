@@ -60,11 +60,32 @@ struct NameLookupTests {
         return testsDirectory + "/ForeignPeers/" + file
     }
 
-    /// What the RunLoopKit lookers have seen so far: the run goes on until
-    /// it has exercised what it claims, however slowly holders start.
+    /// What one reader has seen so far, kind by kind: the run goes on
+    /// until each reader has exercised what the test asserts of it, however
+    /// slowly holders start (a loaded machine, a sanitizer).
     struct Coverage {
-        var childHolders: Set<Int32> = []
+        var lookups = 0
+        var held = 0
+        var childHolders = 0
         var died = 0
+
+        /// What each reader must have seen: the assertions below read these.
+        static let wanted = Coverage(lookups: 100_000, held: 1_000, childHolders: 10, died: 100)
+
+        func covers(_ wanted: Coverage) -> Bool {
+            lookups >= wanted.lookups && held >= wanted.held && childHolders >= wanted.childHolders && died >= wanted.died
+        }
+
+        /// The python reader's progress file: `<lookups> <held> <holders> <died>`.
+        init(progressLine: String) {
+            let fields = progressLine.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+            self.init()
+            if fields.count == 4 { (lookups, held, childHolders, died) = (fields[0], fields[1], fields[2], fields[3]) }
+        }
+
+        init(lookups: Int = 0, held: Int = 0, childHolders: Int = 0, died: Int = 0) {
+            (self.lookups, self.held, self.childHolders, self.died) = (lookups, held, childHolders, died)
+        }
     }
 
     @Test("S-PORT-9: while holders are registered, released, taken over and SIGKILLed (at least 25 kill-and-restart cycles), 100,000 lookups by RunLoopKit and 100,000 by a reader following docs/wire-format.md give 0 bad answers: each names the live holder, or says not found or holder died")
@@ -89,8 +110,12 @@ struct NameLookupTests {
         // the holders' cycles are done (it must see them, however slow
         // their start under a sanitizer).
         let stopFile = scratch + "/stop"
+        let progressFile = scratch + "/progress"
         let python = try SpawnedProgram(
-            path: "/usr/bin/env", ["python3", Self.foreignPeer("lookup_name.py"), directory, name, "100000", stopFile], in: scratch)
+            path: "/usr/bin/env",
+            ["python3", Self.foreignPeer("lookup_name.py"), directory, name, "\(Coverage.wanted.lookups)", stopFile,
+             progressFile, "\(getpid())"],
+            in: scratch)
 
         // Kill and restart: one or two holders at once (two race for the
         // name: one takes it, the other is refused), killed before, during
@@ -147,18 +172,22 @@ struct NameLookupTests {
                 PortProcess.pause(microseconds: Int.random(in: 5_000..<40_000))
             }
         }
-        let looked = Locked(0)
+        // The RunLoopKit lookers' coverage, one reader for the assertions.
         let coverage = Locked(Coverage())
+        let childHoldersSeen = Locked<Set<Int32>>([])
         let lookers = (0..<2).map { index in
             SpawnedThread(named: "rlkt-looker-\(index)") { () -> [Answer] in
                 var answers: [Answer] = []
                 while !stop.withLock({ $0 }) {
-                    if answers.count % 1_000 == 999 { looked.withLock { $0 += 1_000 } }
                     let startedAt = MonotonicClock.now()
                     do throws(PortError) {
                         let port = try PortNameServer.lookup(name)
                         let pid = port.address.pid
-                        if pid != getpid() { coverage.withLock { _ = $0.childHolders.insert(pid) } }
+                        let newHolder = pid != getpid() && childHoldersSeen.withLock { $0.insert(pid).inserted }
+                        coverage.withLock {
+                            $0.held += 1
+                            if newHolder { $0.childHolders += 1 }
+                        }
                         answers.append(Answer(startedAt: startedAt, kind: .held(
                             pid: pid, startTime: port.address.startTime, portID: port.address.portID)))
                     } catch .nameNotFound {
@@ -169,24 +198,25 @@ struct NameLookupTests {
                     } catch {
                         answers.append(Answer(startedAt: startedAt, kind: .other("\(error)")))
                     }
+                    coverage.withLock { $0.lookups += 1 }
                 }
                 return answers
             }
         }
 
-        // Everything runs until 25 cycles are done, RunLoopKit's readers
-        // have made 100,000 lookups and seen twice the holders and deaths
-        // each reader is asked for below; then the python reader, which
-        // ran as long, is told to stop (after its own 100,000), and then
-        // everything else. A thread of its own decides and waits: this
+        // Everything runs until 25 cycles are done and each reader (the
+        // RunLoopKit lookers together, and the python reader by its
+        // progress file) has seen every kind of answer as often as the
+        // assertions below ask; then the python reader is told to stop, and
+        // then everything else. A thread of its own decides and waits: this
         // test must neither hold one of the few threads that run the other
         // tests' tasks for minutes, nor keep killing holders until one is
         // free to resume it.
+        let pythonCoverage: @Sendable () -> Coverage = { Coverage(progressLine: SpawnedProgram.read(progressFile)) }
         let conductor = SpawnedThread(named: "rlkt-conductor") { () -> (enough: Bool, pythonStatus: Int32?) in
             let enough = waitUntil(timeout: 900) {
-                let seen = coverage.withLock { $0 }
-                return cycles.withLock { $0 } >= 25 && looked.withLock { $0 } >= 100_000
-                    && seen.childHolders.count >= 20 && seen.died >= 200
+                cycles.withLock { $0 } >= 25 && coverage.withLock { $0 }.covers(.wanted)
+                    && pythonCoverage().covers(.wanted)
             }
             close(open(stopFile, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
             let pythonStatus = python.waitForExit(timeout: 600)
@@ -200,7 +230,7 @@ struct NameLookupTests {
             try contender.join(timeout: 120)
             return (enough, pythonStatus, answers)
         }
-        #expect(enough, "in 900 s: \(cycles.withLock { $0 }) cycles (25 wanted), \(looked.withLock { $0 }) lookups, \(coverage.withLock { $0.childHolders.count }) holders found, \(coverage.withLock { $0.died }) deaths seen")
+        #expect(enough, "in 900 s: \(cycles.withLock { $0 }) cycles (25 wanted); RunLoopKit saw \(coverage.withLock { $0 }), python \(pythonCoverage()), each reader wanted \(Coverage.wanted)")
         #expect(pythonStatus == 0, "the python reader failed: \(python.errorOutput)")
 
         let known = holders.withLock { $0 }
@@ -223,13 +253,14 @@ struct NameLookupTests {
                 if case let .held(pid, _, _) = answer.kind, pid != getpid() { pid } else { nil }
             })
             let died = list.filter { if case .died = $0.kind { true } else { false } }.count
-            #expect(list.count >= 100_000, "\(reader): \(list.count) lookups")
+            let wanted = Coverage.wanted
+            #expect(list.count >= wanted.lookups, "\(reader): \(list.count) lookups")
             #expect(problems.isEmpty, "\(reader): \(problems.count) bad answers, first: \(problems.prefix(5))")
             // The run exercised what it claims: live holders found, many of
             // them, and names of killed holders seen as such.
-            #expect(held.count >= 1_000, "\(reader): only \(held.count) lookups found a holder")
-            #expect(heldByChildren.count >= 10, "\(reader): only \(heldByChildren.count) distinct holders found")
-            #expect(died >= 100, "\(reader): only \(died) lookups saw a holder that died")
+            #expect(held.count >= wanted.held, "\(reader): only \(held.count) lookups found a holder")
+            #expect(heldByChildren.count >= wanted.childHolders, "\(reader): only \(heldByChildren.count) distinct holders found")
+            #expect(died >= wanted.died, "\(reader): only \(died) lookups saw a holder that died")
             print("S-PORT-9 \(reader): \(list.count) lookups, \(held.count) found a holder (\(heldByChildren.count) holders), \(died) saw one that died, \(problems.count) bad; \(known.count) holders in \(cycles.withLock { $0 }) cycles")
         }
     }
