@@ -44,7 +44,7 @@ extension Port {
         let level = context.enter()
         defer { context.leave() }
         let mode = context.mode(level: level)
-        let replyPort = try context.replyPort(level: level, transport: address.isInThisProcess ? .inproc : .ipc, loop: loop, mode: mode)
+        let replyPort = try context.replyPort(level: level, transport: distance.transport, loop: loop, mode: mode)
         context.clearReply(level)
         // Wake the private run at once if this port dies meanwhile.
         let token = addInvalidationHandler { _ in loop.stop() }

@@ -139,13 +139,14 @@ extension Port {
         return error
     }
 
-    /// An inproc-only port cannot reach another process (S-PORT-2): say so
-    /// at send time, not with a silent nil at the other end.
+    /// A port travels only as far as it can be reached (S-PORT-2): an
+    /// inproc-only port cannot reach another process. Say so at send time,
+    /// not with a silent nil at the other end.
     private func checkCanCarry(_ port: Port, as role: String) throws(PortError) {
         guard port.isValid else { throw .componentNotTransferable("\(role) \(port) is invalid") }
-        if !address.isInThisProcess && port.address.ipcPath == nil {
+        if port.address.reach < distance {
             throw .componentNotTransferable(
-                "\(role) \(port) is inproc-only and this message goes to process \(address.pid); make it with Port(transport: .ipc)")
+                "\(role) \(port) is \(port.transport)-only and this message goes to process \(address.pid); make it with Port(transport: .\(distance.transport))")
         }
     }
 
@@ -165,16 +166,14 @@ extension Port {
     }
 
     /// Whether a send waiting for room should give up: the port became
-    /// invalid, or (for another process's port) its socket is gone. Called
-    /// with the send channel's lock held: the port is invalidated here, but
-    /// its handlers run only once the send has let the lock go (`failedSend`).
+    /// invalid, or its transport found it gone (`PortRoute.vanished`).
+    /// Called with the send channel's lock held: the port is invalidated
+    /// here, but its handlers run only once the send has let the lock go
+    /// (`failedSend`).
     func destinationError() -> PortError? {
         if !isValid { return invalidError() }
-        if !address.isInThisProcess, let path = address.ipcPath, access(path, F_OK) != 0 {
-            let process = ProcessIdentity(pid: address.pid, startTime: address.startTime)
-            // A zombie is a dead peer (its socket file may already have been
-            // swept by another process), not a live one that closed the port.
-            invalidateDeferringHandlers(because: process.isRunning ? .invalidPort(description) : .peerDied(pid: address.pid, port: description))
+        if let vanished = address.route.vanished(address, described: description) {
+            invalidateDeferringHandlers(because: vanished)
             return invalidError()
         }
         return nil

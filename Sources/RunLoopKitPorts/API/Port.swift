@@ -50,6 +50,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     let address: PortAddress
+    /// How far from this process the port is (`PortAddress.distance`),
+    /// decided once: every send checks the ports it carries against it.
+    let distance: PortRoute.Reach
     /// The port's descriptor (docs/wire-format.md), made once: every message
     /// that carries this port as its reply port or a component sends it.
     let descriptorBytes: [UInt8]
@@ -133,13 +136,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     public init(transport: Transport) throws(PortError) {
         let portID = Self.nextPortID.wrappingAdd(1, ordering: .relaxed).oldValue
         let process = ProcessIdentity.current
-        var ipcPath: String?
-        var host: HostIdentity?
-        if transport == .ipc {
-            ipcPath = try RuntimeDirectory.path() + "/p\(process.pid)-\(portID).sock"
-            host = HostIdentity.current
-        }
-        address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, ipcPath: ipcPath, hostID: host)
+        let route = try PortRoute.local(transport, portID: portID, process: process)
+        address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, route: route)
+        distance = .process
         descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
@@ -152,6 +151,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// this process that no longer exists, made invalid).
     init(sendRightTo address: PortAddress, invalidBecause reason: PortError? = nil) {
         self.address = address
+        distance = address.distance
         descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = nil
         // A process that only sends (it looks a port up and never makes one
@@ -186,7 +186,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     public var isLocal: Bool { receiver != nil }
 
     /// `.ipc` if other processes can reach the port.
-    public var transport: Transport { address.ipcPath == nil ? .inproc : .ipc }
+    public var transport: Transport { address.route.transport }
 
     /// False once invalidated, or once the process that owns it has exited.
     public var isValid: Bool { valid.load(ordering: .acquiring) }

@@ -25,7 +25,7 @@ extension Port {
         let deadline: UInt64
         do { deadline = try MonotonicClock.instant(after: timeout, "request timeout") } catch { throw PortError.runLoop(error) }
         let loop = try AsyncPorts.loop()
-        let replyPort = try Port(transport: address.isInThisProcess ? .inproc : .ipc)
+        let replyPort = try Port(transport: distance.transport)
         defer { replyPort.invalidate() }
         let outcome = AsyncOutcome()
         return try await withTaskCancellationHandler {

@@ -59,8 +59,9 @@ public enum PortNameServer {
             letGo(fd)
             throw error
         }
-        let published = PortAddress(pid: port.address.pid, startTime: port.address.startTime,
-                                    portID: port.address.portID, ipcPath: paths.socket, hostID: HostIdentity.current)
+        let published = PortAddress(
+            pid: port.address.pid, startTime: port.address.startTime, portID: port.address.portID,
+            route: .ipc(IPCTransport.Endpoint(path: paths.socket, host: HostIdentity.current)))
         let bytes = WireFormat.nameFileContents(for: published)
         // Written whole, then cut to its length: a reader sees the previous
         // bytes, these, or a mix that does not decode, and a mix is never

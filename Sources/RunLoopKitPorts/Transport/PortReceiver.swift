@@ -82,13 +82,11 @@ final class PortReceiver: @unchecked Sendable {
         // still runs deinit.
         Self.liveCount.wrappingAdd(1, ordering: .relaxed)
         PortRegistry.shared.cleanUpAtExit()
-        if let path = address.ipcPath {
-            do {
-                try bindIPC(path)
-            } catch {
-                socket.close()
-                throw error
-            }
+        do {
+            try address.route.bind(self)
+        } catch {
+            socket.close()
+            throw error
         }
         socket.releaseOwnership()
     }

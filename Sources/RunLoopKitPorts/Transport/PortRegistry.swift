@@ -95,14 +95,14 @@ final class PortRegistry: Sendable {
             return (made, true)
         }
         _ = evicted  // released here, outside the lock
-        if isNew && watchesOwners { ProcessWatcher.shared.watch(ProcessIdentity(pid: address.pid, startTime: address.startTime)) }
+        if isNew && watchesOwners { address.route.watchOwner(of: address) }
         return port
     }
 
     /// The process has exited: every send right to its ports becomes invalid (S-PORT-5).
     func processExited(_ process: ProcessIdentity) {
         let ports: [Port] = tables.withLock { tables in
-            let matching = tables.remote.filter { $0.key.pid == process.pid && $0.key.startTime == process.startTime }
+            let matching = tables.remote.filter { $0.key.process == process }
             for key in matching.keys { tables.remote[key] = nil }
             return matching.values.compactMap(\.port)
         }

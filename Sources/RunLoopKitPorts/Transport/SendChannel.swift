@@ -15,6 +15,8 @@ import ZeroMQ
 /// meet a full queue: once libzmq accepts it, it takes the whole message.
 final class SendChannel: @unchecked Sendable {
     let address: PortAddress
+    /// The route this process takes to the port (`PortRoute.sending(to:)`).
+    let route: PortRoute
     let endpoint: String
     // Internal (not private) only so that a test can see whether it is held
     // when invalidation handlers run (they must run with it released).
@@ -67,11 +69,12 @@ final class SendChannel: @unchecked Sendable {
 
     init(address: PortAddress) {
         self.address = address
-        endpoint = address.isInThisProcess ? address.inprocEndpoint : (address.ipcEndpoint ?? address.inprocEndpoint)
+        route = PortRoute.sending(to: address)
+        endpoint = route.sendEndpoint(for: address)
         framePool = FramePool(
             bufferBytes: Self.pooledFrameBytes, maxBuffers: Self.pooledFrames,
-            smallestFrameBytes: address.isInThisProcess ? FramePool.inlineFrameBytes + 1 : 1)
-        if !address.isInThisProcess { OutboundFlush.shared.track(self) }
+            smallestFrameBytes: route.flushesAtExit ? 1 : FramePool.inlineFrameBytes + 1)
+        if route.flushesAtExit { OutboundFlush.shared.track(self) }
     }
 
     /// What a channel to another process still holds at exit.
@@ -240,15 +243,12 @@ final class SendChannel: @unchecked Sendable {
         if let unreachable { throw unreachable }
         // Decided on first use (S-PORT-8): before libzmq, which would
         // connect in the background and wait quietly for a peer that never comes.
-        if let problem = Reachability.problem(with: address) {
+        if let problem = route.reachabilityProblem(address) {
             unreachable = problem
             throw problem
         }
         do {
-            // inproc needs the receiver's context; ipc channels use their own,
-            // so that it can be flushed and terminated at exit.
-            let context = address.isInThisProcess ? ZMQContext.shared : OutboundFlush.shared.context
-            let made = try context.makeSocket(.push)
+            let made = try route.sendContext.makeSocket(.push)
             try made.setSendHighWaterMark(Self.highWaterMark)
             try made.setLinger(milliseconds: Self.lingerMilliseconds)
             // Queue only towards a connected peer: a message never waits in
