@@ -9,7 +9,7 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 if ! command -v swift >/dev/null 2>&1; then
-    echo "error: no Swift toolchain on PATH. Install Swift 6.0 or later (https://www.swift.org/install/linux/) and re-run." >&2
+    echo "error: no Swift toolchain on PATH. Install Swift 6.2 or later (https://www.swift.org/install/linux/) and re-run." >&2
     exit 1
 fi
 
