@@ -343,7 +343,11 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
 
     /// How long a send may wait for a connection to another process's port
     /// (one not made yet, a handshake that does not finish) before it fails
-    /// as `.unreachable`, whatever its deadline (S-PORT-4); default 1 second.
+    /// as `.unreachable`, whatever its deadline (S-PORT-4); default 1 second,
+    /// or the seconds in the environment variable
+    /// `RUNLOOPKIT_CONNECTION_BOUND` when the process starts (for a whole
+    /// deployment, or a run under a sanitizer that slows every handshake;
+    /// a value that is not a number of seconds is logged and ignored).
     /// A peer that is connected but slow to read is back-pressure, which the
     /// send's own deadline bounds. Any thread; applies to later waits.
     public static var connectionBound: Duration {
@@ -356,7 +360,18 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }
 
     static var connectionBoundNanoseconds: UInt64 { connectionBoundStorage.load(ordering: .relaxed) }
-    private static let connectionBoundStorage = Atomic<UInt64>(1_000_000_000)
+    private static let connectionBoundStorage = Atomic<UInt64>(defaultConnectionBoundNanoseconds)
+
+    /// 1 s, or `RUNLOOPKIT_CONNECTION_BOUND` seconds.
+    static let defaultConnectionBoundNanoseconds: UInt64 = {
+        let oneSecond: UInt64 = 1_000_000_000
+        guard let text = getenv("RUNLOOPKIT_CONNECTION_BOUND").map({ String(cString: $0) }) else { return oneSecond }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds < 1e9 else {
+            logger.warning("RUNLOOPKIT_CONNECTION_BOUND=\(text) is not a number of seconds; the connection bound stays 1 s")
+            return oneSecond
+        }
+        return UInt64(seconds * 1e9)
+    }()
 
     /// The default `maxMessagesPerCallout`, chosen by measurement
     /// (docs/performance.md, "Several messages per callout").
