@@ -1,10 +1,10 @@
 import Synchronization
 
 /// What one step 9 allows a socket source (S-SRC1-1): a port may deliver
-/// several queued messages in one callout, up to `limit`, and asks
-/// `admitsWithoutLook()` of each once it is read, so that what a caller can
-/// observe stays as in CFRunLoop. The loop makes one per callout, on its
-/// thread.
+/// several queued messages in one callout, up to `limit`, and asks whether
+/// the batch admits each once it is read (`admission()`, `admits()`), so
+/// that what a caller can observe stays as in CFRunLoop. The loop makes
+/// one per callout, on its thread.
 ///
 /// Inlinable, behind the `RunLoopKitInternals` SPI as `Locked` is: a port asks
 /// it of every message of a batch.
@@ -24,7 +24,7 @@ public struct CalloutBatch {
     @usableFromInline let mode: RunLoop.Mode
     /// The loop's item version the batch last knew the source to be in the
     /// running mode at: the pass's snapshot's at first, then that of the
-    /// last look (`mayContinue`). While it is unchanged, no look is needed.
+    /// last look (`admits()`). While it is unchanged, no look is needed.
     @usableFromInline var itemsVersion: UInt64
 
     /// What a socket source's callout did.
@@ -57,35 +57,45 @@ public struct CalloutBatch {
         itemsVersion = snapshotVersion
     }
 
-    /// Before each event, once the port has read it and before it decodes
-    /// or delivers it: may the batch deliver it? Not after a stop requested
-    /// from any thread (S-RUN-4), nor once the source was invalidated or
-    /// left the running mode (the event waits, S-SRC1-2, or goes with the
-    /// port, S-PORT-5). Asked after the read, so that a stop, a remove or
-    /// an invalidate that returned on another thread before a message was
-    /// sent always keeps that message from this batch.
-    ///
-    /// Atomics only: nil when the loop's items changed since the batch
-    /// last knew, and only a look at the mode (`mayContinue`) can tell. A
-    /// port asks this with its receiver's lock held, where the loop's lock
-    /// must not be taken.
-    @inlinable
-    package func admitsWithoutLook() -> Bool? {
-        if loop.isStopPending || !source.isValid { return false }
-        if loop.itemsVersion.load(ordering: .acquiring) == itemsVersion { return true }
-        return nil
+    /// The batch's answer to one question, asked of each event once the
+    /// port has read it and before it decodes or delivers it: may the batch
+    /// deliver it? Not after a stop requested from any thread (S-RUN-4),
+    /// nor once the source was invalidated or left the running mode (the
+    /// event waits, S-SRC1-2, or goes with the port, S-PORT-5). Asked after
+    /// the read, so that a stop, a remove or an invalidate that returned on
+    /// another thread before a message was sent always keeps that message
+    /// from this batch.
+    public enum Admission {
+        case admitted
+        case refused
+        /// The loop's items changed since the batch last knew: only a look
+        /// at the mode can tell (`admits()`).
+        case undecided
     }
 
-    /// `admitsWithoutLook`, with a look at the mode when it cannot tell
-    /// (items added to `.common` are in every common mode's own list too).
-    /// A look that finds the source still there remembers the version it
-    /// looked at: a later change bumps it again.
+    /// The admission from atomics alone, for a port that asks with its
+    /// receiver's lock held, where the loop's lock must not be taken.
     @inlinable
-    package mutating func mayContinue() -> Bool {
-        if let answer = admitsWithoutLook() { return answer }
-        let version = loop.itemsVersion.load(ordering: .acquiring)
-        guard loop.holdsSource(source, inMode: mode) else { return false }
-        itemsVersion = version
-        return true
+    package func admission() -> Admission {
+        if loop.isStopPending || !source.isValid { return .refused }
+        if loop.itemsVersion.load(ordering: .acquiring) == itemsVersion { return .admitted }
+        return .undecided
+    }
+
+    /// The admission decided, with a look at the mode when the atomics
+    /// cannot tell (items added to `.common` are in every common mode's own
+    /// list too). A look that finds the source still there remembers the
+    /// version it looked at: a later change bumps it again.
+    @inlinable
+    package mutating func admits() -> Bool {
+        switch admission() {
+        case .admitted: return true
+        case .refused: return false
+        case .undecided:
+            let version = loop.itemsVersion.load(ordering: .acquiring)
+            guard loop.holdsSource(source, inMode: mode) else { return false }
+            itemsVersion = version
+            return true
+        }
     }
 }

@@ -32,7 +32,8 @@ final class MainQueue: @unchecked Sendable {
         case taken(Int32)
         /// libdispatch gave no handle: the main thread is parked in
         /// `dispatch_main()` (an async main, or a test runner), which
-        /// drains the queue itself; or epoll refused the eventfd.
+        /// drains the queue itself. (A mode whose wait set refuses the
+        /// eventfd is logged and runs without it; the others keep it.)
         case unavailable
     }
 
@@ -55,10 +56,6 @@ final class MainQueue: @unchecked Sendable {
         handle = .taken(descriptor)
         return descriptor
     }
-
-    /// The eventfd could not join a wait set: the loop goes on without the
-    /// main queue (logged by the caller).
-    func giveUp() { handle = .unavailable }
 
     /// Whether the queue keeps the running common mode from being empty
     /// (S-RUN-1): taken, and not in a run nested in a drain.

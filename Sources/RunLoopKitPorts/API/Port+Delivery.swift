@@ -48,11 +48,6 @@ extension Port {
             handled += 1
             return handled < limit
         }
-
-        /// A message the receiver would not take without a look at the
-        /// loop: after the look, take it (true) or leave it queued, first in
-        /// line, and end the batch.
-        mutating func admitsAfterLook() -> Bool { callout.mayContinue() }
     }
 
     /// Delivers `PortMessage`s while the handler stays `version`. One
@@ -75,7 +70,9 @@ extension Port {
             case .empty:
                 return .ranDry
             case .notAdmitted:
-                if batch.admitsAfterLook() { continue }
+                // Not taken without a look at the loop: after the look,
+                // take it, or leave it queued, first in line, and end the batch.
+                if batch.callout.admits() { continue }
                 receiver.endBatch(&inbox)
                 return .stopped
             case .dropped:
@@ -117,7 +114,7 @@ extension Port {
             case .empty:
                 return .ranDry
             case .notAdmitted:
-                if batch.admitsAfterLook() { continue }
+                if batch.callout.admits() { continue }
                 return .stopped
             case .dropped:
                 tapDrop(receiver)

@@ -45,7 +45,7 @@ public enum PortTap {
     /// and a tap switched on without an endpoint reports to every one of
     /// them, as many as come and go.
     public static func readersDirectory() throws(PortError) -> String {
-        try TapReaders.directoryPath()
+        try TapFanOut.directoryPath()
     }
 
     /// An endpoint for a new sniffer in the readers' directory:

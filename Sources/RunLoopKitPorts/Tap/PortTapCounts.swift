@@ -57,7 +57,7 @@ extension PortTap {
     /// The directory of the tapped processes' count files:
     /// `<runtime directory>/tap/counts`, made if need be.
     public static func countsDirectory() throws(PortError) -> String {
-        let path = try TapReaders.directoryPath() + "/counts"
+        let path = try TapFanOut.directoryPath() + "/counts"
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw .runtimeDirectoryUnsafe(path: path, reason: "mkdir failed: \(String(cString: strerror(errno)))")
         }

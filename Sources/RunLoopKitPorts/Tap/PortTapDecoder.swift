@@ -106,9 +106,7 @@ public struct PortTapDecoder: Sendable {
     private static func event(
         _ record: UnsafeRawBufferPointer, pid: Int32, started: UInt64, anchor: Int64, names: Names
     ) throws(PortTapFormatError) -> PortTapEvent {
-        let kinds: [PortTapEvent.Kind] = [.send, .deliver, .sendFailed, .messageDropped, .pass, .sleep, .callout]
-        let kindCode = record[58]
-        guard kindCode >= 1, Int(kindCode) <= kinds.count else { throw .badKind(kindCode) }
+        guard let recordKind = TapWireFormat.RecordKind(rawValue: record[58]) else { throw .badKind(record[58]) }
         let headLength = Int(record[60])
         guard headLength <= TapWireFormat.headBytes else { throw .badHeadLength(headLength) }
         let flags = record[59]
@@ -118,8 +116,8 @@ public struct PortTapDecoder: Sendable {
         let source = read(UInt32.self, record, 32)
         let tid = Int32(bitPattern: read(UInt32.self, record, 36))
         let reason = UInt32(read(UInt16.self, record, 56))
-        let kind = kinds[Int(kindCode) - 1]
-        guard kindCode < 5 else { return loopEvent(kind, record, pid: pid, started: started, anchor: anchor, names: names) }
+        let kind = recordKind.eventKind
+        guard !recordKind.isLoopRecord else { return loopEvent(kind, record, pid: pid, started: started, anchor: anchor, names: names) }
         return PortTapEvent(
             kind: kind, seq: read(UInt64.self, record, 0), pid: pid, started: started,
             process: names.process, monotonicTime: monotonic, time: monotonic &+ anchor,

@@ -15,11 +15,11 @@ final class TapLoopTracer: RunLoopMonitor {
         guard PortTap.active.load(ordering: .relaxed), !TapPipeline.shared.isTapLoop(loop) else { return }
         let mode = TapNames.shared.reasonID(pass.mode.rawValue)
         TapPipeline.shared.recordLoop(
-            kind: 5, start: pass.startNanoseconds, duration: pass.durationNanoseconds, mode: mode,
+            kind: .pass, start: pass.startNanoseconds, duration: pass.durationNanoseconds, mode: mode,
             number: pass.passNumber, label: 0, detail: UInt32(clamping: pass.firedTimers), handledSource: pass.handledSource)
         if pass.sleptNanoseconds > 0 {
             TapPipeline.shared.recordLoop(
-                kind: 6, start: pass.sleepStartNanoseconds, duration: pass.sleptNanoseconds, mode: mode,
+                kind: .sleep, start: pass.sleepStartNanoseconds, duration: pass.sleptNanoseconds, mode: mode,
                 number: pass.passNumber, label: 0, detail: 0, handledSource: false)
         }
     }
@@ -29,7 +29,7 @@ final class TapLoopTracer: RunLoopMonitor {
         let names = TapNames.shared
         let origin = callout.origin.map { names.reasonID($0.description) } ?? 0
         TapPipeline.shared.recordLoop(
-            kind: 7, start: callout.startNanoseconds, duration: callout.durationNanoseconds,
+            kind: .callout, start: callout.startNanoseconds, duration: callout.durationNanoseconds,
             mode: names.reasonID(callout.mode.rawValue), number: 0, label: names.reasonID(callout.kind.description),
             detail: UInt32(origin), handledSource: false)
     }

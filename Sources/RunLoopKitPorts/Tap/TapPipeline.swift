@@ -57,7 +57,7 @@ final class TapPipeline: @unchecked Sendable {
         /// The one reader of an explicit endpoint.
         var single: Outlet?
         /// Or every reader in the readers' directory (the default).
-        var readers: TapReaders?
+        var fanOut: TapFanOut?
         var drainSource: CustomSource?
         var watchSource: SocketSource?
         var origin: TapWireFormat.Origin?
@@ -103,15 +103,15 @@ final class TapPipeline: @unchecked Sendable {
     /// The readers the tap reports to now (the readers' directory's, or 1
     /// for an explicit endpoint).
     var readerCount: Int {
-        drainLock.withLock { state.withLock { $0.single != nil ? 1 : $0.readers?.outlets.count ?? 0 } }
+        drainLock.withLock { state.withLock { $0.single != nil ? 1 : $0.fanOut?.outlets.count ?? 0 } }
     }
 
     /// Starts the tap thread. With an endpoint, the tap reports to that
     /// one reader; with none, to every reader in the readers' directory
-    /// (`TapReaders`), as many as come and go.
+    /// (`TapFanOut`), as many as come and go.
     func start(endpoint: String?, dataBytes: Int) throws(PortError) {
         // Resolved first: the runtime directory's checks may throw.
-        let readersDirectory = endpoint == nil ? try TapReaders.directoryPath() : nil
+        let readersDirectory = endpoint == nil ? try TapFanOut.directoryPath() : nil
         try state.withLock { (state) throws(PortError) -> Void in
             headBytes.store(min(dataBytes, TapWireFormat.headBytes), ordering: .relaxed)
             guard state.thread == nil else { return }
@@ -136,16 +136,16 @@ final class TapPipeline: @unchecked Sendable {
                     push.releaseOwnership()
                     state.single = Outlet(push)
                 } else if let readersDirectory {
-                    let readers = TapReaders(directory: readersDirectory, context: context, lingerMilliseconds: linger)
-                    if let watch = readers.startWatching() {
+                    let fanOut = TapFanOut(directory: readersDirectory, context: context, lingerMilliseconds: linger)
+                    if let watch = fanOut.startWatching() {
                         let source = SocketSource(fileDescriptor: watch) { [self] _, _ in
-                            drainLock.withLock { readers.directoryChanged() }
+                            drainLock.withLock { fanOut.directoryChanged() }
                         }
                         do throws(RunLoopError) { try thread.runLoop?.add(source, forMode: .common) } catch {}
                         state.watchSource = source
                     }
-                    readers.refresh()
-                    state.readers = readers
+                    fanOut.refresh()
+                    state.fanOut = fanOut
                     if let directory = try? PortTap.countsDirectory() {
                         let countFile = TapCountFile(directory: directory)
                         countFile.sweep()
@@ -196,9 +196,9 @@ final class TapPipeline: @unchecked Sendable {
     /// The record every event starts from: its kind, time, thread and
     /// destination.
     @inline(__always)
-    private func record(_ kind: UInt8, destination: Port, msgid: UInt32, time: Int64) -> rlk_tap_record {
+    private func record(_ kind: TapWireFormat.RecordKind, destination: Port, msgid: UInt32, time: Int64) -> rlk_tap_record {
         var record = rlk_tap_record()
-        record.kind = kind
+        record.kind = kind.rawValue
         record.monotonic_ns = time
         record.msgid = msgid
         record.destination = TapNames.shared.id(of: destination)
@@ -227,7 +227,7 @@ final class TapPipeline: @unchecked Sendable {
         to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?,
         traceID: UInt64?, time: Int64, reason: String? = nil
     ) {
-        var record = record(reason == nil ? 1 : 3, destination: destination, msgid: msgid, time: time)
+        var record = record(reason == nil ? .send : .sendFailed, destination: destination, msgid: msgid, time: time)
         record.describe(components, headBytes: headBytes.load(ordering: .relaxed))
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
         record.trace = traceID ?? 0
@@ -237,7 +237,7 @@ final class TapPipeline: @unchecked Sendable {
 
     /// A send of one data component given as bytes.
     func recordSend(to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64) {
-        var record = record(1, destination: destination, msgid: msgid, time: time)
+        var record = record(.send, destination: destination, msgid: msgid, time: time)
         record.components = 1
         record.describeData(bytes, first: true, headBytes: headBytes.load(ordering: .relaxed))
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
@@ -247,7 +247,7 @@ final class TapPipeline: @unchecked Sendable {
 
     /// A delivery to a handler of `PortMessage`s.
     func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
-        var record = record(2, destination: port, msgid: message.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        var record = record(.deliver, destination: port, msgid: message.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
         record.describe(message.components, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = message.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0
@@ -256,7 +256,7 @@ final class TapPipeline: @unchecked Sendable {
 
     /// A delivery read in place: described from the view, nothing copied.
     func recordDelivery(_ view: borrowing PortMessageView, on port: Port, traceID: UInt64?) {
-        var record = record(2, destination: port, msgid: view.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        var record = record(.deliver, destination: port, msgid: view.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
         record.flags |= UInt8(RLK_TAP_FLAG_IN_PLACE)
         record.describe(view, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = view.replyPort { record.source = TapNames.shared.id(of: reply) }
@@ -264,14 +264,14 @@ final class TapPipeline: @unchecked Sendable {
         put(&record)
     }
 
-    /// A loop's pass (kind 5), sleep (6) or callout (7), from the loop
-    /// tracer (docs/tap-format.md, "Loop records"): on the loop's thread.
+    /// A loop's pass, sleep or callout, from the loop tracer
+    /// (docs/tap-format.md, "Loop records"): on the loop's thread.
     func recordLoop(
-        kind: UInt8, start: UInt64, duration: UInt64, mode: UInt16, number: UInt64, label: UInt16, detail: UInt32,
+        kind: TapWireFormat.RecordKind, start: UInt64, duration: UInt64, mode: UInt16, number: UInt64, label: UInt16, detail: UInt32,
         handledSource: Bool
     ) {
         var record = rlk_tap_record()
-        record.kind = kind
+        record.kind = kind.rawValue
         record.monotonic_ns = Int64(bitPattern: start)
         record.data_bytes = duration
         record.reason = mode
@@ -285,7 +285,7 @@ final class TapPipeline: @unchecked Sendable {
 
     /// A message a port dropped on receipt.
     func recordDrop(on port: Port, msgid: UInt32, reason: String) {
-        var record = record(4, destination: port, msgid: msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        var record = record(.messageDropped, destination: port, msgid: msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
         record.reason = TapNames.shared.reasonID(reason)
         put(&record)
     }
@@ -324,9 +324,9 @@ final class TapPipeline: @unchecked Sendable {
     /// Sends the first `count` records of the buffer to every reader: one
     /// message each, with the names it has not had yet.
     private func send(_ count: Int) {
-        let (single, readers, origin) = state.withLock { ($0.single, $0.readers, $0.origin) }
+        let (single, fanOut, origin) = state.withLock { ($0.single, $0.fanOut, $0.origin) }
         guard let origin, let ring else { return }
-        let outlets = single.map { [$0] } ?? readers.map { Array($0.outlets.values) } ?? []
+        let outlets = single.map { [$0] } ?? fanOut.map { Array($0.outlets.values) } ?? []
         guard !outlets.isEmpty else {
             // No reader: the batch is dropped (and counted) once.
             sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
@@ -413,7 +413,7 @@ final class TapPipeline: @unchecked Sendable {
                     single.socket.close()
                 }
                 state.single = nil
-                state.readers?.closeAll(lingerMilliseconds: lingerMilliseconds)
+                state.fanOut?.closeAll(lingerMilliseconds: lingerMilliseconds)
                 // Everything left the tap: the last word, for a reader that reads it later.
                 let produced = producedCount
                 state.countFile?.write(produced: produced, settled: produced, exited: true)

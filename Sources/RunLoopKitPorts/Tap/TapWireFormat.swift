@@ -18,6 +18,34 @@ enum TapWireFormat {
     /// A name entry's fixed part: kind, 0, length, id.
     static let nameEntryBytes = 8
 
+    /// A record's kind (byte 58 of a record, docs/tap-format.md), written
+    /// by the pipeline and the loop tracer, read by the decoder.
+    enum RecordKind: UInt8 {
+        case send = 1
+        case deliver = 2
+        case sendFailed = 3
+        case messageDropped = 4
+        case pass = 5
+        case sleep = 6
+        case callout = 7
+
+        /// The event a reader sees.
+        var eventKind: PortTapEvent.Kind {
+            switch self {
+            case .send: .send
+            case .deliver: .deliver
+            case .sendFailed: .sendFailed
+            case .messageDropped: .messageDropped
+            case .pass: .pass
+            case .sleep: .sleep
+            case .callout: .callout
+            }
+        }
+
+        /// A loop's pass, sleep or callout (docs/tap-format.md, "Loop records").
+        var isLoopRecord: Bool { rawValue >= RecordKind.pass.rawValue }
+    }
+
     /// Header offsets.
     enum Offset {
         static let magic = 0

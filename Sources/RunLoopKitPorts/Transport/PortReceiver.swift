@@ -200,14 +200,14 @@ final class PortReceiver: @unchecked Sendable {
         /// Nothing is queued.
         case empty
         /// A message is queued, but the batch may not take it without a
-        /// look at its loop (`CalloutBatch.mayContinue`), or may not take it
+        /// look at its loop (`CalloutBatch.admits()`), or may not take it
         /// at all: it stays here, first in line for the next receive.
         case notAdmitted
     }
 
     /// On the loop thread: decodes the next message into `inbox`, a batch's
     /// received message (see `Port.deliver`), whose storage it reuses, if
-    /// `batch` admits it (`CalloutBatch.admitsWithoutLook`, asked once the
+    /// `batch` admits it (`CalloutBatch.admission()`, asked once the
     /// message is here and before it is decoded: a stop or a remove that
     /// returned before the message was sent keeps it from this batch).
     /// Finding the queue empty ends the batch: the inbox's components array
@@ -220,14 +220,14 @@ final class PortReceiver: @unchecked Sendable {
             // Apart, so that the usual path stays as it was: a message a
             // stream handed back comes before anything from the socket.
             if !requeued.isEmpty {
-                guard batch.admitsWithoutLook() == true else { return .notAdmitted }
+                guard batch.admission() == .admitted else { return .notAdmitted }
                 return decodeRequeued(into: &inbox)
             }
             guard frames.isHolding || receiveFrames(into: frames) else {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }
-            guard batch.admitsWithoutLook() == true else { return .notAdmitted }
+            guard batch.admission() == .admitted else { return .notAdmitted }
             defer { frames.clear() }
             do throws(WireFormat.DecodeError) {
                 return .message(traceID: try decoder.decode(frames, into: &inbox))
@@ -272,11 +272,11 @@ final class PortReceiver: @unchecked Sendable {
         defer { socket.releaseOwnership() }
         message.forgetDecoded()
         if !requeued.isEmpty || frames.isHolding {
-            guard batch.admitsWithoutLook() == true else { return .notAdmitted }
+            guard batch.admission() == .admitted else { return .notAdmitted }
             if !requeued.isEmpty { requeued.removeFirst().move(to: message.frames) } else { frames.move(to: message.frames) }
         } else {
             guard receiveFrames(into: message.frames) else { return .empty }
-            guard batch.admitsWithoutLook() == true else {
+            guard batch.admission() == .admitted else {
                 // Rare: kept where the next receive looks first.
                 message.frames.move(to: frames)
                 return .notAdmitted

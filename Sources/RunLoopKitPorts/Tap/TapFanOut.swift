@@ -3,7 +3,8 @@ import Glibc
 import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
-/// The sniffers a tapped process reports to by default, one socket each
+/// The writer's side of the tap's readers (`PortTapReader` is a reader's
+/// own side): the sniffers a tapped process reports to by default, one socket each
 /// (S-TAP-1's several readers): every sniffer binds a socket of its own in
 /// the readers' directory (`<runtime directory>/tap/<pid>.sock`), and the
 /// tap connects a PUSH socket to each one it finds there and sends every
@@ -20,7 +21,7 @@ import ZeroMQ
 /// Threading: the tap thread's (its drains and its directory watch), and
 /// the last drain at exit, which `TapPipeline`'s drain lock serialises;
 /// `refresh()` at start runs before the tap thread sees it.
-final class TapReaders: @unchecked Sendable {
+final class TapFanOut: @unchecked Sendable {
     // @unchecked Sendable: every use but `init` holds `TapPipeline`'s drain
     // lock (the tap thread's drains and directory changes, the exit's drain).
     let directory: String
