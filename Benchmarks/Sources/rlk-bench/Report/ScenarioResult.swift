@@ -34,9 +34,9 @@ struct Measurement: Sendable {
     }
 }
 
-/// What a row must achieve, as docs/design.md ("Performance") states it ("≤ 1.15×", "≥ 0.5×").
+/// What a row must achieve, as docs/performance.md ("Targets") states it ("≤ 1.15×", "≥ 0.5×").
 struct Target: Sendable {
-    /// A target's standing, as docs/design.md ("Performance") defines it:
+    /// A target's standing, as docs/performance.md ("Targets") defines it:
     /// due now, guarded (no regression against the commit before a change;
     /// the target is shown so that the report says honestly whether it is
     /// met), or not due yet.

@@ -58,7 +58,7 @@ enum TableReport {
         }
         let perStanding = byStanding.isEmpty ? "" : " (\(byStanding.joined(separator: "; ")))"
         lines.append("\(judged.filter { $0.met == true }.count) of \(judged.count) judged targets met\(perStanding); rlk-bench exits 0 whether they are met or not")
-        lines.append("standing, as docs/design.md (\"Performance\") gives it: due now; guarded (no regression against the commit before a change); not due yet")
+        lines.append("standing, as docs/performance.md (\"Targets\") gives it: due now; guarded (no regression against the commit before a change); not due yet")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -1,4 +1,4 @@
-/// docs/design.md ("Performance"): timer lateness with 1,000 active timers: better than
+/// docs/performance.md ("Targets"): timer lateness with 1,000 active timers: better than
 /// Foundation's Timer, measured in the same run, at p50 and at p99
 /// (guarded). The absolute bounds once set (p50 ≤ 100 µs, p99 ≤ 1 ms)
 /// are no longer the target; the row's notes still say whether they

@@ -11,7 +11,7 @@ import RunLoopKit
 /// luck; so both sides of every comparison run with the same placement:
 /// by default the side that starts (the pinger, the sender) on CPU 0 and
 /// the other (the echo, the receiver, a child process) on CPU 1, which is
-/// "two threads on two cores", the case docs/design.md ("Performance") describes.
+/// "two threads on two cores" (docs/performance.md, "Placements").
 /// `--placement same` puts both on CPU 0; `--placement free` pins nothing.
 struct Placement: Sendable, CustomStringConvertible {
     enum Mode: String, Sendable { case cross, same, free }
