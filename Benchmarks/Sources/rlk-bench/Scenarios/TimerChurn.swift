@@ -15,8 +15,8 @@ struct TimerChurn: Scenario {
     static let farCount = 100_000
     /// One invalidate and one add every 100 µs: 10,000 of each a second.
     static let churnInterval = 0.000_1
-    /// Enough that p99 is the 20th latest of each round, not the 2nd:
-    /// with 200 a quick run's p99 moved by tens of µs between runs.
+    /// Enough that p99 is the 20th latest of each round, not the 2nd, which
+    /// one late wake-up would set.
     static let probes = 2_000
     static let changeCounts = [1_000, 10_000, 100_000]
 
