@@ -5,7 +5,7 @@
 # not in the test suite, whose parallel tests starve the tapped process's
 # tap thread (its ring then overflows, which is a drop the account shows,
 # not a lost event). The debug build, as `swift run portsniff` gives it.
-# Three runs; most must lose nothing (docs/design.md, "Performance").
+# Three runs; most must lose nothing (docs/performance.md, "Targets").
 #   ./scripts/check-sniffer-rate.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

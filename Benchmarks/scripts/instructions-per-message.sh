@@ -2,7 +2,7 @@
 # Instructions per delivered message (or performed block), RunLoopKit
 # against raw libzmq (SwiftNIO for the perform rows), counted
 # with valgrind's callgrind: repeatable on a noisy machine, where times are
-# not (docs/design.md, "Performance").
+# not (docs/performance.md, "Counting with valgrind").
 #
 #   Benchmarks/scripts/instructions-per-message.sh            # N = 20,000 and 40,000
 #   N=10000 Benchmarks/scripts/instructions-per-message.sh    # smaller, faster

@@ -3,7 +3,7 @@
 # callgrind: instructions and simulated last-level cache misses per
 # invalidate + add (`FarTimers.replaceOne`: two changes) and per moved
 # fire date (`FarTimers.moveOne`: one change), at 1,000 and at 100,000
-# timers (docs/performance.md, "Timers moved later").
+# timers (docs/performance.md, "Timers").
 #
 #   Benchmarks/scripts/timer-change-cost.sh          # N = 30,000 changes a run
 #   N=300000 Benchmarks/scripts/timer-change-cost.sh # longer: the steady state

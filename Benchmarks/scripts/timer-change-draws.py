@@ -8,13 +8,13 @@
 
 Each draw runs one `rlk-bench --child measure` process per kind (and per
 binary), in turn, so that the kinds share the host's stretch
-(docs/performance.md, "The growth follows the host's pace"): `growth` is
+(docs/performance.md, "Why draws, not batches"): `growth` is
 the cost of a change at 100,000 timers over the cost at 1,000 within one
 process (`timer-growth-KIND`, as the `timer-change-growth` row); a number is
 the cost of one change in ns with that many timers (`timer-changes-KIND`,
 as the `timer-change-N` rows). Kinds: `rlk` (the public API), `c` (the C
 index heap, the rows' peer), `c-objects` (a C heap of 96-byte timer
-objects, docs/performance.md, "A C heap with timer objects"; `--work`
+objects, docs/performance.md, "Timers"; `--work`
 gives it rounds of work on registers alone before each removal, insertion
 and move, about seven instructions a round).
 

@@ -106,8 +106,7 @@ public final class Message {
 
     /// The frame's bytes, without copying and without a closure: what a hot receive path
     /// reads once per frame. ``withUnsafeBytes(_:)`` is generic and not inlinable across
-    /// modules, so each call pays for its generic entry (about 100 instructions, counted
-    /// with callgrind: docs/performance.md).
+    /// modules, so each call pays for its generic entry.
     ///
     /// Thread rules: the message's thread.
     /// - Important: the buffer is valid only until the next receive into this message, its

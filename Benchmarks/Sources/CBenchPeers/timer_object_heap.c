@@ -8,7 +8,7 @@
 // timer's instant moved. What it shows beside `bench_timer_heap_changes`
 // (three index arrays, 1.6 MB at 100,000 timers): what touching a timer
 // object among many costs on this host, whatever the heap
-// (docs/performance.md, "A C heap with timer objects").
+// (docs/performance.md, "Timers").
 #define _GNU_SOURCE
 #include "CBenchPeers.h"
 #include "far_instant.h"
@@ -48,9 +48,9 @@ static void nothing(void *context) { (void)context; }
 
 /// About seven instructions a round on registers alone, touching no memory:
 /// the rest of what a change does in a library whose change takes more
-/// instructions than its heap's. 750 rounds (about 5,300 instructions)
-/// bring a removal, an insertion and a move from this file's 590
-/// instructions to RunLoopKit's 5,700. The empty asm keeps the compiler
+/// instructions than its heap's. 750 rounds give a removal, an insertion
+/// and a move about as many instructions as RunLoopKit's
+/// (`TimerChurn.objectHeapWorkRounds`). The empty asm keeps the compiler
 /// from folding the loop away.
 static void independent_work(int rounds) {
     unsigned long a = 0, b = 0, c = 0, d = 0;

@@ -26,6 +26,16 @@ enum BenchMain {
                 return 2
             }
         }
+        // Refused before anything is measured: a run takes minutes.
+        if let path = options.referencePath {
+            do {
+                try ReferenceBlock.check(path, placement: Placement(options.placement).mode.rawValue)
+            } catch {
+                FileHandleOut.error("rlk-bench: --write-reference \(path): \(error)")
+                return 2
+            }
+        }
+        let provenance = options.referencePath.map(ReferenceBlock.provenance(of:))
         do {
             try RunDirectory.prepare()
         } catch {
@@ -89,6 +99,16 @@ enum BenchMain {
                 for path in try SVGCharts.write(rows, to: directory, caption: caption) { FileHandleOut.error("wrote \(path)") }
             } catch {
                 FileHandleOut.error("rlk-bench: SVG: \(error)")
+                status = 1
+            }
+        }
+        if let path = options.referencePath, let provenance {
+            do {
+                try ReferenceBlock.write(rows, to: path, provenance: provenance, machine: machine, config: config,
+                                         filters: options.filters, seconds: elapsed)
+                FileHandleOut.error("wrote the \(config.placement.mode.rawValue) results into \(path)")
+            } catch {
+                FileHandleOut.error("rlk-bench: --write-reference: \(error)")
                 status = 1
             }
         }

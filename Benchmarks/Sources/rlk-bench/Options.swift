@@ -5,6 +5,8 @@ struct Options {
     var json = false
     var quick = false
     var svgDirectory: String?
+    /// A document whose block for the run's placement the results replace.
+    var referencePath: String?
     var filters: [String] = []
     var list = false
     var markdown = false
@@ -13,12 +15,17 @@ struct Options {
     var passes: Int?
 
     static let usage = """
-        usage: rlk-bench [--quick] [--json] [--markdown] [--svg DIR] [--filter NAME]... [--placement cross|same|free] [--passes N] [--list]
+        usage: rlk-bench [--quick] [--json] [--markdown] [--svg DIR] [--write-reference PATH] [--filter NAME]...
+                         [--placement cross|same|free] [--passes N] [--list]
 
-          --quick        smaller counts, twelve short passes: about 8-10 minutes (what CI runs)
+          --quick        smaller counts, twelve short passes: about 8-11 minutes (what CI runs)
           --json         print the results as JSON on stdout (progress goes to stderr)
           --markdown     also print the summary as a Markdown table (docs/performance.md)
           --svg DIR      write DIR/scaling.svg and DIR/latency.svg
+          --write-reference PATH
+                         write the results, with the date, the commit and the machine, into
+                         PATH between "<!-- rlk-bench results: P -->" and "<!-- end -->",
+                         P the placement (docs/performance.md); the rest of PATH is left as it is
           --filter NAME  run only scenarios whose name contains NAME (repeatable)
           --placement P  cross (default): the two threads of a measurement on CPUs 0 and 1;
                          same: both on CPU 0; free: no pinning (results then vary run to run)
@@ -43,6 +50,9 @@ struct Options {
             case "--svg":
                 guard let directory = rest.popFirst() else { fail("--svg needs a directory") }
                 options.svgDirectory = directory
+            case "--write-reference":
+                guard let path = rest.popFirst() else { fail("--write-reference needs a path") }
+                options.referencePath = path
             case "--placement":
                 guard let value = rest.popFirst(), let mode = Placement.Mode(rawValue: value) else {
                     fail("--placement needs cross, same or free")

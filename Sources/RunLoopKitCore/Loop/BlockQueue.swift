@@ -4,11 +4,9 @@ import DequeModule
 /// top: while a block of another order than 0 waits, a pop takes the lowest
 /// order first (equal orders in the order queued). Guarded by the loop's
 /// lock. A ring buffer (`Deque`): popping from the head and appending reuse
-/// the same storage, so a steady stream of performs allocates nothing here
-/// and moves nothing (an array with a moving head had to slide what was
-/// left down now and then: a third of a perform's instructions when many
-/// wait), and plain performs (order 0, the only kind while no ordered one
-/// waits) pop from the head.
+/// the same storage, so a steady stream of performs allocates and moves
+/// nothing, and plain performs (order 0, the only kind while no ordered
+/// one waits) pop from the head.
 struct BlockQueue {
     private var storage = Deque<PendingBlock>()
     /// How many queued blocks have an order other than 0: while none, a pop

@@ -6,11 +6,9 @@ import Synchronization
 /// loop behind a bit of its own state instead, `Timer.boundLoop`: one
 /// word less in an object a program makes by the thousand.)
 ///
-/// Stored inline in its item, the lock the standard library's `Mutex`: as
-/// an object of its own behind a `Locked` box, a binding was five
-/// allocations (the binding, the box, its `Lock`, the pthread mutex, the
-/// state), each a cache miss when a change reached a timer untouched for a
-/// while among 100,000 (docs/performance.md, "Timers in less memory").
+/// Stored inline in its item, the lock the standard library's `Mutex`:
+/// objects of its own would each be one more cache miss when a change
+/// reaches an item untouched for a while among many.
 package struct LoopBinding: ~Copyable, Sendable {
     private let bound = Mutex(WeakLoop(nil))
 

@@ -62,8 +62,6 @@ struct LoopState {
     // The accessors below change a mode's state in place: a copy of a
     // ModeState retains and releases each of its arrays, and a change made
     // to a copy copies the mode's items (a timer heap of 100,000 entries).
-    // A timer's change went through such copies several times
-    // (docs/performance.md, "A timer change, profiled and made cheaper").
 
     /// Applies `body` to the state of `mode`, made on first use (S-MODE-1).
     mutating func withMode<T, E: Error>(_ mode: RunLoop.Mode, _ body: (inout ModeState) throws(E) -> T) throws(E) -> T {

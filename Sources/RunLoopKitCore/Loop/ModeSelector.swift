@@ -2,9 +2,8 @@
 /// cancellable block, its order and request.
 ///
 /// The order and the request ride here, boxed, rather than as fields of
-/// `PendingBlock`: a plain perform then copies, retains and releases
-/// nothing more than before (measured with callgrind: two more fields cost
-/// a plain perform 9 % more instructions, docs/performance.md).
+/// `PendingBlock`, so that a plain perform copies, retains and releases
+/// nothing for them (docs/performance.md, "Tried and not kept").
 enum ModeSelector: Sendable {
     case common
     case single(RunLoop.Mode)

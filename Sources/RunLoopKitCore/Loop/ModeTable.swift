@@ -4,12 +4,9 @@
 /// A program uses a handful of modes, so a mode is found by comparing its
 /// name with theirs, one after the other: names made from one string (the
 /// usual case: `.default`, or a `Mode` kept in a constant) compare by their
-/// storage alone, and no name is hashed. A dictionary of the names hashed
-/// each name (SipHash over 21 bytes for `kCFRunLoopDefaultMode`) two to six
-/// times in a pass that fired a timer, and compared colliding names when
-/// the process's random seed put two in one bucket, about 2,500
-/// instructions of a 15,000-instruction pass (docs/performance.md, "A pass
-/// that fires a timer"). Past `scanLimit` modes an index by name takes over.
+/// storage alone, and no name is hashed: a dictionary would hash a name
+/// several times in every pass that fires a timer (docs/performance.md,
+/// "Timers"). Past `scanLimit` modes an index by name takes over.
 struct ModeTable {
     /// Every mode's state, in the order the modes were made.
     private(set) var states: [ModeState] = []

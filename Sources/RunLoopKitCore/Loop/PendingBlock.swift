@@ -12,8 +12,7 @@ struct PendingBlock {
     private let line: UInt
     /// What few blocks carry, boxed so that a plain perform copies,
     /// retains and releases none of it: a tag, and whom to tell if it is
-    /// discarded (callgrind: the two as fields cost every perform about a
-    /// hundred instructions, docs/performance.md).
+    /// discarded.
     private let extras: Extras?
 
     private final class Extras: Sendable {

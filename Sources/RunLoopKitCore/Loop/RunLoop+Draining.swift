@@ -8,10 +8,10 @@ extension RunLoop {
     ///
     /// Plain blocks at the head of the queue are taken up to
     /// `blocksTakenAtOnce` under one lock (`takenBlocks`) and run from
-    /// there (a stop puts back those not run): taking the lock once for
-    /// every block, against a thread that takes it for every perform, made
-    /// a flood across CPUs run at one of two paces, 1.8 times apart
-    /// (docs/performance.md, "The perform flood's two paces across CPUs").
+    /// there (a stop puts back those not run): with the lock taken for every
+    /// block, against a thread that takes it for every perform, a flood
+    /// across CPUs runs at whatever pace the two threads meet at the lock
+    /// (docs/performance.md, "Perform, actors and the main queue").
     func drainBlocks(_ snapshot: inout ModeSnapshot, mode: Mode) -> Bool {
         // Most passes find no block: an atomic load instead of the lock.
         guard pendingBlockCount.load(ordering: .acquiring) > 0 || !takenBlocks.isEmpty else { return false }

@@ -84,9 +84,9 @@ extension RunLoop {
         )
         // The modes joined, listed only for a kind that acts on them
         // (`observesModeChanges`). The two branches below join a mode the
-        // same way, written out twice: as one local function, capturing
-        // `joined` and `outdated`, an add cost about 220 instructions more
-        // (docs/performance.md, "Review mends (a pass that fires a timer)").
+        // same way, written out twice: a local function capturing `joined`
+        // and `outdated` costs every add (docs/performance.md, "Tried and
+        // not kept").
         let joined: [Mode]? = try state.withLock { (state) throws(Item.JoinError) -> [Mode]? in
             guard state.isAlive else { return nil }
             var outdated = false

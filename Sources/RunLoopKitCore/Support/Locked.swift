@@ -21,11 +21,11 @@ public final class Locked<State>: @unchecked Sendable {
     @usableFromInline let lock = Lock()
     // The state lives in memory of its own, reached through a pointer: an
     // access through a pointer is not checked for exclusivity at run time,
-    // where a stored property of a class that other modules can reach is
-    // (about 120 instructions a `withLock`, two for every queued block);
-    // marking the property `@exclusivity(unchecked)` instead made the
-    // ports' locks dearer (their state copied in and out). Touched only
-    // inside `withLock`, with `lock` held, so no two accesses overlap.
+    // where a stored property of a class that other modules can reach is,
+    // at every `withLock`; `@exclusivity(unchecked)` on the property would
+    // copy the state in and out (docs/performance.md, "Tried and not
+    // kept"). Touched only inside `withLock`, with `lock` held, so no two
+    // accesses overlap.
     // U-LOCKED (docs/unsafe-sites.md).
     @usableFromInline let state: UnsafeMutablePointer<State>
 

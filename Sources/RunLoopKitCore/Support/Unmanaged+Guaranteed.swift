@@ -3,8 +3,8 @@ extension Unmanaged {
     /// Calls `body` with the instance as a guaranteed reference, without a
     /// retain or a release: for an instance the caller knows stays alive for
     /// the call (a port's send channel, a channel's socket under its lock, a
-    /// batch's in-place message). On the message path, where a counted copy
-    /// cost a retain and a release a message. What the standard library's
+    /// batch's in-place message). For the message path, where a counted copy
+    /// would add a retain and a release to every message. What the standard library's
     /// `_withUnsafeGuaranteedRef` does, keeping `body`'s typed error.
     ///
     /// `package` and inlinable: the ports' send and delivery paths call it

@@ -26,17 +26,10 @@ public final class Timer: @unchecked Sendable {
     // of `state` (the loop it is bound to, the block) or (`heapPlaces`)
     // behind the lock of the loop it is bound to; the block is @Sendable.
 
-    // Stored in the order laid out, for the cache lines a change reaches in
-    // a timer untouched for a while among many: a move of the fire date
-    // reads the reference count, `state`, `boundLoop`, `fireInstant` and
-    // `fireDateBits`, the first 48 bytes; an invalidation `state`,
-    // `boundLoop`, `heapPlaces`, `extras` and the block, all but the two
-    // dates; a sift that swaps it, `heapPlaces` alone. A timer is 96
-    // bytes: malloc's 112-byte chunks start at offsets 0, 16, 32 and 48 of
-    // a cache line in turn, so that a move reaches one line at half of
-    // them, and an invalidation two at three of the four
-    // (docs/performance.md, "A heap's places in its timers"; "A timer in 96
-    // bytes" and "A timer lets go of its block" before it).
+    // Stored in this order, in 96 bytes, for the cache lines a change
+    // reaches in a timer untouched for a while among many: a move of the
+    // fire date reads the first 48 bytes, a sift `heapPlaces` alone
+    // (docs/performance.md, "Timers").
 
     /// Whether it is valid (`validBit`), whether its block is running on
     /// the loop (`firingBit`: a nested run inside it, S-RUN-8, must not
@@ -50,8 +43,7 @@ public final class Timer: @unchecked Sendable {
     /// because `invalidate()` and `fireDate`'s setter read it on any thread
     /// while the loop binds or lets go of the timer: a bit rather than the
     /// `Mutex` of the other items' `LoopBinding`, whose lock word and
-    /// padding take 8 bytes more (docs/performance.md, "A heap's places in
-    /// its timers").
+    /// padding would make every timer larger.
     // U-TIMER-BINDING (docs/unsafe-sites.md).
     @exclusivity(unchecked) private weak var boundLoop: RunLoop?
     /// The fire date as an instant on the clock of the timer's loop (the
@@ -75,10 +67,9 @@ public final class Timer: @unchecked Sendable {
     /// owner (which holds the timer) keeps nothing alive once the timer is
     /// done. Behind `blockLockBit` (`holding`), because `invalidate()` may
     /// run on any thread while the loop fires the timer: a fire takes its
-    /// own reference first. A bit of `state` rather than a `Mutex`: the
-    /// mutex's word made a timer 104 bytes, and its generic `withLock`
-    /// cost about 750 instructions per invalidate and add
-    /// (docs/performance.md, "A timer lets go of its block").
+    /// own reference first. A bit of `state` rather than a `Mutex`, which
+    /// would make a timer larger and every invalidation dearer
+    /// (docs/performance.md, "Tried and not kept").
     // U-TIMER-BLOCK (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var heldBlock: (@Sendable (Timer) -> Void)?
 
@@ -203,9 +194,8 @@ public final class Timer: @unchecked Sendable {
     /// timer's reads 0, as NSTimer's does, and `repeats` is whether it is
     /// above zero, which a repeating timer's must be): each initialiser
     /// makes it with `TimerExtras.of`, those without `userInfo` with the
-    /// variant that takes none, so that they handle no `(any Sendable)?`
-    /// (copying and destroying a nil one cost about a hundred instructions
-    /// a timer).
+    /// variant that takes none, so that they handle no `(any Sendable)?`,
+    /// whose copy and destroy every timer would pay, nil or not.
     private init(
         firstFire date: Date, instant: UInt64, interval: TimeInterval, repeats: Bool, extras: TimerExtras?,
         block: @escaping @Sendable (Timer) -> Void

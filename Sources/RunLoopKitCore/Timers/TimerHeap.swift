@@ -1,7 +1,7 @@
 /// The timers of one mode, by fire instant: a 4-ary min-heap, so that
 /// adding, removing, moving and taking the earliest timer each cost
 /// O(log n), whatever the number of timers (as CFRunLoop keeps each mode's
-/// timers ordered; docs/performance.md, "Timers at scale"). It lives in the
+/// timers ordered; docs/performance.md, "Timers"). It lives in the
 /// mode's state, under the loop's lock.
 ///
 /// Each member has one entry in the heap, keyed by its fire instant and,
@@ -12,8 +12,8 @@
 /// An entry may be older than its timer's instant: the timer fired in
 /// another mode, or was moved later (`Timer.fireDate`'s setter then leaves
 /// the heaps alone, as Go's runtime leaves a timer moved later: a change
-/// among many timers then touches no heap; docs/performance.md, "Timers
-/// moved later"). Such an entry is moved when it comes to the top. A
+/// among many timers then touches no heap; docs/performance.md,
+/// "Timers"). Such an entry is moved when it comes to the top. A
 /// timer moved earlier is moved at once (`reschedule`): every entry's
 /// instant is at most its timer's, so no timer fires late, and `settle()`
 /// makes the top exact before the loop decides how long to sleep.

@@ -4,8 +4,8 @@ import Synchronization
 /// in the timer itself: its place (the index of its entry, or of its spot
 /// among the heap's members without an entry) and its joining order. A
 /// heap reaches a member's entry from the timer, with nothing between
-/// them: among 100,000 timers, each array between the two cost a change
-/// a cache miss (docs/performance.md, "A heap's places in its timers").
+/// them: among many timers, each array between the two would cost a
+/// change a cache miss (docs/performance.md, "Timers").
 ///
 /// A timer is in one heap (a mode), or two (the common items and the one
 /// common mode most loops have); those two records are kept inline. The
@@ -15,8 +15,8 @@ import Synchronization
 /// a mode's heap rewrites a member's place at each swap of a sift. A bit
 /// of the second inline record says that some went to the table: asking
 /// a heap the timer is not in reads the inline two only, and the timer
-/// keeps no array of its own (docs/performance.md, "A timer in 96
-/// bytes"). Changed only under the lock of the loop whose heaps these
+/// keeps no array of its own (docs/performance.md, "Timers"). Changed
+/// only under the lock of the loop whose heaps these
 /// are: a timer belongs to one loop at a time.
 struct TimerHeapPlaces {
     /// Each inline record: a heap's identity (above zero, below 2³⁰) in

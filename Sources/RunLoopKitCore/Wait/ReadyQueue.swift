@@ -3,10 +3,10 @@
 ///
 /// A queue with O(1) removal at the front, because the loop takes its head
 /// once per socket event and puts the source back at the end: with thousands
-/// of ready ports a plain array's `remove(at: 0)` made every message pay for
-/// every waiting port. Its slots are reused in place: emptying the queue
-/// resets two indices and touches no array storage (emptying the array
-/// instead cost a generic replaceSubrange on every message of a round
+/// of ready ports a plain array's `remove(at: 0)` would make every message
+/// pay for every waiting port. Its slots are reused in place: emptying the
+/// queue resets two indices and touches no array storage (emptying an
+/// array would be a generic replaceSubrange on every message of a round
 /// trip). Entries behind the head are removed in place (rare: sources of
 /// another mode, or gone from the loop). Loop thread only.
 struct ReadyQueue {

@@ -18,7 +18,7 @@ extension Port {
             // since (perhaps by a handler) takes the very next message.
             let (handler, version) = currentHandler()
             // Each handler is passed as a plain (non-escaping) closure: an
-            // optional one was copied, a retain and a release a message.
+            // optional one would be copied, retained and released, every message.
             let outcome = switch handler {
             case let .inPlace(body)?: deliverInPlace(&batch, from: receiver, to: body, version: version)
             case let .message(body)?: deliverMessages(&batch, from: receiver, to: body, version: version)
@@ -97,7 +97,7 @@ extension Port {
     /// that closing the port from another thread, or a nested batch, cannot
     /// release it while a handler reads it.
     // Inlined into `deliver`, its one caller, whatever the optimiser's
-    // budget: out of line it cost about 20 instructions a message.
+    // budget: a call here is paid by every message.
     @inline(__always)
     private func deliverInPlace(
         _ batch: inout BatchCount, from receiver: PortReceiver, to handler: @Sendable (borrowing PortMessageView) -> Void,

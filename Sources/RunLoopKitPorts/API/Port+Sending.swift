@@ -30,7 +30,7 @@ extension Port {
     /// Sends a message of one data component, `bytes`, given as they are:
     /// what `send(msgid:components:replyPort:before:)` sends for
     /// `[.data(Data(bytes))]`, byte for byte, without a `Data` made or read
-    /// for it (for streams of many messages: docs/performance.md). The
+    /// for it (for streams of many messages: docs/performance.md, "The port path"). The
     /// receiver cannot tell the two apart.
     ///
     /// - Throws: as `send(msgid:components:replyPort:before:)`.
@@ -61,7 +61,7 @@ extension Port {
         let (channel, traceID, sendTime) = try beginSend(msgid: msgid, components: { components }, replyPort: replyPort)
         do {
             // unowned(unsafe): the closure lives for the call, while `self`
-            // is alive; a counted capture of a Port took Swift's slow
+            // is alive; a counted capture of a Port would take Swift's slow
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
@@ -103,10 +103,10 @@ extension Port {
     /// channel, and, when the tap is on, the trace id that pairs the send
     /// with its delivery and the time taken before sending (a delivery may
     /// be reported before the send returns). Plain calls rather than a
-    /// helper taking the send as a closure: the closure's context cost a
-    /// retain and a release a send. The channel comes uncounted: it lives
-    /// as long as this port (released in `deinit`), which the send keeps
-    /// alive, and a counted reference cost a retain and a release a send.
+    /// helper taking the send as a closure, whose context every send would
+    /// retain and release; the channel comes uncounted for the same reason:
+    /// it lives as long as this port (released in `deinit`), which the send
+    /// keeps alive.
     /// A send to an invalid port is an event of the tap's too (`sendFailed`);
     /// `components` is read only then.
     @inline(__always)

@@ -374,7 +374,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     }()
 
     /// The default `maxMessagesPerCallout`, chosen by measurement
-    /// (docs/performance.md, "Several messages per callout").
+    /// (docs/performance.md, "The port path").
     public static let defaultMaxMessagesPerCallout = 32
 
     // Delivering (the batch on the loop thread): Port+Delivery.swift.

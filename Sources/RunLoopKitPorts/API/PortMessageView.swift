@@ -6,7 +6,7 @@ import FoundationEssentials
 /// ports as the ``PortMessage`` that ``Port/setMessageHandler(_:)`` would
 /// get, without a `Data` made for each data component. A stream of many
 /// small messages spends most of its receiving time making those `Data`
-/// (docs/performance.md); a view reads the bytes in the buffer they
+/// (docs/performance.md, "The port path"); a view reads the bytes in the buffer they
 /// arrived in.
 ///
 /// A view is valid only while its handler runs: it is noncopyable and lent

@@ -3,8 +3,7 @@
 /// When a send stops waiting for room (S-PORT-4), read from the clocks only
 /// if the send has to wait at all. Most sends find the channel's lock free
 /// and room in the queue, and then never look at the time: converting a
-/// `Date` costs two clock reads (the wall clock and the monotonic one),
-/// about a tenth of a 64-byte send (docs/performance.md).
+/// `Date` costs two clock reads (the wall clock and the monotonic one).
 struct SendDeadline {
     private let date: Date?
     private let fixedInstant: UInt64

@@ -21,9 +21,8 @@ final class TapPipeline: @unchecked Sendable {
 
     /// Events the ring holds (2^14, 1.25 MiB): beyond, they are dropped.
     /// About 90 ms of pingpong's flat-out traffic, for a tap thread that
-    /// the scheduler keeps waiting. Not more: a ring past the L2 cache made
-    /// every event dearer (tap-cost on one CPU rose from 1.67 × to 2.2 ×
-    /// with 2^15).
+    /// the scheduler keeps waiting. Not more: a ring past the L2 cache makes
+    /// every event dearer (docs/performance.md, "The tap").
     static let ringCapacityLog2: UInt32 = 14
     /// Records in one batch at most: 320 KiB. (Tests that overload a
     /// reader set it, and the mark below, low before the tap starts, so that

@@ -31,7 +31,7 @@ final class PortReceiver: @unchecked Sendable {
     private var ipcPaths: [String] = []
     // Guarded by lock: the frames of the next message, received and not yet
     // decoded (by `hasInput`, or by `receive`); reused for every message.
-    // (A constant: a `var` cost a retain and a release at every use.)
+    // (A constant: a `var` would be retained and released at every use.)
     private let frames = IncomingFrames()
     // Guarded by lock: messages handed back by a message stream that took
     // them in and never handed them out (S-ASYNC-2), oldest first: they
@@ -47,8 +47,8 @@ final class PortReceiver: @unchecked Sendable {
     @exclusivity(unchecked) private var spareInPlaceMessage: InPlaceMessage?
     // Guarded by lock.
     // @exclusivity(unchecked): used under `lock` alone, on the message path
-    // (no overlapping access is possible; the dynamic check cost hundreds
-    // of instructions a message).
+    // (no overlapping access is possible, and the dynamic check would run
+    // at every access).
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var decoder = MessageDecoder()
     /// What the port dropped, per reason (S-PORT-7).

@@ -23,7 +23,7 @@ final class SendChannel: @unchecked Sendable {
     let lock = Lock()
     // @exclusivity(unchecked) on the properties below: each is touched with
     // `lock` held only, so no two accesses overlap, and the dynamic check
-    // cost hundreds of instructions a send.
+    // would run at every access of every send.
     // Guarded by lock: made on first send, so a send right that never sends costs no socket.
     // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var socket: Socket?
@@ -43,7 +43,7 @@ final class SendChannel: @unchecked Sendable {
     // libzmq allocated per message is freed by the receiver, and past
     // glibc's fastbin limit (80-byte frames, so a 64-byte payload with its
     // framing) both threads then wait for the allocator's lock
-    // (docs/performance.md).
+    // (docs/performance.md, "The port path").
     // A channel to another process sends even its smallest frames from
     // the pool, so that at exit it knows how many messages libzmq has not
     // yet written (`unwritten()`).
@@ -165,8 +165,8 @@ final class SendChannel: @unchecked Sendable {
         }
         if let unreachable { throw unreachable }
         // Uncounted: the socket stays while the lock is held (only
-        // `closeForExit`, which takes the lock, lets it go), and a counted
-        // reference cost a retain and a release a send.
+        // `closeForExit`, which takes the lock, lets it go), so a send
+        // needs no retain and release of it.
         try connectedSocket().withGuaranteedReference(body)
     }
 

@@ -43,7 +43,7 @@ struct DescriptorCache {
     mutating func removeAll() { entries.removeAll() }
 
     /// memcmp, not `elementsEqual`: the generic comparison of an array
-    /// with a raw buffer cost a few hundred instructions a message.
+    /// with a raw buffer is many times dearer, and runs every message.
     private static func same(_ known: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard known.count == bytes.count else { return false }
         guard let base = bytes.baseAddress else { return known.isEmpty }

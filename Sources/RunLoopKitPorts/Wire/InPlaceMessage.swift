@@ -19,8 +19,8 @@
 final class InPlaceMessage {
     // @exclusivity(unchecked) on the properties below: written by the
     // decoder under the receiver's lock and read by the view on the same
-    // thread after it, never two at once; the dynamic check cost hundreds
-    // of instructions a message.
+    // thread after it, never two at once; the dynamic check would run at
+    // every access.
     let frames = IncomingFrames()
     /// The header, checked (`WireFormat.Header.none` while nothing is held).
     // U-IN-PLACE-MESSAGE (docs/unsafe-sites.md).
@@ -40,8 +40,8 @@ final class InPlaceMessage {
 
     /// Forgets what decoding found, before the next message is received
     /// into the frames (which a receive or a move clears itself).
-    // Inlined: the optimiser's budget left it out of line once, for 21
-    // instructions a message (docs/performance.md, "The perform path").
+    // Inlined whatever the optimiser's budget: a call here is paid by
+    // every message.
     @inline(__always)
     func forgetDecoded() {
         header = .none

@@ -17,8 +17,8 @@ final class IncomingFrames {
 
     // @exclusivity(unchecked) on the properties below: they are touched on
     // the message path, under the receiver's lock alone, so no two accesses
-    // can overlap, and the runtime's dynamic exclusivity check cost about a
-    // thousand instructions a message (docs/performance.md).
+    // can overlap, and the runtime's dynamic exclusivity check would run at
+    // every access (docs/performance.md, "The port path").
     /// The first frame, held apart from the rest: a packed message is this
     /// frame alone, read without touching an array (no reference counting).
     private let first = Message()

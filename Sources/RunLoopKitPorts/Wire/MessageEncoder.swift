@@ -11,12 +11,12 @@
 /// pass over the components that sizes them.
 ///
 /// The components are not stored but passed again to the writing calls:
-/// storing the array cost a retain and a release a send, and the send
+/// storing the array would retain and release it every send, and the send
 /// channel writes the packed frame straight into the buffer libzmq sends
 /// (`Socket.send(byteCount:write:)`), so the encoder is a few sizes and the
 /// reply port's descriptor. A port component's descriptor is read from
-/// its port when its record is written (an array of them, even empty, cost
-/// a generic destroy of about a hundred instructions a send).
+/// its port when its record is written (an array of them, even empty,
+/// would need a generic destroy every send).
 struct MessageEncoder {
     let msgid: UInt32
     /// Present when the sender's tap is on.
@@ -39,8 +39,8 @@ struct MessageEncoder {
         // too, as the receiver counts them (docs/wire-format.md, "Limits").
         var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         // By index, each component read in place: a `for component in
-        // components` copied each one out (a retain and a release of its
-        // Data or Port per component).
+        // components` would copy each one out, retaining and releasing its
+        // Data or Port.
         for index in components.indices {
             if components[index].isPort {
                 guard case let .port(port) = components[index] else { continue }
@@ -79,7 +79,7 @@ struct MessageEncoder {
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         var totalBytes = bytesBeforeReplyPort
-        // Switched on, not bound with `if let`: the binding copied the Port
+        // Switched on, not bound with `if let`: a binding copies the Port
         // (a retain and a release, on Swift's slow path for a Port).
         let replyDescriptor: [UInt8]?
         switch replyPort {

@@ -1,8 +1,8 @@
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
-/// What the encoder reads of a component where it lies in its array: a
-/// loop that copied each component out of the array paid a retain and a
-/// release of its Data or Port (docs/performance.md).
+/// What the encoder reads of a component where it lies in its array, so
+/// that no component is copied out (a retain and a release of its Data or
+/// Port).
 extension PortMessage.Component {
     /// A data component's byte count (0 for a port).
     var dataCount: Int {

@@ -17,10 +17,10 @@ extension WireFormat {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
                                  components: components, traceID: traceID, packed: true)
         // Each record writes at the offset the previous one returns: no
-        // variable captured by a closure, which cost a dynamic exclusivity
-        // check per record. By index, each component read in place: a `for
-        // component in components` copied each one out (a retain and a
-        // release of its Data or Port per component).
+        // variable captured by a closure, which would take a dynamic
+        // exclusivity check per record. By index, each component read in
+        // place: a `for component in components` would copy each one out,
+        // retaining and releasing its Data or Port.
         for index in components.indices {
             offset = components[index].writeRecord(into: buffer, at: offset)
         }
@@ -74,10 +74,10 @@ extension WireFormat {
 
     /// The records of a packed frame, one at a time, for a caller that fills
     /// its own variables as it goes (a walk calling a closure for each record
-    /// cost a dynamic exclusivity check per access of what it captured).
-    /// The caller reads `header.recordCount` records, then calls `finish`.
-    /// (No optional tuple per record: that cost the decoder about 80
-    /// instructions a message, docs/performance.md.)
+    /// would take a dynamic exclusivity check per access of what it
+    /// captured). The caller reads `header.recordCount` records, then calls
+    /// `finish`. (No optional tuple per record: the decoder would make and
+    /// take one apart for every record.)
     struct PackedRecords {
         private let bytes: UnsafeRawBufferPointer
         private var offset: Int

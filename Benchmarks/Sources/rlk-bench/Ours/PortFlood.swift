@@ -43,8 +43,8 @@ final class PortFlood: Contender {
         let thread = try Placement.startedLoopThread("bench-sink", on: placement.second)
         self.thread = thread
         let port = try Port(transport: .inproc)
-        // RLK_BENCH_BATCH=<n> measures another maxMessagesPerCallout (how the
-        // default was chosen: docs/performance.md).
+        // RLK_BENCH_BATCH=<n> measures another maxMessagesPerCallout (the
+        // default's reason: docs/performance.md, "The port path").
         if let batch = getenv("RLK_BENCH_BATCH").flatMap({ Int(String(cString: $0)) }) { port.maxMessagesPerCallout = batch }
         let counter = self.counter
         if inPlace {
@@ -65,10 +65,10 @@ final class PortFlood: Contender {
     ///
     /// The send channel sends from a pool of buffers that grows to the most
     /// messages ever in flight and is then used again and again. Left to the
-    /// measured stream, that most is whatever the scheduler allowed: under
-    /// valgrind two runs of the same count made 1,700 and 1,860 buffers, a
-    /// difference that read as 0.06 allocations per delivered message. With
-    /// the queue once full, no later send can find the pool short.
+    /// measured stream, that most is whatever the scheduler allows, and the
+    /// buffers made would count as allocations per message, more in one run
+    /// than the next. With the queue once full, no later send can find the
+    /// pool short.
     private func fillSendPool(port: Port, thread: LoopThread) throws {
         let held = Gate()
         let release = DispatchSemaphore(value: 0)

@@ -63,14 +63,10 @@ struct TimerChurnLoad {
     /// Seconds between two changes of the churn timer (one invalidate, one add).
     let churnInterval: Double
     /// One-shot timers whose lateness is measured, one at a random point of
-    /// each `window / probes` seconds, on both sides. At fixed steps they
-    /// fell on the churn timer's grid (the window's step a multiple of its
-    /// interval): every probe came due with a churn fire, in C at the same
-    /// instant, in Swift a microsecond or two after (the probes were made
-    /// after the churn timer), so that every probe waited for a churn
-    /// callout and the median measured how fast `add` returned, not how
-    /// late a timer fires under the load (docs/performance.md, "Timers in
-    /// less memory").
+    /// each `window / probes` seconds, on both sides: at fixed steps they
+    /// would fall on the churn timer's grid, each waiting for a churn
+    /// callout, and the median would measure how fast `add` returns rather
+    /// than how late a timer fires under the load.
     let probes: Int
     let window: Double
 }

@@ -28,15 +28,15 @@ struct Measurement: Sendable {
 
     /// The side's level, what ratios and growths compare: with several
     /// draws the middle mean of their levels (Summary.middleMean), else the
-    /// samples' median. docs/performance.md ("A side's centre") says why.
+    /// samples' median. docs/performance.md ("Why draws, not batches") says why.
     var centre: Double? {
         levels.count > 1 ? Summary.middleMean(levels) : summary?.median
     }
 }
 
-/// What a row must achieve, as docs/design.md ("Performance") states it ("≤ 1.15×", "≥ 0.5×").
+/// What a row must achieve, as docs/performance.md ("Targets") states it ("≤ 1.15×", "≥ 0.5×").
 struct Target: Sendable {
-    /// A target's standing, as docs/design.md ("Performance") defines it:
+    /// A target's standing, as docs/performance.md ("Targets") defines it:
     /// due now, guarded (no regression against the commit before a change;
     /// the target is shown so that the report says honestly whether it is
     /// met), or not due yet.

@@ -51,15 +51,20 @@ enum TableReport {
             ]
             lines.append(zip(cells, columns).map { pad($0, $1.1) }.joined())
         }
+        lines.append("\(metCount(rows)); rlk-bench exits 0 whether they are met or not")
+        lines.append("standing, as docs/performance.md (\"Targets\") gives it: due now; guarded (no regression against the commit before a change); not due yet")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// "12 of 19 judged targets met (due: …; guarded: …; not due: …)".
+    static func metCount(_ rows: [ScenarioResult]) -> String {
         let judged = rows.filter { $0.met != nil }
         let byStanding = [Target.Standing.due, .guarded, .notDue].compactMap { standing -> String? in
             let these = judged.filter { $0.target?.standing == standing }
             return these.isEmpty ? nil : "\(standing.rawValue): \(these.filter { $0.met == true }.count) of \(these.count)"
         }
         let perStanding = byStanding.isEmpty ? "" : " (\(byStanding.joined(separator: "; ")))"
-        lines.append("\(judged.filter { $0.met == true }.count) of \(judged.count) judged targets met\(perStanding); rlk-bench exits 0 whether they are met or not")
-        lines.append("standing, as docs/design.md (\"Performance\") gives it: due now; guarded (no regression against the commit before a change); not due yet")
-        return lines.joined(separator: "\n") + "\n"
+        return "\(judged.filter { $0.met == true }.count) of \(judged.count) judged targets met\(perStanding)"
     }
 
     private static func side(_ role: String, _ measurement: Measurement, _ unit: String, _ width: Int) -> String {

@@ -4,8 +4,8 @@ import Glibc
 /// stderr with the process's context switches during it (all threads,
 /// getrusage), so that a side whose levels split in two can be read batch
 /// by batch: is a slow batch one whose threads switched more often per
-/// message? A diagnostic for docs/performance.md ("Stability sets, and the
-/// port scaling's two levels"); off, it costs one check a repetition.
+/// message? A diagnostic (docs/performance.md, "Many ports"); off, it
+/// costs one check a repetition.
 enum BatchTrace {
     static let isOn = getenv("RLK_BENCH_TRACE").map { String(cString: $0) != "0" } ?? false
 

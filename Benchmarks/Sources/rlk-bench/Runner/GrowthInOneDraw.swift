@@ -3,12 +3,11 @@
 /// and the quotient of their medians as the draw's only sample.
 ///
 /// On this VM the host speeds a process up or slows it down for a second
-/// or a few at a time, and not by the same factor at every size
-/// (docs/performance.md, "A growth measured in one draw"). A growth read
-/// from two rows measured tens of seconds apart divides one regime by
-/// another: the C heap's growth from 1,000 to 100,000 timers read 1.5 × in
-/// one quick run and 2.3 × in the next. Both sizes inside one draw share
-/// its regime, and the quotient keeps what the size costs.
+/// or a few at a time, and not by the same factor at every size: a growth
+/// read from two rows measured tens of seconds apart divides one regime by
+/// another. Both sizes inside one draw share its regime, and the quotient
+/// keeps what the size costs (docs/performance.md, "Why draws, not
+/// batches").
 final class GrowthInOneDraw: Contender {
     let label: String
     private let small: any Contender

@@ -3,13 +3,11 @@
 /// figures depend on the process they happen to run in.
 ///
 /// On this kind of VM some measurements settle, for a whole process, in
-/// one of two regimes or at one level of a spread: the cost of a timer
-/// change read 370 ns in one process and 610 ns in the next with the same
-/// code, and Foundation's main-queue drain 0.92 × or 1.68 × RunLoopKit's
-/// (docs/performance.md, "A fresh process per batch set"). Within one
-/// process more batches only repeat its draw; a quick run in one process
-/// then moved such rows by 20-50 % from run to run. In a fresh process per
-/// repetition each run's median is taken over many draws. The child does
+/// one of two regimes or at one level of a spread (a timer change's cost,
+/// Foundation's main-queue drain), and within one process more batches
+/// only repeat its draw. In a fresh process per repetition each run's
+/// figure is taken over many draws (docs/performance.md, "Why draws, not
+/// batches"). The child does
 /// one set-up, one warm-up repetition and one measured repetition, with
 /// the same placement as in the parent; the parent's own warm-up round
 /// (interleave's) costs one more process, and is discarded as ever.

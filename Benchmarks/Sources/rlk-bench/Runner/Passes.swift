@@ -1,13 +1,11 @@
 /// Pooling the rows of several passes over the same scenarios.
 ///
-/// A row measured in three passes, minutes apart, has its batches from three
-/// stretches of the machine's time. On a VM whose host moves its virtual
-/// CPUs, one stretch can be uniformly slower for one side than for the
-/// other (a cross-CPU wake-up costing 60 µs instead of 40, a cache shared
-/// or not): within it, more batches repeat the same bias; across passes,
-/// pooled, it is outvoted. docs/performance.md ("Quick runs that repeat")
-/// has the measurements that chose this over other statistics (best-of,
-/// a lower quartile, per-round paired ratios), which did not help.
+/// A row measured in several passes, minutes apart, has its batches from as
+/// many stretches of the machine's time. On a VM whose host moves its
+/// virtual CPUs, one stretch can be uniformly slower for one side than for
+/// the other: within it, more batches repeat the same bias; across passes,
+/// pooled, it is outvoted (docs/performance.md, "Why draws, not batches";
+/// the statistics tried instead are under "Tried and not kept").
 enum Passes {
     /// One row per name of the first pass, in its order, each side's
     /// samples those of every pass together, and its levels each pass's

@@ -25,9 +25,7 @@ struct RunConfig: Sendable {
     /// scenarios, the port scaling in four visits of three short batches):
     /// a row's figure moves between runs as its pass levels' spread over the
     /// square root of their count, so more, shorter passes in the same time
-    /// move it less. With three passes 7-10 of 45 rows moved by 20 % or more
-    /// between runs, with five 0-3 (docs/performance.md, "Five passes",
-    /// "Twelve short passes").
+    /// move it less (docs/performance.md, "Why draws, not batches").
     static func defaultPasses(quick: Bool) -> Int { quick ? 12 : 1 }
 
     /// Round trips: repetitions, and round trips timed per repetition.
@@ -48,17 +46,15 @@ struct RunConfig: Sendable {
     var idleSeconds: Double { quick ? 2 : 10 }
 
     /// Timer lateness: seconds observed per repetition, repetitions per side.
-    /// As long in a quick run as in a full one: at 1.2 s our median moved by
-    /// 37 % between quick runs across CPUs (docs/performance.md, "Pools
-    /// placed too").
+    /// As long in a quick run as in a full one: a shorter window lets one
+    /// stretch of the host move the median.
     var timerSeconds: Double { 2.5 }
     /// One round a visit in a quick run: its visits are its draws.
     var timerRepetitions: Int { quick ? 1 : 2 }
     /// Timers at scale, visits per pass: a quick pass visits it twice, so
     /// that the fresh processes of a timer change fall in twice as many
-    /// stretches of the host's pace, which sets their level (two levels on
-    /// both sides, shared by processes on both CPUs; docs/performance.md,
-    /// "The growth follows the host's pace").
+    /// stretches of the host's pace, which sets their level
+    /// (docs/performance.md, "Why draws, not batches").
     var timerChurnVisitsPerPass: Int { quick ? 2 : 1 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
@@ -70,8 +66,8 @@ struct RunConfig: Sendable {
     /// short batches each (forty-eight visits over twelve passes): its
     /// sides' pace is the host's of the moment, which lasts longer than a
     /// visit's batches, so what narrows a centre is visits at more moments,
-    /// not more batches in one (docs/performance.md, "Batch by batch",
-    /// "Four visits a pass").
+    /// not more batches in one (docs/performance.md, "Why draws, not
+    /// batches").
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
     var scalingMessages: Int { quick ? 50_000 : 200_000 }
     var scalingRepetitions: Int { quick ? 3 : 5 }

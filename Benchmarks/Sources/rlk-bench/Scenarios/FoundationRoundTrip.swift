@@ -1,4 +1,4 @@
-/// docs/design.md ("Performance"): against Foundation on Linux; ≥ 3 × faster than SocketPort's round trip.
+/// docs/performance.md ("Targets"): against Foundation on Linux; ≥ 3 × faster than SocketPort's round trip.
 struct FoundationRoundTrip: Scenario {
     let name = "foundation-roundtrip"
     let summary = "PortMessage round trip between two LoopThreads vs Foundation SocketPort between two RunLoop threads"

@@ -1,7 +1,7 @@
 import Glibc
 import RunLoopKit
 
-/// docs/design.md ("Performance"): an idle loop with ports and a far timer makes 0 wake-ups and
+/// docs/performance.md ("Targets"): an idle loop with ports and a far timer makes 0 wake-ups and
 /// uses 0 CPU over 10 s. A Foundation thread kept alive the Foundation way
 /// (a SocketPort and a far timer in its RunLoop) is watched over the same
 /// window, for comparison.

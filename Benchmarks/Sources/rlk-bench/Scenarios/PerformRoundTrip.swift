@@ -1,4 +1,4 @@
-/// docs/design.md ("Performance"): perform-on-thread round trip; ≤ 1.0 ×
+/// docs/performance.md ("Targets"): perform-on-thread round trip; ≤ 1.0 ×
 /// SwiftNIO EventLoop.execute, guarded (no
 /// regression against the commit before a change). Dispatch is shown beside it.
 struct PerformRoundTrip: Scenario {
@@ -19,7 +19,7 @@ struct PerformRoundTrip: Scenario {
                 name: "perform-roundtrip", title: "perform-on-thread round trip (A → B → A)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: .ratioAtMost(1.0).standing(.guarded),
                 notes: [sizes, "swift-nio \(nioVersionNote)",
-                        "docs/design.md: ≤ 1.0×, guarded (a regression: the median ratio more than 10 % worse than at the commit before, over 3 --quick runs per placement)"], chartGroup: "perform round trip"),
+                        "docs/performance.md, \"Targets\": ≤ 1.0×, guarded (a regression: the median ratio more than 10 % worse than at the commit before, over 3 --quick runs per placement)"], chartGroup: "perform round trip"),
             ScenarioResult(
                 name: "perform-roundtrip-dispatch", title: "the same against Dispatch (two serial queues)",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,

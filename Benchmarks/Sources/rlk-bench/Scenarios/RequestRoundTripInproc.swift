@@ -1,4 +1,4 @@
-/// docs/design.md ("Performance"): the sendRequest round
+/// docs/performance.md ("Targets"): the sendRequest round
 /// trip is a row with no target yet, reported beside its raw-libzmq peer.
 /// A plain thread calls `port.sendRequest` on a LoopThread's
 /// port, whose handler replies to `message.replyPort`; the peer is libzmq's
@@ -32,7 +32,7 @@ struct RequestRoundTripInproc: Scenario {
                 name: "request-roundtrip-inproc", title: "sendRequest round trip, 64 B, a thread → a LoopThread's port, inproc",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: nil,
                 notes: [sizes,
-                        "no target yet (reported beside its raw-libzmq peer; docs/design.md, \"Performance\")",
+                        "no target yet (reported beside its raw-libzmq peer; docs/performance.md, \"Targets\")",
                         "ours: the asking thread runs its own loop in sendRequest's private mode until the reply comes; the peer: REQ (asker) and REP (echo)"],
                 chartGroup: "request round trip"),
             ScenarioResult(

@@ -1,4 +1,5 @@
-/// docs/design.md ("Performance"): one-way throughput, 64 B, inproc; ≥ 0.5 × raw libzmq (aim 0.75).
+/// docs/performance.md ("Targets"): one-way throughput, 64 B, inproc; ≥ 0.5 × raw libzmq,
+/// guarded (the aim, in place: ≥ 0.9 ×).
 struct ThroughputInproc: Scenario {
     let name = "throughput-inproc"
     let summary = "one-way PortMessage throughput to a LoopThread (inproc) vs raw libzmq PUSH/PULL"
@@ -22,16 +23,16 @@ struct ThroughputInproc: Scenario {
         return [
             ScenarioResult(
                 name: "throughput-inproc", title: "one-way throughput, 64 B, inproc",
-                unit: "msg/s", better: .higher, ours: measured[0], peer: measured[1], target: .ratioAtLeast(0.5),
-                notes: ["\(config.throughputRepetitions) batches × \(count) messages per side, interleaved; the aim is 0.75× (docs/design.md)"]),
+                unit: "msg/s", better: .higher, ours: measured[0], peer: measured[1], target: .ratioAtLeast(0.5).standing(.guarded),
+                notes: ["\(config.throughputRepetitions) batches × \(count) messages per side, interleaved"]),
             ScenarioResult(
                 name: "throughput-inproc-polled", title: "the same throughput against raw libzmq received as a loop receives (epoll on ZMQ_FD)",
                 unit: "msg/s", better: .higher, ours: measured[0], peer: measured[2], target: nil,
                 notes: ["informational: what serving the PULL socket from an event loop costs raw libzmq itself (docs/performance.md)"]),
             ScenarioResult(
                 name: "throughput-inproc-in-place", title: "the same stream sent from bytes and read in place (no Data on either side)",
-                unit: "msg/s", better: .higher, ours: measured[3], peer: measured[1], target: .ratioAtLeast(0.5),
-                notes: ["Port.send(msgid:bytes:…) and Port.setInPlaceMessageHandler; the handler reads each payload; same target as the row above"]),
+                unit: "msg/s", better: .higher, ours: measured[3], peer: measured[1], target: .ratioAtLeast(0.5).standing(.guarded),
+                notes: ["Port.send(msgid:bytes:…) and Port.setInPlaceMessageHandler; the handler reads each payload; same target as the row above (the aim here: ≥ 0.9×)"]),
             ScenarioResult(
                 name: "throughput-inproc-wire-sized",
                 title: "the in-place stream against raw libzmq sending as many bytes per message as the port puts on the wire",

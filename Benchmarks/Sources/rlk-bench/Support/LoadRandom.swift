@@ -3,8 +3,8 @@
 /// instructions a number, as cheap as the C peers' `rand_r`. The standard
 /// library's `SystemRandomNumberGenerator` asks the kernel (`getrandom`)
 /// for every number: two system calls in each change of the timer churn,
-/// 7-10 % of its loop thread's time under `perf`, paid by RunLoopKit's side
-/// alone (docs/performance.md, "Timers in less memory").
+/// which RunLoopKit's side would pay and the C peer's not
+/// (docs/performance.md, "Timers").
 struct LoadRandom: RandomNumberGenerator {
     private var state: UInt64
 

@@ -11,7 +11,7 @@ import RunLoopKit
 /// luck; so both sides of every comparison run with the same placement:
 /// by default the side that starts (the pinger, the sender) on CPU 0 and
 /// the other (the echo, the receiver, a child process) on CPU 1, which is
-/// "two threads on two cores", the case docs/design.md ("Performance") describes.
+/// "two threads on two cores" (docs/performance.md, "Placements").
 /// `--placement same` puts both on CPU 0; `--placement free` pins nothing.
 struct Placement: Sendable, CustomStringConvertible {
     enum Mode: String, Sendable { case cross, same, free }
@@ -65,10 +65,10 @@ struct Placement: Sendable, CustomStringConvertible {
     /// pool is in use. Afterwards each thread that was there before gets
     /// back the CPUs it had (another contender's pinned LoopThread keeps its
     /// CPU), and each thread born meanwhile may run anywhere: a pool thread
-    /// born pinned kept that pin for the rest of the run otherwise, and put
+    /// born pinned would keep that pin for the rest of the run, and put
     /// later rows' pool sides on one CPU even across CPUs. Left free on one
-    /// CPU, Dispatch's side moved by half between quick runs
-    /// (docs/performance.md, "Pools placed too").
+    /// CPU, a pool side would run on either CPU from batch to batch
+    /// (docs/performance.md, "Placements").
     func whilePoolPlaced<T>(_ body: () throws -> T) rethrows -> T {
         try Self.restoringAffinities { before in
             if mode == .same {
@@ -84,10 +84,9 @@ struct Placement: Sendable, CustomStringConvertible {
     /// ipc, with the calling thread on `first` and this process's libzmq
     /// I/O threads (named `ZMQbg/IO/<n>`: they write what the sockets
     /// queued) on `second`, the receiver's CPU; afterwards each as before.
-    /// Left free, the I/O thread ran on the sender's CPU in some passes and
-    /// on the other in the rest, and RunLoopKit's rate moved by 30-40 %
-    /// between quick runs while raw libzmq's moved by 3-10 %
-    /// (docs/performance.md, "The ipc flood's I/O thread").
+    /// Left free, the I/O thread runs on the sender's CPU in some passes and
+    /// on the other in the rest, and the row follows where it fell
+    /// (docs/performance.md, "Placements").
     func whileFloodPlaced<T>(_ body: () throws -> T) rethrows -> T {
         guard mode != .free else { return try body() }
         return try Self.restoringAffinities { before in
