@@ -11,8 +11,9 @@ import Testing
 
 @Suite("The wire fuzzer's corpus (S-PORT-7)")
 struct WireFuzzCorpusTests {
+    // Tests/<target>/Fuzzing/WireFuzzCorpusTests.swift → Tests/FuzzCorpus.
     static let corpus = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("FuzzCorpus")
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("FuzzCorpus")
 
     static func inputs() throws -> [(name: String, bytes: Data)] {
         let names = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { !$0.hasPrefix(".") }.sorted()

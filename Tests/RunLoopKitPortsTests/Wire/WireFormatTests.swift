@@ -83,8 +83,8 @@ struct WireFormatTests {
     /// The frames of the fenced block after `heading` in docs/wire-format.md,
     /// each checked against the size its line declares.
     static func documentExample(heading: String) throws -> [[UInt8]] {
-        // Tests/<target>/WireFormatTests.swift → the package root.
-        let root = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
+        // Tests/<target>/Wire/WireFormatTests.swift → the package root.
+        let root = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(4).joined(separator: "/")
         let path = root + "/docs/wire-format.md"
         let document = try #require(readWholeFile(path), "cannot read \(path)")
         let lines = document.split(separator: "\n", omittingEmptySubsequences: false)
