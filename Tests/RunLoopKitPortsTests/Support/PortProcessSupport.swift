@@ -41,7 +41,7 @@ import Testing
 
 // MARK: - Names, directories, files
 
-enum PortProcess {
+extension PortProcess {
     private static let counter = Locked(0)
 
     /// A port name no other test, process or earlier run uses: starts with a
@@ -70,36 +70,6 @@ enum PortProcess {
             throw TestFailure("mkdtemp failed: errno \(errno)")
         }
         return String(cString: made)
-    }
-
-    /// Removes `path` and everything under it, without following symlinks.
-    static func removeTree(_ path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            // A directory made unreadable or given away by a test: take it back first.
-            _ = chown(path, getuid(), getgid())
-            _ = chmod(path, 0o700)
-            for entry in directoryEntries(path) { removeTree(path + "/" + entry) }
-            rmdir(path)
-        } else {
-            unlink(path)
-        }
-    }
-
-    /// The names in a directory, without "." and "..".
-    static func directoryEntries(_ path: String) -> [String] {
-        guard let directory = opendir(path) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            // In place: a copy of the whole d_name reads past a short last entry.
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
     }
 
     /// What `lstat` says about a path: its type, permission bits and owner.

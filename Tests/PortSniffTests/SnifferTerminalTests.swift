@@ -5,7 +5,6 @@
 import Glibc
 import Testing
 import RunLoopKit
-@testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 @Suite("portsniff on a terminal")

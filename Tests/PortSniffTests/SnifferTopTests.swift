@@ -7,7 +7,6 @@ import Dispatch
 import Glibc
 import RunLoopKit
 import Testing
-@testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
 @Suite("portsniff's top view")

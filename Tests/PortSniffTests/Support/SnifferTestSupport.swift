@@ -1,13 +1,14 @@
-// Helpers for the traffic-tap tests: decoding portsniff's JSON events
+// Helpers for portsniff's tests: decoding its JSON events, writing the
+// recordings it reads, and whether the programs the tests run are built
 // (SpawnedProgram and makeTemporaryDirectory, in RunLoopKitTestSupport, run
-// the programs).
-import Dispatch
+// them).
 import Glibc
 import RunLoopKit
-@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
-@testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
-import ZeroMQ
+
+/// portsniff and the demos it watches are built (`swift build`, which
+/// scripts/test.sh runs before the tests).
+let programsBuilt = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("pingpong") && SpawnedProgram.isBuilt("ipc-demo")
 
 /// Decodes portsniff --json output, one event per line (the header line,
 /// which is no event, is skipped).
