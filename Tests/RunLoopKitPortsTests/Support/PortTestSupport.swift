@@ -1,5 +1,5 @@
-// Helpers for the in-process port tests: PortTests, PortRequestTests,
-// WireFormatTests and PortMalformedInputTests.
+// Helpers for the in-process port tests: API/ (PortMessageTests and the
+// other Port*Tests), WireFormatTests and PortMalformedInputTests.
 //
 // Every test makes its own LoopThreads and ports, so that tests running in
 // parallel never share a loop or a port. Handlers run on loop threads; they
