@@ -187,8 +187,9 @@ struct ModeTests {
         #expect(try sender.send("ping"))
 
         // The real clock (S-TMR-7): the timer is due at once, so no time
-        // needs to pass, and the run's 0.5 s deadline bounds a wait for the
-        // ZeroMQ message, which a test-clock deadline would not bound.
+        // needs to pass, and the run's 30 s deadline bounds a wait for the
+        // ZeroMQ message, which a test-clock deadline would not bound (a
+        // safety net: the run returns once the message is handled).
         let (containedBefore, containedAfter, results) = try onNewThread {
             () -> ([Bool], [Bool], [RunLoop.RunResult]) in
             let loop = RunLoop.current
@@ -216,7 +217,7 @@ struct ModeTests {
             // The timer fires and the source performs in the first pass; the
             // socket event may take a pass of its own.
             results.append(loop.run(mode: late, seconds: 0))
-            if events.count(of: "source1 ping") == 0 { results.append(loop.run(mode: late, seconds: 0.5, returnAfterSourceHandled: true)) }
+            if events.count(of: "source1 ping") == 0 { results.append(loop.run(mode: late, seconds: 30, returnAfterSourceHandled: true)) }
             socketSource.invalidate()
             return (containedBefore, containedAfter, results)
         }

@@ -275,9 +275,14 @@ struct ExecutorTests {
         // A job that queues another as it runs, at the thread's end.
         let yielding = Task { await recorder.twoSteps("yielding") }
         #expect(await Self.waitUntilQueued(11, on: worker))
-        // Stop from another thread (it joins), then let the held block end.
+        // Stop from another thread (it joins), then let the held block end
+        // once the stop has begun (the thread no longer running): a block
+        // released before would let the loop run the queued blocks, however
+        // late the detached task starts on a loaded pool.
         let stopped = Task.detached { worker.stop() }
-        try await Task.sleep(for: .milliseconds(50))
+        let limit = Date() + 120
+        while worker.isRunning && Date() < limit { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(!worker.isRunning, "stop() never began")
         release.signal()
         await stopped.value
         for job in jobs { #expect(await job.value == "exec-stop") }

@@ -138,14 +138,12 @@ struct FaultInjectionTests {
 
     /// Sends SIGUSR1 (caught by a handler installed without SA_RESTART, so
     /// that blocking calls fail with EINTR) to every target thread, again
-    /// and again, until `stop` is set; returns how many it sent.
-    static func signalStorm(_ targets: StormTargets, until stop: Locked<Bool>) -> Int {
-        var sent = 0
+    /// and again, until `stop` is set, counting those sent in `sent`.
+    static func signalStorm(_ targets: StormTargets, until stop: Locked<Bool>, counting sent: Locked<Int>) {
         while !stop.withLock({ $0 }) {
-            for thread in targets.all where pthread_kill(thread, SIGUSR1) == 0 { sent += 1 }
+            for thread in targets.all where pthread_kill(thread, SIGUSR1) == 0 { sent.withLock { $0 += 1 } }
             usleep(200)
         }
-        return sent
     }
 
     @Test("a storm of signals (EINTR in the blocking calls of the sending, receiving and sleeping threads) while loops sleep, time and send: 20,000 messages over inproc and ipc arrive in order, each once, sends meet their deadlines, a 2 ms repeating timer keeps firing, and a run until a deadline returns at it, not before")
@@ -185,7 +183,8 @@ struct FaultInjectionTests {
                 targets.addCurrentThread()  // the sender
                 targets.add(try thread.performAndWait { pthread_self() })  // the receiving loop
                 let stop = Locked(false)
-                let storm = SpawnedThread(named: "storm") { FaultInjectionTests.signalStorm(targets, until: stop) }
+                let sentSignals = Locked(0)
+                let storm = SpawnedThread(named: "storm") { FaultInjectionTests.signalStorm(targets, until: stop, counting: sentSignals) }
                 let started = MonotonicClock.now()
                 var sendErrors: [String] = []
                 for index in 0..<10_000 {
@@ -209,8 +208,13 @@ struct FaultInjectionTests {
                 }
                 let slept = try sleeper.join()
                 let allArrived = waitUntil(timeout: 60) { received.withLock { $0.values.map(\.count).reduce(0, +) } >= 20_000 }
+                // The storm goes on until it has sent the signals checked
+                // below (60 s at most): on a loaded machine its 200 µs
+                // pauses stretch, and the work may end before them.
+                _ = waitUntil(timeout: 60) { sentSignals.withLock { $0 } > 1_000 }
                 stop.withLock { $0 = true }
-                let signals = try storm.join()
+                try storm.join()
+                let signals = sentSignals.withLock { $0 }
                 let seconds = Double(MonotonicClock.now() - started) / 1e9
                 timer.invalidate()
                 controlTimer.invalidate()

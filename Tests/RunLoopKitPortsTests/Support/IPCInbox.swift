@@ -26,22 +26,6 @@ final class IPCCounter: Sendable {
         (try? await PortProcess.onThread("rlkt-wait") { self.wait(atLeast: target, timeout: timeout) }) ?? false
     }
 
-    /// Waits until the count is at least `target`, or until it has not
-    /// changed for `idle` seconds (what was in flight has arrived by then),
-    /// on a thread of its own. True if it got there.
-    func arrivalWhileProgressing(atLeast target: Int, idle: Double = 3) async -> Bool {
-        let counter = self
-        return (try? await PortProcess.onThread("rlkt-wait") { () -> Bool in
-            var last = counter.current
-            while !counter.wait(atLeast: target, timeout: idle) {
-                let now = counter.current
-                if now == last { return false }
-                last = now
-            }
-            return true
-        }) ?? false
-    }
-
     /// Waits until the count is at least `target`, for `timeout` seconds at
     /// most (a safety net). True if it got there.
     func wait(atLeast target: Int, timeout: Double = 30) -> Bool {
@@ -85,11 +69,6 @@ final class IPCInbox: Sendable {
     /// Blocks until `count` messages have arrived (`timeout` is a safety net).
     @discardableResult
     func wait(forCount count: Int, timeout: Double = 30) -> Bool { counter.wait(atLeast: count, timeout: timeout) }
-
-    /// Awaits `count` messages, or until none has arrived for `idle` seconds.
-    func arrivalWhileProgressing(ofCount count: Int, idle: Double = 3) async -> Bool {
-        await counter.arrivalWhileProgressing(atLeast: count, idle: idle)
-    }
 
     /// Awaits `count` messages without blocking a Swift concurrency thread.
     func arrival(ofCount count: Int, timeout: Double = 30) async -> Bool {

@@ -61,6 +61,16 @@ final class RawSniffer {
         return events
     }
 
+    /// Every event until `count` have come (waiting at most `timeout`
+    /// seconds for each batch, a safety net), then every one that comes
+    /// within `quiet` seconds of the one before: all of a traffic that has
+    /// ended, however late the tap passes it on, and anything after it.
+    func receiveAll(atLeast count: Int, timeout: Double = 30, quiet: Double = 0.5) -> [PortTapEvent] {
+        var events: [PortTapEvent] = []
+        while events.count < count, let more = batch(timeout: timeout) { events += more }
+        return events + receiveAll(timeout: quiet)
+    }
+
     /// Stops listening as a sniffer does: closes the socket and removes its file.
     func leave() {
         socket.close()

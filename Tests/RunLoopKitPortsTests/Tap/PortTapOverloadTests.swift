@@ -40,7 +40,7 @@ struct PortTapOverloadTests {
             try PortTapTests.require(balanced, "received \(received) + dropped \(PortTap.droppedEventCount) != \(total)")
             // The count reaches the sniffer: a later batch carries it.
             try port.send(msgid: 7, before: Date() + 2)
-            _ = sniffer.receive(2, timeout: 5)
+            _ = sniffer.receive(2, timeout: 30)
             try PortTapTests.require(sniffer.lastDropped == PortTap.droppedEventCount, "the drop count did not reach the sniffer")
             port.invalidate()
             worker.stop()
