@@ -22,6 +22,13 @@ struct PeerDeathSendTests {
 
     static func isPeerDied(_ error: PortError?, pid: Int32) -> Bool { PeerDeathTests.isPeerDied(error, pid: pid) }
 
+    /// How long a send waiting for room may take to fail once the peer is
+    /// told to die or close the port: it holds the peer's taking the order
+    /// and acting on it, which under ThreadSanitizer beside the whole suite
+    /// once took 7.7-9.8 s for a request (PeerDeathTests). 5 s, or 25 s
+    /// under a sanitizer: still under the send's 30 s deadline.
+    static let deathBound: Double = ProcessProbe.sanitizerName == nil ? 5 : 25
+
     // MARK: - A send waiting for room
 
     @Test("S-PORT-5, S-PORT-4: a send waiting for room in a full queue of a peer that dies fails with .peerDied, well before its 30 s deadline")
@@ -95,7 +102,7 @@ struct PeerDeathSendTests {
         #expect(seen.fillError == nil)
         #expect(seen.filled > Int(SendChannel.highWaterMark))
         #expect(Self.isPeerDied(seen.error, pid: seen.pid), "the waiting send: \(String(describing: seen.error))")
-        #expect(seen.seconds < 5, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
+        #expect(seen.seconds < Self.deathBound, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
         print("S-PORT-5: a send waiting for room at a dying peer failed after \(Int(seen.seconds * 1000)) ms")
     }
 
@@ -235,7 +242,7 @@ struct PeerDeathSendTests {
         let expected = ending == .closedByLivePeer ? "invalidPort" : "peerDied"
         #expect(seen.filled > Int(SendChannel.highWaterMark))
         #expect(PortProcess.caseName(seen.error) == expected, "the waiting send: \(String(describing: seen.error))")
-        #expect(seen.seconds < 5, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
+        #expect(seen.seconds < Self.deathBound, "the waiting send failed after \(seen.seconds) s (deadline 30 s)")
         #expect(seen.handlersRan == 3, "handlers ran \(seen.handlersRan) times")
         #expect(seen.channelLockFreeInHandler == true, "the send channel's lock was held by the thread running the invalidation handlers")
         #expect(seen.handlerSend == expected, "a handler's send to the port: \(seen.handlerSend ?? "none")")
