@@ -56,8 +56,9 @@ let package = Package(
         ),
         .target(name: "RunLoopKit", dependencies: ["RunLoopKitCore", "RunLoopKitPorts"]),
         .target(name: "RunLoopKitTesting", dependencies: ["RunLoopKitCore"]),
-        // A test target per module; the helpers they share (threads made
-        // for a test, probes of /proc) are a target of their own.
+        // A test target per module, and one for portsniff; the helpers they
+        // share (threads and programs made for a test, probes of /proc, the
+        // files a test leaves) are a target of their own.
         .target(
             name: "RunLoopKitTestSupport",
             dependencies: ["RunLoopKit", "RunLoopKitTesting", "CLinuxSupport"],
@@ -83,6 +84,9 @@ let package = Package(
             name: "RunLoopKitTestingTests",
             dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]
         ),
+        // portsniff's tests run the built program, as a user does (swift
+        // build first; scripts/test.sh does), and read what it prints.
+        .testTarget(name: "PortSniffTests", dependencies: ["RunLoopKit", "RunLoopKitTestSupport"]),
         .executableTarget(
             name: "portsniff",
             dependencies: [

@@ -131,11 +131,13 @@ package enum ProcessProbe {
     }
 
     /// Whether the kernel thread `tid`, joined or ending, is gone, or goes
-    /// within `seconds`. pthread_join returns as soon as the kernel clears
-    /// the thread's id, a moment before it reaps the task and its
-    /// /proc/self/task entry: a look right after a join may still see it
-    /// (seen once under ThreadSanitizer's load).
-    package static func threadGone(_ tid: Int32, within seconds: Double = 1) -> Bool {
+    /// within `seconds` (a safety net: it returns once the thread is gone).
+    /// pthread_join returns as soon as the kernel clears the thread's id, a
+    /// moment before it reaps the task and its /proc/self/task entry: a
+    /// look right after a join may still see it (seen once under
+    /// ThreadSanitizer's load), and a loaded machine may hold that moment
+    /// back for seconds.
+    package static func threadGone(_ tid: Int32, within seconds: Double = 10) -> Bool {
         waitUntil(timeout: seconds) { !threadExists(tid) }
     }
 

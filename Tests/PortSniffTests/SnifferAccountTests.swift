@@ -1,0 +1,111 @@
+// portsniff as a reader of the tap (S-TAP-1): its socket, several
+// sniffers at once, and the exact account of a sniffer stopped before or
+// during the traffic (received + dropped = produced, from the program's
+// count file).
+import Glibc
+import RunLoopKit
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+import Testing
+
+@Suite("portsniff: its socket and its account of the events (S-TAP-1)")
+struct SnifferAccountTests {
+    @Test("portsniff's socket file is 0600 while it listens, and removed when it stops (Ctrl-C)",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func snifferSocketFileIsPrivateAndRemoved() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let path = "\(directory)/tap.sock"
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", "ipc://\(path)"], in: directory)
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        var info = stat()
+        #expect(stat(path, &info) == 0, "no socket file at \(path)")
+        #expect(info.st_mode & 0o777 == 0o600, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        kill(sniff.pid, SIGINT)
+        #expect(sniff.waitForExit(timeout: 30) != nil)
+        #expect(access(path, F_OK) != 0, "the socket file was left behind")
+    }
+
+    @Test("S-TAP-1: two portsniffs at once, each on its own socket in the readers' directory, both get every event of pingpong under RUNLOOPKIT_TAP=1, numbered alike; their summaries say none was dropped",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func twoPortsniffsAtOnce() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let roundTrips = 200
+        let sniffers = try (0..<2).map { _ in
+            try SpawnedProgram("portsniff", ["--json", "--count", "\(4 * roundTrips)"], environment: runtime, in: directory)
+        }
+        for sniff in sniffers {
+            #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        }
+        // Two sockets of their own, in the readers' directory.
+        #expect(Set(sniffers.map { $0.errorOutput }).count == 2)
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: runtime.merging(["RUNLOOPKIT_TAP": "1"]) { $1 }, in: directory)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        var numbers: [[UInt64]] = []
+        for sniff in sniffers {
+            #expect(sniff.waitForExit(timeout: 30) == 0, "a portsniff did not see all \(4 * roundTrips) events: \(sniff.errorOutput)")
+            numbers.append(decodeEvents(sniff.output).map(\.seq).sorted())
+            #expect(sniff.errorOutput.contains("0 tap event(s) dropped"), "\(sniff.errorOutput)")
+        }
+        #expect(numbers[0] == Array(1...UInt64(4 * roundTrips)) && numbers[0] == numbers[1],
+                "the two got \(numbers[0].count) and \(numbers[1].count) events")
+    }
+
+    @Test("S-TAP-1: a sniffer stopped (SIGSTOP) before the program starts and resumed after it exited accounts for every event exactly, from the program's count file: received + dropped = produced",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func stoppedSnifferAccountsExactly() throws {
+        let (received, produced) = try Self.sniffStopped(roundTrips: 20_000, once: { _ in true })
+        // Stopped, it could not even finish ZeroMQ's handshake: the tap could
+        // pass nothing on, and says so.
+        #expect(received < produced, "a stopped sniffer got all \(received) events")
+    }
+
+    @Test("S-TAP-1: a sniffer stopped (SIGSTOP) in the middle of the traffic and resumed after the program exited shows what waited for it and counts the rest as dropped: received + dropped = produced, exactly",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func snifferStoppedMidRunAccountsExactly() throws {
+        let (received, produced) = try Self.sniffStopped(roundTrips: 50_000, once: { $0.output.contains("\"kind\"") })
+        #expect(received > 0 && received < produced, "\(received) of \(produced) received")
+    }
+
+    /// Runs portsniff in the readers' directory of a private runtime
+    /// directory, then pingpong with the tap on; stops portsniff (SIGSTOP)
+    /// once `condition` holds of it, resumes it after pingpong exited and
+    /// ends it (SIGINT). Checks pingpong's count file and that portsniff's
+    /// summary adds up for it; returns the events received and produced.
+    static func sniffStopped(roundTrips: Int, once condition: @escaping (SpawnedProgram) -> Bool) throws -> (received: Int, produced: Int) {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let sniff = try SpawnedProgram("portsniff", ["--json"], environment: runtime, in: directory)
+        defer { sniff.killAndReap() }
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        let tapped = runtime.merging(["RUNLOOPKIT_TAP": "1"]) { $1 }
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: tapped, in: directory)
+        #expect(waitUntil(timeout: 30) { condition(sniff) }, "portsniff never got to the point of being stopped")
+        kill(sniff.pid, SIGSTOP)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        let produced = 4 * roundTrips
+        // The program is gone; its count file stays, and says it all.
+        let counts = try #require(countFiles(in: directory + "/runtime").first { $0.pid == pingpong.pid })
+        #expect(counts.exited && counts.produced == UInt64(produced) && counts.settled == counts.produced && counts.name == "pingpong")
+        // Resumed, then ended at once: what waits in its socket is shown
+        // first, then the summary.
+        kill(sniff.pid, SIGCONT)
+        kill(sniff.pid, SIGINT)
+        #expect(sniff.waitForExit(timeout: 60) == 0)
+        let received = decodeEvents(sniff.output).filter { $0.pid == pingpong.pid }.count
+        let line = sniff.errorOutput.split(separator: "\n").first { $0.contains("pid \(pingpong.pid) (pingpong, exited)") }.map(String.init)
+        #expect(line == "  pid \(pingpong.pid) (pingpong, exited): events 1-\(produced) owed (\(produced)): \(received) received + \(produced - received) dropped",
+                "\(sniff.errorOutput)")
+        return (received, produced)
+    }
+
+    /// The count files of a runtime directory's tapped processes.
+    static func countFiles(in runtime: String) throws -> [PortTapCounts] {
+        let directory = runtime + "/tap/counts"
+        return try PortProcess.directoryEntries(directory).filter { $0.hasSuffix(".json") }.map { name in
+            try JSONDecoder().decode(PortTapCounts.self, from: Data(SpawnedProgram.read(directory + "/" + name).utf8))
+        }
+    }
+}
