@@ -17,7 +17,6 @@ struct BlockQueue {
     var jobModes = ModeSelector.common
 
     var count: Int { storage.count }
-    var isEmpty: Bool { storage.isEmpty }
 
     mutating func append(_ block: consuming PendingBlock) {
         if block.order != 0 { orderedCount += 1 }

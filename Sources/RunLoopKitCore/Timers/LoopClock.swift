@@ -36,24 +36,11 @@ package enum LoopClock: Sendable {
         }
     }
 
-    /// The date of `instant` on this clock.
-    func date(for instant: UInt64) -> Date {
-        switch self {
-        case .real: MonotonicClock.date(for: instant)
-        case let .manual(clock): clock.date(for: instant)
-        }
-    }
-
     /// The date now on this clock.
     var date: Date {
         switch self {
         case .real: Date()
         case let .manual(clock): clock.now
         }
-    }
-
-    /// Makes `loop` wake when this clock moves (a no-op for the real clock).
-    func attach(_ loop: RunLoop) {
-        if case let .manual(clock) = self { clock.attach(loop) }
     }
 }

@@ -48,9 +48,6 @@ public struct PortTapCounts: Codable, Sendable, Hashable {
         self.exited = exited
         self.time = time
     }
-
-    /// The file's name in the counts directory.
-    var fileName: String { "\(pid)-\(started).json" }
 }
 
 extension PortTap {

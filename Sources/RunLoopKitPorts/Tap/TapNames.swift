@@ -36,9 +36,6 @@ final class TapNames: @unchecked Sendable {
 
     private let state = Locked(State())
 
-    /// The number of names announced so far.
-    var count: Int { state.withLock { $0.ends.count } }
-
     /// The encoded names from the `from`-th on, and how many names there are.
     func encoded(from first: Int) -> (bytes: ArraySlice<UInt8>, count: Int) {
         state.withLock { state in

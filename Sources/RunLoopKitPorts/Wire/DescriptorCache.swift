@@ -40,7 +40,6 @@ struct DescriptorCache {
         }
     }
 
-    mutating func removeAll() { entries.removeAll() }
 
     /// memcmp, not `elementsEqual`: the generic comparison of an array
     /// with a raw buffer is many times dearer, and runs every message.
