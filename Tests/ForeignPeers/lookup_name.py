@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Looks a RunLoopKit port name up as a program in another language would,
 following docs/wire-format.md ("Looking a name up") step by step, with only
-Python's standard library.
+Python's standard library. Like RunLoopKit, it marks a holder it is the
+first to find dead, and honours RUNLOOPKIT_DEAD_HOLDER_WINDOW.
 
     lookup_name.py DIRECTORY NAME COUNT [STOPFILE [PROGRESSFILE OWNPID]]
 
@@ -31,7 +32,46 @@ import sys
 import time
 
 MAGIC = b"RLKD"
+DEATH_MARK = b"DIED"
+DEATH_MARK_SIZE = 12
 SETTLE_SECONDS = 0.1
+
+
+def window_nanoseconds():
+    """How long a death mark stands: 600 s, or RUNLOOPKIT_DEAD_HOLDER_WINDOW seconds."""
+    try:
+        seconds = float(os.environ.get("RUNLOOPKIT_DEAD_HOLDER_WINDOW", "600"))
+    except ValueError:
+        seconds = 600.0
+    if not 0 <= seconds < 1e9:
+        seconds = 600.0
+    return int(seconds * 1e9)
+
+
+WINDOW = window_nanoseconds()
+
+
+def decode_name_file(data):
+    """(descriptor, died_at) of a name file: exactly one descriptor, then at
+    most one death mark (died_at None without one); None for anything else."""
+    if len(data) < 8:
+        return None
+    fixed = 44 if data[4] == 2 else 28
+    length = fixed + struct.unpack_from("<H", data, 6)[0]
+    if len(data) == length + DEATH_MARK_SIZE:
+        if data[length:length + 4] != DEATH_MARK:
+            return None
+        descriptor = decode_descriptor(data[:length])
+        died_at = struct.unpack_from("<q", data, length + 4)[0]
+        return (descriptor, died_at) if descriptor else None
+    descriptor = decode_descriptor(data)
+    return (descriptor, None) if descriptor else None
+
+
+def mark_stands(died_at):
+    """A mark stands while the clock is less than the window after it (or before it)."""
+    age = time.clock_gettime_ns(time.CLOCK_REALTIME) - died_at
+    return -WINDOW < age < WINDOW
 
 
 def decode_descriptor(data):
@@ -80,28 +120,77 @@ def exclusive_holder(st):
     return None
 
 
+def open_lock_file(lock_path, mode):
+    """N.lock opened with O_NOFOLLOW, or None if it is missing (the name is free)."""
+    try:
+        return os.open(lock_path, mode | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+
+
+def judge_unheld(data):
+    """Step 2's judgement of a file nobody holds: ('free',), ('died', pid), or ('unmarked', pid)."""
+    name_file = decode_name_file(data)
+    if name_file is None:
+        return ("free",)
+    (pid, start_time, _, _), died_at = name_file
+    if start_time_of(pid) == start_time:
+        return ("free",)  # alive: not a holder that died
+    if died_at is None:
+        return ("unmarked", pid)
+    return ("died", pid) if mark_stands(died_at) else ("free",)
+
+
+def mark(lock_path):
+    """Step 2's marking, by the first reader to find the holder dead: ('free',), ('died', pid) or ('settling',)."""
+    fd = open_lock_file(lock_path, os.O_RDWR)
+    if fd is None:
+        return ("free",)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return ("settling",)
+        st = os.fstat(fd)
+        try:
+            now = os.lstat(lock_path)
+        except FileNotFoundError:
+            return ("settling",)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return ("settling",)
+        data = os.pread(fd, 4096, 0)
+        answer = judge_unheld(data)
+        if answer[0] != "unmarked":
+            return answer
+        os.pwrite(fd, DEATH_MARK + struct.pack("<q", time.clock_gettime_ns(time.CLOCK_REALTIME)), len(data))
+        return ("died", answer[1])
+    finally:
+        os.close(fd)  # unlocks
+
+
 def look_once(lock_path):
     """One pass of steps 1 to 6: ('held', descriptor), ('free',), ('died', pid) or ('settling',)."""
-    try:
-        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
+    fd = open_lock_file(lock_path, os.O_RDONLY)
+    if fd is None:
         return ("free",)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            data = os.pread(fd, 4096, 0)  # read under the shared lock
             fcntl.flock(fd, fcntl.LOCK_UN)
-            recorded = decode_descriptor(os.pread(fd, 4096, 0))
-            if recorded and start_time_of(recorded[0]) != recorded[1]:
-                return ("died", recorded[0])
-            return ("free",)
+            answer = judge_unheld(data)
+            return mark(lock_path) if answer[0] == "unmarked" else answer
         except BlockingIOError:
             pass
         st = os.fstat(fd)
         holder = exclusive_holder(st)
         if holder is None:
             return ("settling",)
-        recorded = decode_descriptor(os.pread(fd, 4096, 0))
-        if recorded is None or recorded[0] != holder or start_time_of(holder) != recorded[1]:
+        name_file = decode_name_file(os.pread(fd, 4096, 0))
+        if name_file is None or name_file[1] is not None:
+            return ("settling",)  # a live holder's file has no death mark
+        recorded = name_file[0]
+        if recorded[0] != holder or start_time_of(holder) != recorded[1]:
             return ("settling",)
         if exclusive_holder(st) != holder:
             return ("settling",)

@@ -106,12 +106,12 @@ package enum WireFuzzing {
     }
 
     /// A name file's bytes, read as a lookup reads them: at most one byte
-    /// over the longest name file (`NameLock.readDescriptor`).
+    /// over the longest name file (`NameLock.readNameFile`).
     private static func readNameFile(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         var outcome = Outcome()
         let read = UnsafeRawBufferPointer(rebasing: bytes.prefix(WireFormat.maxNameFileBytes + 1))
         do throws(WireFormat.DecodeError) {
-            let holder = try WireFormat.decodeNameFile(read)
+            let holder = try WireFormat.decodeNameFile(read).holder
             outcome.descriptorVersions.insert(holder.hostID == nil ? WireFormat.version : WireFormat.descriptorVersionWithHost)
         } catch {
             outcome.errors.insert(name(of: error))

@@ -2,7 +2,7 @@ import Glibc
 
 /// The kernel's table of file locks, `/proc/locks`: the one place that says
 /// which process holds a `flock`, which a name lookup needs to trust a name
-/// file (`NameLock`, docs/ports.md, "Name files: the protocol").
+/// file (`NameLock`, docs/ports.md, "Names").
 ///
 /// A line reads `1: FLOCK  ADVISORY  WRITE 4242 fe:00:16220187 0 EOF`: an
 /// id, the kind, `WRITE` for an exclusive lock (`READ` for a shared one),

@@ -2,8 +2,7 @@ import Glibc
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A name's lock file, `<name>.lock`, and what it says about the name's
-/// holder at one moment (S-PORT-9; docs/ports.md, "Name files: the
-/// protocol").
+/// holder at one moment (S-PORT-9; docs/ports.md, "Names").
 ///
 /// The holder keeps an exclusive `flock` on the file for as long as it
 /// holds the name, and writes its port descriptor into it. The kernel
@@ -27,7 +26,8 @@ enum NameLock {
         case settling(lockHolder: Int32?)
         /// Nobody holds the name. `diedHolder`: the pid of the process the
         /// file still names, if that process has exited (it died or exited
-        /// holding the name, never releasing it).
+        /// holding the name, never releasing it) and was first found dead
+        /// less than `DeadHolderMark.window` ago.
         case free(diedHolder: Int32?)
     }
 
@@ -83,33 +83,42 @@ enum NameLock {
     /// descriptor.
     static func inspect(_ fd: Int32, path: String) -> State {
         if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            // Read under the shared lock: a process writing a death mark
+            // holds the lock exclusively, so the mark is never read half
+            // written.
+            let file = readNameFile(fd)?.file
             flock(fd, LOCK_UN)
-            guard let recorded = readDescriptor(fd),
-                  !ProcessIdentity(pid: recorded.pid, startTime: recorded.startTime).isAlive else {
+            guard let file, !ProcessIdentity(pid: file.holder.pid, startTime: file.holder.startTime).isAlive else {
                 return .free(diedHolder: nil)
             }
-            return .free(diedHolder: recorded.pid)
+            guard let diedAt = file.diedAt else { return DeadHolderMark.mark(path) }
+            return .free(diedHolder: DeadHolderMark.stands(diedAt) ? file.holder.pid : nil)
         }
         guard let identity = FileIdentity(fd), let holder = FileLocks.exclusiveHolder(of: identity) else {
             return .settling(lockHolder: nil)
         }
-        guard let recorded = readDescriptor(fd), recorded.pid == holder,
-              ProcessIdentity.startTime(of: holder) == recorded.startTime,
+        // A live holder's file has no death mark: one still there is a
+        // registration's between its write and its truncation.
+        guard let file = readNameFile(fd)?.file, file.diedAt == nil,
+              file.holder.pid == holder,
+              ProcessIdentity.startTime(of: holder) == file.holder.startTime,
               FileLocks.exclusiveHolder(of: identity) == holder,
               FileIdentity(path: path) == identity else {
             return .settling(lockHolder: holder)
         }
-        return .held(recorded)
+        return .held(file.holder)
     }
 
-    /// The descriptor a lock file holds, if it holds exactly one.
-    static func readDescriptor(_ fd: Int32) -> PortAddress? {
+    /// What a lock file holds, if it holds exactly one descriptor (and at
+    /// most one death mark), and how many bytes that is.
+    static func readNameFile(_ fd: Int32) -> (file: WireFormat.NameFile, count: Int)? {
         var buffer = [UInt8](repeating: 0, count: WireFormat.maxNameFileBytes + 1)
         let count = pread(fd, &buffer, buffer.count, 0)
         guard count > 0 else { return nil }
-        return buffer.withUnsafeBytes { bytes in
+        let file = buffer.withUnsafeBytes { bytes in
             try? WireFormat.decodeNameFile(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
         }
+        return file.map { ($0, count) }
     }
 
     /// Opens and exclusively locks `path` for a registration, or says who
@@ -152,14 +161,17 @@ enum NameLock {
     /// `<name>.port`, while holding the lock and only if `lockPath` still
     /// names the file locked (a registrant that opened the file before the
     /// removal then finds its lock naming nothing and starts again, see
-    /// `acquire`). Returns whether it removed them.
+    /// `acquire`). A name whose holder died is kept, and marked if it was
+    /// not yet, until its mark is `DeadHolderMark.window` old: lookups say
+    /// `.nameHolderDied` until then. Returns whether it removed them.
     @discardableResult
     static func removeIfStale(lockPath: String, socketPath: String) -> Bool {
-        let fd = open(lockPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = open(lockPath, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         guard let identity = FileIdentity(fd), FileIdentity(path: lockPath) == identity else { return false }
+        guard DeadHolderMark.judge(lockedFile: fd) == nil else { return false }
         // The socket first: once the lock file is gone, a registrant can
         // make a new one and bind a new socket, which must stay.
         unlink(socketPath)

@@ -19,9 +19,13 @@ import Glibc
 /// live process fails with `.nameInUse`; a name left by a dead process is
 /// taken over. Names are 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting
 /// with a letter or digit (no path tricks). The directory is mode 0700 and
-/// every socket file 0600. Lock files stay in the directory after use (they
-/// are empty of meaning once unlocked; removing them would race with a
-/// process opening them).
+/// every socket file 0600. A released name's files stay until a process
+/// sweeps the directory (each process does on its first use of it); a lock
+/// file is removed only by a process holding its lock, after checking that
+/// the path still names the file it locked, so that a registration opening
+/// it meanwhile is never undone. A name whose holder died holding it is
+/// answered `.nameHolderDied`, and its files kept, for ten minutes after a
+/// process first found the holder dead (docs/ports.md, "Names").
 public enum PortNameServer {
     /// Registers a local port under `name` for the processes of this user.
     /// The name lasts until `unregister(_:)`, the port's invalidation, or the
@@ -83,7 +87,8 @@ public enum PortNameServer {
     ///     server still starting); 0 looks once.
     /// - Throws: `.nameNotFound` if no live process holds the name by then,
     ///   `.nameHolderDied` if the process that held it last has exited
-    ///   without letting it go (killed, or exited holding it),
+    ///   without letting it go (killed, or exited holding it), for ten
+    ///   minutes after a process first found it dead (then `.nameNotFound`),
     ///   `.invalidName`, `.runtimeDirectoryUnsafe`.
     ///
     /// The answer is atomic (S-PORT-9): a send right to the process that

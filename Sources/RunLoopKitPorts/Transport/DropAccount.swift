@@ -1,17 +1,22 @@
+import Dispatch
 import Logging
 import Synchronization
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// A local port's account of what it dropped (S-PORT-7): every drop counted
 /// per reason, and logged at most once per reason a second, the line
-/// carrying how many it stands for since the last one; what is left
-/// unlogged is flushed when the port is invalidated and at exit.
+/// carrying how many it stands for since the last one and the fault of the
+/// first of them. What a line could not carry yet (drops within the second)
+/// is written within about a second of the last drop of its reason, quiet
+/// or not, by a timer armed only while such drops wait; the rest is
+/// flushed when the port is invalidated and at exit.
 ///
 /// A flood of bad input can then neither flood the log nor go unseen, and
 /// the counts in the lines add up to the drops. Lines are made under the
 /// account's lock but written by `emitPending()`, which callers run with no
 /// library lock held: a log handler is the program's code (docs/design.md,
-/// "Locks and user code").
+/// "Locks and user code"). The timer costs the message path nothing: it is
+/// armed by a drop, never by a delivered message.
 final class DropAccount: Sendable {
     private static let logger = Logger(label: "RunLoopKit.Port")
     /// The shortest time between two lines for one reason.
@@ -31,8 +36,15 @@ final class DropAccount: Sendable {
         var lastLine = [UInt64](repeating: 0, count: PortDropReason.allCases.count)
         /// Drops of each reason since its last line.
         var unlogged = [UInt64](repeating: 0, count: PortDropReason.allCases.count)
+        /// The fault of the first of those drops: the one the line gives.
+        var firstFault = [String?](repeating: nil, count: PortDropReason.allCases.count)
         /// Lines made, not yet written.
         var pending: [String] = []
+        /// A timer is armed (or about to be, by `emitPending`) to write
+        /// the drops that wait for their reason's second to pass.
+        var timerArmed = false
+        /// `emitPending` must arm the timer.
+        var timerWanted = false
     }
 
     private let state = Locked(State())
@@ -50,7 +62,8 @@ final class DropAccount: Sendable {
     var counts: PortDropCounts { PortDropCounts(state.withLock { $0.counts }) }
 
     /// Counts one drop; makes a line if none was made for this reason in
-    /// the last second. Any thread, any lock held: it only records.
+    /// the last second, else asks for the timer. Any thread, any lock held:
+    /// it only records.
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String) {
         total.wrappingAdd(1, ordering: .relaxed)
         latest.store(reason.index + 1, ordering: .relaxed)
@@ -58,43 +71,100 @@ final class DropAccount: Sendable {
         state.withLock { state in
             let index = reason.index
             state.counts[index] &+= 1
+            if state.unlogged[index] == 0 { state.firstFault[index] = detail() }
             state.unlogged[index] &+= 1
-            guard state.lastLine[index] == 0 || now &- state.lastLine[index] >= Self.lineInterval else { return }
-            state.pending.append(line(reason, count: state.unlogged[index], total: state.counts[index], detail: detail()))
-            state.lastLine[index] = now
-            state.unlogged[index] = 0
+            if Self.isDue(state, index, now: now) {
+                makeLine(&state, index, now: now, atDrop: true)
+            } else if !state.timerArmed {
+                state.timerArmed = true
+                state.timerWanted = true
+            }
         }
     }
 
     /// Makes a line for every reason with drops not yet in one (at
     /// invalidation, at exit), then writes the lines. No library lock held.
     func flush() {
+        let now = MonotonicClock.now()
         state.withLock { state in
             for reason in PortDropReason.allCases where state.unlogged[reason.index] > 0 {
-                let index = reason.index
-                state.pending.append(line(reason, count: state.unlogged[index], total: state.counts[index], detail: nil))
-                state.unlogged[index] = 0
+                makeLine(&state, reason.index, now: now, atDrop: false)
             }
         }
         emitPending()
     }
 
-    /// Writes the lines made so far. No library lock held.
+    /// Writes the lines made so far, and arms the timer if a drop asked for
+    /// it. No library lock held.
     func emitPending() {
-        let lines = state.withLock { state -> [String] in
-            guard !state.pending.isEmpty else { return [] }
-            defer { state.pending.removeAll() }
-            return state.pending
+        let (lines, armIn) = state.withLock { state -> ([String], UInt64?) in
+            let lines = state.pending
+            if !lines.isEmpty { state.pending.removeAll() }
+            guard state.timerWanted else { return (lines, nil) }
+            state.timerWanted = false
+            return (lines, Self.delayToNextDue(state, now: MonotonicClock.now()))
         }
         for text in lines { Self.logger.warning("\(text)") }
+        if let armIn { armTimer(in: armIn) }
+    }
+
+    /// The timer: lines for the reasons whose second has passed; armed
+    /// again for the others, if any.
+    private func timerFired() {
+        let now = MonotonicClock.now()
+        state.withLock { state in
+            state.timerArmed = false
+            for reason in PortDropReason.allCases where state.unlogged[reason.index] > 0 {
+                if Self.isDue(state, reason.index, now: now) {
+                    makeLine(&state, reason.index, now: now, atDrop: false)
+                } else {
+                    state.timerArmed = true
+                    state.timerWanted = true
+                }
+            }
+        }
+        emitPending()
+    }
+
+    private func armTimer(in nanoseconds: UInt64) {
+        // A dispatch timer, not one on the receiving loop: the loop may be
+        // stopped, or running a mode the port is not in, while drops wait.
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
+            [weak self] in self?.timerFired()
+        }
+    }
+
+    private static func isDue(_ state: State, _ index: Int, now: UInt64) -> Bool {
+        state.lastLine[index] == 0 || now &- state.lastLine[index] >= lineInterval
+    }
+
+    /// How long until the first reason with waiting drops may have its line.
+    private static func delayToNextDue(_ state: State, now: UInt64) -> UInt64 {
+        var delay = lineInterval
+        for index in state.unlogged.indices where state.unlogged[index] > 0 {
+            let due = state.lastLine[index] &+ lineInterval
+            delay = min(delay, due > now ? due - now : 0)
+        }
+        return delay
+    }
+
+    private func makeLine(_ state: inout State, _ index: Int, now: UInt64, atDrop: Bool) {
+        let reason = PortDropReason.allCases[index]
+        state.pending.append(line(reason, count: state.unlogged[index], total: state.counts[index],
+                                  firstFault: state.firstFault[index] ?? "", atDrop: atDrop))
+        state.lastLine[index] = now
+        state.unlogged[index] = 0
+        state.firstFault[index] = nil
     }
 
     /// "port P: dropped 1 message (malformed: bad magic): not a RunLoopKit
-    /// message (bad magic); 7 so far for this reason".
-    private func line(_ reason: PortDropReason, count: UInt64, total: UInt64, detail: String?) -> String {
+    /// message (bad magic); 7 so far for this reason", or for a line made
+    /// after the drops it stands for, "port P: dropped 5 messages (…) since
+    /// the last line, the first: …; 12 so far for this reason".
+    private func line(_ reason: PortDropReason, count: UInt64, total: UInt64, firstFault: String, atDrop: Bool) -> String {
         let what = count == 1 ? "1 message" : "\(count) messages"
-        let since = detail == nil ? " since the last line" : ""
-        let example = detail.map { ": \($0)" } ?? ""
-        return "port \(portName): dropped \(what) (\(reason))\(since)\(example); \(total) so far for this reason"
+        let since = atDrop ? "" : " since the last line"
+        let fault = count == 1 ? ": \(firstFault)" : ", the first: \(firstFault)"
+        return "port \(portName): dropped \(what) (\(reason))\(since)\(fault); \(total) so far for this reason"
     }
 }

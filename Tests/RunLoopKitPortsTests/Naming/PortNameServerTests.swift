@@ -172,10 +172,10 @@ struct PortNameServerTests {
         }
         ChildOutput(first).expectSuccess(finished: death != .killed)
         let socketPath = "\(directory)/\(name).port"
-        // A stale name is not found: its holder died (S-PORT-9), or, once a
-        // process started since has swept the directory (any other test's
-        // child may have), it is gone. NameLookupTests pins the first case
-        // down in a directory of its own.
+        // A stale name is said so: its holder died (S-PORT-9), for ten
+        // minutes whoever swept the directory meanwhile; not found if the
+        // name was released. NameHolderDiedTests pins the rule down in a
+        // directory of its own.
         let stale = PortProcess.caseName(PortProcess.error { _ = try PortNameServer.lookup(name) })
         #expect(stale == "nameHolderDied" || stale == "nameNotFound", "a stale name: \(stale)")
 
