@@ -94,15 +94,26 @@ def decode_descriptor(data):
     return pid, start_time, port_id, path
 
 
-def start_time_of(pid):
-    """Field 22 of /proc/<pid>/stat, counted after the last ')'."""
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat from the third (the state) on, counted after the last ')'."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             text = stat.read()
     except OSError:
-        return None
-    fields = text[text.rindex(b")") + 1:].split()
+        return []
+    return text[text.rindex(b")") + 1:].split()
+
+
+def start_time_of(pid):
+    """Field 22 of /proc/<pid>/stat."""
+    fields = stat_fields(pid)
     return int(fields[19]) if len(fields) > 19 else None
+
+
+def is_running(pid, start_time):
+    """The process that wrote a descriptor still runs: same start time, not a zombie."""
+    fields = stat_fields(pid)
+    return len(fields) > 19 and int(fields[19]) == start_time and fields[0] not in (b"Z", b"X")
 
 
 def exclusive_holder(st):
@@ -134,8 +145,8 @@ def judge_unheld(data):
     if name_file is None:
         return ("free",)
     (pid, start_time, _, _), died_at = name_file
-    if start_time_of(pid) == start_time:
-        return ("free",)  # alive: not a holder that died
+    if is_running(pid, start_time):
+        return ("free",)  # not a holder that died
     if died_at is None:
         return ("unmarked", pid)
     return ("died", pid) if mark_stands(died_at) else ("free",)

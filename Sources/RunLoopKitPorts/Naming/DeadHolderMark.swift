@@ -47,7 +47,8 @@ enum DeadHolderMark {
     /// ago than the window), whose files may go.
     static func judge(lockedFile fd: Int32) -> Int32? {
         guard let (file, count) = NameLock.readNameFile(fd),
-              !ProcessIdentity(pid: file.holder.pid, startTime: file.holder.startTime).isAlive else { return nil }
+              // A zombie has died too: its lock went with its files.
+              !ProcessIdentity(pid: file.holder.pid, startTime: file.holder.startTime).isRunning else { return nil }
         if let diedAt = file.diedAt { return stands(diedAt) ? file.holder.pid : nil }
         // The first to find the holder dead: the mark goes after the
         // descriptor. Should the write fail, the next reader tries again.

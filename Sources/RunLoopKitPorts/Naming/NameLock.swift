@@ -88,7 +88,7 @@ enum NameLock {
             // written.
             let file = readNameFile(fd)?.file
             flock(fd, LOCK_UN)
-            guard let file, !ProcessIdentity(pid: file.holder.pid, startTime: file.holder.startTime).isAlive else {
+            guard let file, !ProcessIdentity(pid: file.holder.pid, startTime: file.holder.startTime).isRunning else {
                 return .free(diedHolder: nil)
             }
             guard let diedAt = file.diedAt else { return DeadHolderMark.mark(path) }

@@ -96,6 +96,29 @@ struct WireFormatDecodingTests {
         #expect(decoded.ipcPath == address.ipcPath)
     }
 
+    @Test("S-PORT-9: a name file is one descriptor, or one descriptor and a 12-byte death mark (\"DIED\", the time as i64 little-endian); anything else after the descriptor is .badDescriptor", arguments: addresses)
+    func nameFileWithAndWithoutDeathMark(address: PortAddress) throws {
+        let descriptor = WireFormat.nameFileContents(for: address)
+        func decode(_ bytes: [UInt8]) throws -> WireFormat.NameFile {
+            try bytes.withUnsafeBytes { try WireFormat.decodeNameFile($0) }
+        }
+        #expect(try decode(descriptor) == WireFormat.NameFile(holder: address, diedAt: nil))
+        let diedAt: Int64 = 1_795_000_000_123_456_789
+        let mark = WireFormat.deathMark(diedAt: diedAt)
+        #expect(mark == Array("DIED".utf8) + [0x15, 0x4D, 0x2F, 0x63, 0xFD, 0x1E, 0xE9, 0x18])
+        #expect(try decode(descriptor + mark) == WireFormat.NameFile(holder: address, diedAt: diedAt))
+        #expect(descriptor.count + mark.count <= WireFormat.maxNameFileBytes)
+        let malformed: [(String, [UInt8])] = [
+            ("a mark with another magic", descriptor + Array("DEAD".utf8) + mark.dropFirst(4)),
+            ("a mark cut short", descriptor + mark.dropLast()),
+            ("two marks", descriptor + mark + mark),
+            ("a mark alone", mark),
+        ]
+        for (name, bytes) in malformed {
+            #expect(throws: WireFormat.DecodeError.self, "\(name)") { try decode(bytes) }
+        }
+    }
+
     // MARK: - Every decoding error
 
     static func headerError(_ bytes: [UInt8]) -> WireFormat.DecodeError? {
