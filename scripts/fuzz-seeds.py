@@ -101,6 +101,8 @@ def main():
                                message(*map(frame, multipart)), message(frame(packed))),
         "doc-name-file-v1": name_file(descriptor_v1),
         "doc-name-file-v2": name_file(descriptor_v2),
+        # A dead holder's file: the descriptor, then "DIED" and the time.
+        "doc-name-file-v2-died": name_file(descriptor_v2 + b"DIED" + struct.pack("<q", 1_795_000_000_123_456_789)),
         # A port component, not only a reply port.
         "port-component": messages(message(frame(header(2, 0, [1, 0]) + record(descriptor_v2) + record(b"x")))),
         # The limits, out of mutation's reach: a frame over 64 MiB, a
