@@ -45,7 +45,9 @@ enum RuntimeDirectory {
     /// - the files of names nobody holds (`<name>.lock` and `<name>.port`),
     ///   each removed while holding the name's lock and only if the path
     ///   still names the file locked, so that a registration running at the
-    ///   same moment is never undone (`NameLock.removeIfStale`).
+    ///   same moment is never undone (`NameLock.removeIfStale`); a name
+    ///   whose holder died stays, marked, until its mark is ten minutes old
+    ///   (`DeadHolderMark`), so that lookups can say `.nameHolderDied`.
     /// Other files (the host's id, the sniffer's) are left alone.
     static func sweep(_ path: String) {
         guard let directory = opendir(path) else { return }
