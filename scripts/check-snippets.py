@@ -25,64 +25,16 @@ prints each error at the article's own line when a block does not build.
 """
 
 import argparse
-import glob
 import os
 import re
 import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from manual_blocks import ROOT, blocks_in, manual_paths, prelude  # noqa: E402
+
 CLIENT = os.path.join(ROOT, ".build", "snippets-client")
-SKIP = re.compile(r"<!--\s*snippet:\s*not compiled\b(.*?)-->")
-
-
-class Block:
-    def __init__(self, path, line, code, skip_reason):
-        self.path = path              # relative to ROOT
-        self.line = line              # 1-based line of the first code line
-        self.code = code
-        self.skip_reason = skip_reason
-        stem = re.sub(r"[^A-Za-z0-9]", "_", os.path.splitext(path)[0].split("/")[-1])
-        self.target = f"snippet_{stem}_{line}"
-
-
-def blocks_in(path):
-    rel = os.path.relpath(path, ROOT)
-    lines = open(path, encoding="utf-8").read().split("\n")
-    found = []
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() == "```swift":
-            start = i + 1
-            j = start
-            while j < len(lines) and lines[j].strip() != "```":
-                j += 1
-            previous = lines[i - 1] if i > 0 else ""
-            match = SKIP.search(previous)
-            skip = match.group(1).strip(" :(),") or "no reason given" if match else None
-            first = lines[start].strip() if start < j else ""
-            if skip is None and (first.startswith("// swift-tools-version") or first == "// Package.swift"):
-                skip = "a package manifest"
-            found.append(Block(rel, start + 1, "\n".join(lines[start:j]), skip))
-            i = j + 1
-        else:
-            i += 1
-    return found
-
-
-def prelude(code):
-    """The imports a reader adds to a block that shows none."""
-    imports = []
-    if not re.search(r"^\s*import RunLoopKit\s*$", code, re.M):
-        imports.append("import RunLoopKit")
-    if "TestClock" in code and "import RunLoopKitTesting" not in code:
-        imports.append("import RunLoopKitTesting")
-    if re.search(r"\b(Socket|ZMQContext)\(", code) and "import ZeroMQ" not in code:
-        imports.append("import ZeroMQ")
-    if re.search(r"\bDispatch(Semaphore|Queue|Time)\b", code) and "import Dispatch" not in code:
-        imports.append("import Dispatch")
-    return "\n".join(imports) + ("\n" if imports else "")
 
 
 def main():
@@ -90,9 +42,7 @@ def main():
     parser.add_argument("--list", action="store_true", help="list the blocks and what is done with each")
     args = parser.parse_args()
 
-    paths = sorted(glob.glob(os.path.join(ROOT, "Sources", "*", "*.docc", "*.md")))
-    paths.append(os.path.join(ROOT, "README.md"))
-    blocks = [block for path in paths for block in blocks_in(path)]
+    blocks = [block for path in manual_paths() for block in blocks_in(path) if block.language == "swift"]
     compiled = [b for b in blocks if b.skip_reason is None]
     skipped = [b for b in blocks if b.skip_reason is not None]
     if args.list:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Type-checks every Swift block of the manual (the DocC articles and
-# README.md) against RunLoopKit's public API: scripts/check-snippets.py says how.
+# README.md) against RunLoopKit's public API (scripts/check-snippets.py says
+# how), then runs every example that states its output, in the context its
+# article names, and compares (scripts/run-snippets.py):
 #   ./scripts/check-snippets.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,3 +12,4 @@ if ! command -v python3 >/dev/null 2>&1; then
     exit 1
 fi
 python3 scripts/check-snippets.py "$@"
+python3 scripts/run-snippets.py

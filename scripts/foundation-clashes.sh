@@ -64,14 +64,16 @@ echo "ambiguous beside Foundation: $(echo $clashes)"
     printf 'func makePortAsTheManualDoes() throws {\n'
     printf '    let port = try Port(transport: .inproc)\n'
     printf '    let _: RunLoopKit.Port = port\n'
+    printf '    let message = PortMessage(msgid: 1, components: [], sendPort: port)\n'
+    printf '    let _: RunLoopKit.PortMessage = message\n'
     printf '}\n'
 } >"$work/port-probe.swift"
 if ! port_log=$(swiftc -typecheck -diagnostic-style llvm "${flags[@]}" "$work/port-probe.swift" 2>&1); then
-    echo "try Port(transport: .inproc) beside Foundation is not RunLoopKit's Port:" >&2
+    echo "try Port(transport: .inproc) or PortMessage(msgid:components:sendPort:) beside Foundation is not RunLoopKit's:" >&2
     echo "$port_log" >&2
     exit 1
 fi
-echo "try Port(transport: .inproc) beside Foundation, with no recipe: RunLoopKit's Port"
+echo "try Port(transport: .inproc) and PortMessage(msgid:components:sendPort:) beside Foundation, with no recipe: RunLoopKit's"
 # A timer made as the manual makes one, beside Foundation with no recipe,
 # must fail as ambiguous, never resolve quietly to Foundation's Timer (an
 # overload of RunLoopKit's with a defaulted argument would let it).
@@ -84,11 +86,48 @@ if ! grep -q "ambiguous use of 'init(timeInterval:repeats:block:)'" <<<"$timer_l
 fi
 echo "Timer(timeInterval:repeats:block:) beside Foundation, with no recipe: ambiguous, as README says"
 
+# Each usage form of a clashing name that the manual shows, beside
+# Foundation with no recipe, and the first error a user meets for it; later
+# uses of what it made may add follow-on errors. ComingFromFoundation lists
+# exactly these errors, so each is proven here and none is missing there.
+forms=(
+    'let loop: RunLoop? = nil|'"'"'RunLoop'"'"' is ambiguous for type lookup in this context'
+    'let loop = RunLoop.current|ambiguous use of '"'"'current'"'"''
+    'let loop = RunLoop.main|ambiguous use of '"'"'main'"'"''
+    'let mode = RunLoop.Mode("com.example.tracking")|ambiguous use of '"'"'init(_:)'"'"''
+    'let timer = try Timer(timeInterval: 1, repeats: false) { _ in }|ambiguous use of '"'"'init(timeInterval:repeats:block:)'"'"''
+    'let timer = try Timer(fire: Date() + 2, interval: 1, repeats: true) { _ in }|ambiguous use of '"'"'init(fire:interval:repeats:block:)'"'"''
+    'try Timer.scheduledTimer(withTimeInterval: 0.1, repeats: false) { _ in }|ambiguous use of '"'"'scheduledTimer(withTimeInterval:repeats:block:)'"'"''
+    'let keys: Set<URLResourceKey> = []|'"'"'URLResourceKey'"'"' is ambiguous for type lookup in this context'
+)
+article=Sources/RunLoopKit/RunLoopKit.docc/ComingFromFoundation.md
+listed=$(sed -n 's/^error: //p' "$article" | sort -u)
+proven=""
+status=0
+for entry in "${forms[@]}"; do
+    form=${entry%%|*}
+    expected=${entry#*|}
+    printf 'import Foundation\nimport RunLoopKit\n%s\n' "$form" >"$work/form-probe.swift"
+    form_log=$(swiftc -typecheck -diagnostic-style llvm "${flags[@]}" "$work/form-probe.swift" 2>&1 || true)
+    if ! grep -qF "error: $expected" <<<"$form_log"; then
+        echo "\`$form\` beside Foundation no longer fails with \"$expected\":" >&2
+        echo "$form_log" >&2
+        status=1
+    fi
+    proven+="$expected"$'\n'
+done
+proven=$(printf '%s' "$proven" | sort -u)
+if [ "$listed" != "$proven" ]; then
+    echo "$article's list of errors differs from the errors proven here:" >&2
+    diff <(echo "$listed") <(echo "$proven") >&2 || true
+    status=1
+fi
+[ "$status" = 0 ] && echo "each usage form the manual shows fails beside Foundation with the error $article lists (${#forms[@]} forms)"
+
 # Recipe 2 aliases each clashing name once; recipe 1 spells each with a
 # module selector.
 examples=Examples/foundation-interop
 aliased=$(sed -n 's/^typealias \([A-Za-z0-9_]*\) = .*/\1/p' "$examples/RunLoopKitNames.swift" | sort -u)
-status=0
 if [ "$aliased" != "$clashes" ]; then
     echo "RunLoopKitNames.swift aliases: $(echo $aliased); update it, ModuleSelectors.swift and README" >&2
     status=1
@@ -99,5 +138,14 @@ for name in $clashes; do
         status=1
     fi
 done
-[ "$status" = 0 ] && echo "both recipes of $examples cover every clashing name"
+# Every page that counts the clashes names each of them.
+for page in README.md Sources/RunLoopKit/RunLoopKit.docc/GettingStarted.md "$article"; do
+    for name in $clashes; do
+        if ! grep -q "\`$name\`" "$page"; then
+            echo "$page does not name the clashing $name" >&2
+            status=1
+        fi
+    done
+done
+[ "$status" = 0 ] && echo "both recipes of $examples cover every clashing name, and every page names them"
 exit "$status"

@@ -122,7 +122,9 @@ final class NoticeBox: @unchecked Sendable {
 
 func spawn(_ arguments: [String]) -> pid_t {
     var pid: pid_t = 0
-    let argv: [UnsafeMutablePointer<CChar>?] = (["/proc/self/exe"] + arguments).map { strdup($0) } + [nil]
+    // argv[0] is the program's own name, so that ps and portsniff show
+    // "ipc-demo" for the children too, not "exe".
+    let argv: [UnsafeMutablePointer<CChar>?] = ([CommandLine.arguments[0]] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     let rc = posix_spawn(&pid, "/proc/self/exe", nil, nil, argv, environ)
     guard rc == 0 else {

@@ -158,6 +158,8 @@ struct SnifferLiveTests {
             #expect(events.contains { $0.kind == .deliver && $0.trace == event.trace && $0.pid != event.pid })
         }
         #expect(Dictionary(grouping: events.filter { $0.trace != nil }, by: { $0.trace! }).values.allSatisfy { $0.count == 2 })
+        // Both processes by the program's name (the server is started through /proc/self/exe), as ps shows them.
+        #expect(events.allSatisfy { $0.process == "ipc-demo" }, "\(Set(events.map { $0.process ?? "-" }))")
     }
 
     @Test("portsniff --read replays a --write recording through the same filters (--msgid, --pid) and views",

@@ -76,6 +76,31 @@ struct SnifferReadTests {
         #expect(try msgids(["--process", "other"]) == [])
         let bad = try SpawnedProgram("portsniff", ["--read", path, "--kind", "sent"], in: directory)
         #expect(bad.waitForExit(timeout: 30) != 0 && bad.errorOutput.contains("--kind takes"), "\(bad.errorOutput)")
+        // The error lists exactly the kinds --help lists: every kind there is.
+        let kinds = PortTapEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")
+        #expect(bad.errorOutput.contains("--kind takes \(kinds) (or ! and one), not sent"), "\(bad.errorOutput)")
+        let help = try SpawnedProgram("portsniff", ["--help"], in: directory)
+        #expect(help.waitForExit(timeout: 30) == 0)
+        let flattened = help.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(flattened.contains("Only events of this kind: \(kinds);"), "\(help.output)")
+    }
+
+    @Test("portsniff --hex takes 0 to 16 and says so, for a value above 16 and for a negative one alike",
+          .enabled(if: SpawnedProgram.isBuilt("portsniff"), "build the programs first: swift build (scripts/test.sh does)"))
+    func hexBounds() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let path = directory + "/hex.jsonl"
+        try writeRecording([madeUpEvent(.send, seq: 1, index: 1, msgid: 1, head: Array("hello, bounds!!!".utf8))], to: path, sorted: true)
+        for value in ["99", "17", "-1"] {
+            let bad = try SpawnedProgram("portsniff", ["--read", path, "--hex", value], in: directory)
+            #expect(bad.waitForExit(timeout: 30) != 0, "--hex \(value) was accepted")
+            #expect(bad.errorOutput.contains("--hex takes 0 to 16"), "--hex \(value): \(bad.errorOutput)")
+            #expect(!bad.errorOutput.contains("Missing value"), "--hex \(value): \(bad.errorOutput)")
+        }
+        let good = try SpawnedProgram("portsniff", ["--read", path, "--hex", "16"], in: directory)
+        #expect(good.waitForExit(timeout: 30) == 0, "\(good.errorOutput)")
+        #expect(good.output.contains("68656c6c6f2c20626f756e6473212121 |hello, bounds!!!|"), "\(good.output)")
     }
 
     @Test("portsniff stamps lines as tcpdump's -t family: -t none, -tt seconds since 1970, -ttt the time since the previous line, -ttttt since the first (on the monotonic clock)",

@@ -46,6 +46,34 @@ struct SnifferTerminalTests {
         for line in lines { #expect(line.count <= 80, "\(line.count) columns: \(line)") }
         #expect(lines.dropFirst().allSatisfy { $0.range(of: #"^\d\d:\d\d:\d\d\.\d{3} "#, options: .regularExpression) != nil }, "\(lines)")
         #expect(lines.contains { $0.contains("SENDERR") } && lines.contains { $0.contains("DROPPED") })
+        // What is cut is the least useful part: the latency keeps its unit,
+        // a failure its whole reason, a long thread name its start and end.
+        #expect(lines.contains { $0.contains("DELIVER") && $0.range(of: #"\d (ns|µs|ms)$"#, options: .regularExpression) != nil }, "\(lines)")
+        #expect(lines.contains { $0.contains("SENDERR") && $0.hasSuffix("timedOut") }, "\(lines)")
+        #expect(lines.contains { $0.contains("DROPPED") && $0.hasSuffix("no message handler") }, "\(lines)")
+        #expect(lines.dropFirst().allSatisfy { $0.contains(" a-th…-name ") }, "\(lines)")
+    }
+
+    @Test("at 80 columns long port names are cut in their middle, and the bytes and the components give way before the names do",
+          .enabled(if: ready, "needs portsniff built and util-linux's script"))
+    func narrowTerminalCutsNamesInTheMiddle() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let path = directory + "/long-names.jsonl"
+        let events = [PortTapEvent.Kind.send, .deliver].enumerated().map { index, kind in
+            madeUpEvent(kind, seq: UInt64(index + 1), index: index, thread: "dispatch-user-initiated",
+                        source: "reply-port-of-the-order-service-17", destination: "inventory-service-requests-2",
+                        msgid: 7, head: Array("hello, terminal!".utf8), trace: 0x2a)
+        }
+        try writeRecording(events, to: path, sorted: true)
+        let lines = try Self.screen(columns: 80, arguments: ["--read", path, "--hex", "16"], in: directory)
+        #expect(lines.count == 3, "\(lines)")
+        for line in lines { #expect(line.count <= 80, "\(line.count) columns: \(line)") }
+        let deliver = lines.first { $0.contains("DELIVER") } ?? ""
+        #expect(deliver.contains("disp…iated"), "a dispatch worker keeps its family and its quality of service: \(deliver)")
+        #expect(deliver.range(of: #" rep[^ ]*…[^ ]*e-17 → inv[^ ]*…[^ ]*ts-2 #7 "#, options: .regularExpression) != nil, "both names keep their start and end, and the msgid: \(deliver)")
+        #expect(!deliver.contains("|hello") && !deliver.contains("[1: 16B]"), "the bytes and components gave way first: \(deliver)")
+        #expect(deliver.range(of: #"\d (ns|µs|ms)$"#, options: .regularExpression) != nil, "\(deliver)")
     }
 
     @Test("portsniff's live view on a 160-column terminal: the wide layout (microseconds), reasons and the bytes as text on the line",

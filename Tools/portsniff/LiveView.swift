@@ -10,7 +10,8 @@ import RunLoopKit
 ///
 /// On a terminal the view fits its width: a header row names the columns,
 /// a terminal under 120 columns gets the narrow layout (milliseconds, shorter
-/// names), and a line that would still be wider is cut with "…". Written to
+/// names, cut in their middle), and a line that would still be wider gives
+/// up its least useful parts first (`EventLine`). Written to
 /// a pipe or a file, lines are whole and there is no header: one line per
 /// event, for scripts.
 struct LiveView {
@@ -42,7 +43,7 @@ struct LiveView {
     private var layout: Layout {
         let narrow = (width ?? Int.max) < 120
         return narrow
-            ? Layout(time: timeFormat.width(milliseconds: true), pid: 6, name: 8, thread: 8, milliseconds: true, separator: " ", narrow: true)
+            ? Layout(time: timeFormat.width(milliseconds: true), pid: 6, name: 8, thread: 10, milliseconds: true, separator: " ", narrow: true)
             : Layout(time: timeFormat.width(milliseconds: false), pid: 7, name: 15, thread: 15, milliseconds: false, separator: "  ", narrow: false)
     }
 
@@ -50,11 +51,11 @@ struct LiveView {
     func header() -> String? {
         guard width != nil else { return nil }
         let layout = layout
-        let rest = layout.narrow ? "SOURCE → DESTINATION #MSGID COMPONENTS" : "SOURCE → DESTINATION  MSGID  COMPONENTS  LATENCY"
+        let rest = layout.narrow ? "SRC → DST #MSGID [N: B] LATENCY" : "SOURCE → DESTINATION  MSGID  COMPONENTS  LATENCY"
         var columns = layout.time > 0 ? [pad(timeFormat.title, layout.time)] : []
         columns += [pad("PID", layout.pid), pad("PROCESS", layout.name), pad("THREAD", layout.thread), "EVENT  ", rest]
         let text = columns.joined(separator: layout.separator)
-        return fit(paint(text, "1"), visible: text.count)
+        return fit(text, "1")
     }
 
     mutating func line(for event: PortTapEvent, late: Bool = false) -> String {
@@ -62,11 +63,11 @@ struct LiveView {
         if stamper == nil || stamper?.milliseconds != layout.milliseconds {
             stamper = TimeStamper(format: timeFormat, milliseconds: layout.milliseconds)
         }
-        var parts: [(text: String, colour: String?)] = []
-        if let stamp = stamper?.stamp(wall: event.time, monotonic: event.monotonicTime) { parts.append((pad(stamp, layout.time), nil)) }
-        parts.append((pad("\(event.pid)", layout.pid), nil))
-        parts.append((pad(cut(event.process ?? "?", layout.name), layout.name), nil))
-        parts.append((pad(cut(event.thread, layout.thread), layout.thread), nil))
+        var line = EventLine(separator: layout.separator)
+        if let stamp = stamper?.stamp(wall: event.time, monotonic: event.monotonicTime) { line.head.append((pad(stamp, layout.time), nil)) }
+        line.head.append((pad("\(event.pid)", layout.pid), nil))
+        line.head.append((pad((event.process ?? "?").cutInMiddle(to: layout.name), layout.name), nil))
+        line.head.append((pad(event.thread.cutInMiddle(to: layout.thread), layout.thread), nil))
         let (kind, kindColour) = switch event.kind {
         case .send: ("SEND   ", "36")
         case .deliver: ("DELIVER", "32")
@@ -76,50 +77,44 @@ struct LiveView {
         case .sleep: ("SLEEP  ", "34")
         case .callout: ("CALLOUT", "34")
         }
-        parts.append((kind, kindColour))
+        line.head.append((kind, kindColour))
         if let duration = event.duration {
             // Loop tracing: what ran, in which mode, for how long.
             var what = event.callout ?? (event.kind == .pass ? "pass \(event.passNumber ?? 0)" : "sleep")
             if let origin = event.origin { what += " " + origin }
-            parts.append((what, nil))
-            parts.append((event.mode ?? "-", nil))
-            parts.append((Self.duration(duration), "33"))
+            line.names = [what]
+            line.middle = [(event.mode ?? "-", nil)]
+            line.tail.append((Self.duration(duration), "33"))
         } else {
-            parts.append(("\(event.source ?? "-") → \(event.destination)", nil))
-            parts.append((layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil))
-            parts.append((components(of: event), nil))
+            line.names = [event.source ?? "-", event.destination]
+            line.middle = [(layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil)]
+            line.components = components(of: event)
         }
-        if let latency = event.latency { parts.append((Self.duration(latency), "33")) }
-        if let reason = event.reason { parts.append((reason, "31")) }
-        if late { parts.append(("LATE", "35")) }
-        let visible = parts.map(\.text).joined(separator: layout.separator)
-        guard let width, visible.count > width else {
-            return parts.map { part in part.colour.map { paint(part.text, $0) } ?? part.text }.joined(separator: layout.separator)
-        }
-        // Too wide: cut, without colour codes to count around.
-        return String(visible.prefix(width - 1)) + "…"
+        if let latency = event.latency { line.tail.append((Self.duration(latency), "33")) }
+        if let reason = event.reason { line.tail.append((reason, "31")) }
+        if late { line.tail.append(("LATE", "35")) }
+        guard let width else { return line.render(paint: paint) }
+        return line.fitted(to: width, paint: paint)
     }
 
     /// A line of the view's own (a summary of a busy second), cut to the width.
-    func note(_ text: String) -> String { fit(paint(text, "33"), visible: text.count) }
+    func note(_ text: String) -> String { fit(text, "33") }
 
     func dropLine(pid: Int32, newDrops: UInt64, total: UInt64) -> String {
         let text = "!! pid \(pid) dropped \(newDrops) tap event(s) (\(total) in all): the sniffer or the tap queue could not keep up"
-        return fit(paint(text, "31"), visible: text.count)
+        return fit(text, "31")
     }
 
     /// `[N: B bytes]`: the components, their data's size, their ports;
     /// with --hex, the first data component's leading bytes in hex and as
     /// text, as `tcpdump -X` shows them.
-    private func components(of event: PortTapEvent) -> String {
+    private func components(of event: PortTapEvent) -> (summary: String, bytes: String?) {
         var text = "[\(event.componentCount): \(event.dataBytes)B"
         if event.portCount > 0 { text += ", \(event.portCount) port\(event.portCount == 1 ? "" : "s")" }
         text += "]"
-        if let hexBytes, hexBytes > 0, !event.head.isEmpty {
-            let head = Array(event.head.prefix(hexBytes))
-            text += " " + PortTapEvent.hex(head) + " |" + Self.printable(head) + "|"
-        }
-        return text
+        guard let hexBytes, hexBytes > 0, !event.head.isEmpty else { return (text, nil) }
+        let head = Array(event.head.prefix(hexBytes))
+        return (text, PortTapEvent.hex(head) + " |" + Self.printable(head) + "|")
     }
 
     /// Bytes as text, `.` for what does not print (as `tcpdump -X` shows
@@ -128,9 +123,11 @@ struct LiveView {
         String(bytes.map { $0 >= 0x20 && $0 < 0x7F ? Character(UnicodeScalar($0)) : "." })
     }
 
-    private func fit(_ painted: String, visible: Int) -> String {
-        guard let width, visible > width else { return painted }
-        return String(painted.prefix(width - 1)) + "…"
+    /// `text` painted, cut to the width first: a colour code is never cut,
+    /// so a cut line keeps its first words and resets its colour.
+    private func fit(_ text: String, _ code: String) -> String {
+        guard let width, text.count > width else { return paint(text, code) }
+        return paint(String(text.prefix(width - 1)) + "…", code)
     }
 
     private func paint(_ text: String, _ code: String) -> String {
@@ -139,10 +136,6 @@ struct LiveView {
 
     private func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
-    }
-
-    private func cut(_ text: String, _ width: Int) -> String {
-        text.count <= width ? text : String(text.prefix(width - 1)) + "…"
     }
 
     /// The width of the terminal on `fd`, nil if it is not one.

@@ -32,13 +32,15 @@ struct PortSniff: ParsableCommand {
     @Option(name: .customLong("thread"), help: ArgumentHelp("Only events on threads whose name matches GLOB (dispatch workers are dispatch-<qos>); !GLOB: not those (repeatable).", valueName: "GLOB"))
     var threads: [String] = []
 
-    @Option(name: .customLong("kind"), help: ArgumentHelp("Only events of this kind: send, deliver, sendFailed, messageDropped; !KIND: all but it (repeatable).", valueName: "KIND"))
+    @Option(name: .customLong("kind"), help: ArgumentHelp("Only events of this kind: \(Self.kindNames); !KIND: all but it (repeatable).", valueName: "KIND"))
     var kinds: [String] = []
 
     @Option(name: .customLong("pid"), help: ArgumentHelp("Only events of this process (repeatable).", valueName: "PID"))
     var pids: [Int32] = []
 
-    @Option(help: ArgumentHelp("Show the first N bytes of a message's first data component, in hex and as text (the tap sends RUNLOOPKIT_TAP_BYTES, default and most 16).", valueName: "N"))
+    // Unconditional, so that `--hex -1` reaches validate() and gets its
+    // message rather than ArgumentParser's "Missing value".
+    @Option(parsing: .unconditional, help: ArgumentHelp("Show the first N bytes of a message's first data component, in hex and as text: 0 to \(PortTap.maxDataBytes) (the tap sends RUNLOOPKIT_TAP_BYTES, default and most \(PortTap.maxDataBytes)).", valueName: "N"))
     var hex: Int?
 
     @Flag(name: .customShort("t"), help: "As tcpdump: -t no time, -tt seconds since 1970, -ttt time since the previous line, -tttt date and time, -ttttt time since the first line.")
@@ -83,9 +85,14 @@ struct PortSniff: ParsableCommand {
     @Argument(parsing: .postTerminator, help: ArgumentHelp("After --: a program to run with the tap on (RUNLOOPKIT_TAP=1), as strace runs one; portsniff passes SIGINT and SIGTERM on to it, stops when it exits, and exits with its status.", valueName: "COMMAND"))
     var command: [String] = []
 
+    /// Every kind --kind takes, as --help and its error list them.
+    static let kindNames = PortTapEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")
+
     func validate() throws {
         if let count, count <= 0 { throw ValidationError("--count must be above zero") }
-        if let hex, hex < 0 { throw ValidationError("--hex must not be negative") }
+        if let hex, !(0...PortTap.maxDataBytes).contains(hex) {
+            throw ValidationError("--hex takes 0 to \(PortTap.maxDataBytes) (the tap reports at most \(PortTap.maxDataBytes) bytes of a message), not \(hex)")
+        }
         if window < 0 { throw ValidationError("--window must not be negative") }
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if top && (stats || json) { throw ValidationError("--top is a view of its own: not with --\(stats ? "stats" : "json")") }
@@ -100,7 +107,7 @@ struct PortSniff: ParsableCommand {
         }
         if time != nil && tcpdumpTime > 0 { throw ValidationError("-t and --time both say how lines are stamped: choose one") }
         for kind in kinds where PortTapEvent.Kind(rawValue: kind.hasPrefix("!") ? String(kind.dropFirst()) : kind) == nil {
-            throw ValidationError("--kind takes \(PortTapEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")) (or ! and one), not \(kind)")
+            throw ValidationError("--kind takes \(Self.kindNames) (or ! and one), not \(kind)")
         }
         if loops && command.isEmpty {
             throw ValidationError("--loops traces the program run after --; for other programs set RUNLOOPKIT_TAP_LOOPS=1 in their environment")

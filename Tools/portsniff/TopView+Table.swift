@@ -49,7 +49,7 @@ extension TopView {
         columns.insert(nameColumn, at: hasID ? 1 : 0)
         func line(_ cells: [String]) -> String {
             let text = zip(columns, cells).map { column, cell in
-                column.isName ? TopText.pad(TopText.fit(cell, column.width), column.width) : TopText.padLeft(cell, column.width)
+                column.isName ? TopText.pad(cell.cutInMiddle(to: column.width), column.width) : TopText.padLeft(cell, column.width)
             }.joined(separator: " ")
             return TopText.trimmed(width.map { TopText.fit(text, $0) } ?? text)
         }

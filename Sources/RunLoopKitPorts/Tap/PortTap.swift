@@ -59,15 +59,20 @@ public enum PortTap {
 
     private static let nextReader = Atomic<UInt64>(0)
 
+    /// The most leading bytes of a message's first data component an event
+    /// carries (16): what `enable(endpoint:dataBytes:)` and
+    /// `RUNLOOPKIT_TAP_BYTES` can ask for, and `portsniff --hex` can show.
+    public static let maxDataBytes = TapWireFormat.headBytes
+
     /// Switches the tap on, reporting to `endpoint`, or with none to every
     /// sniffer in the readers' directory (`readersDirectory()`).
     /// - Parameters:
     ///   - endpoint: a ZeroMQ endpoint to PUSH events to, one sniffer's;
     ///     nil for every sniffer in the readers' directory.
     ///   - dataBytes: leading bytes of the first data component to report
-    ///     (at most 16).
+    ///     (at most `maxDataBytes`).
     public static func enable(endpoint: String? = nil, dataBytes: Int = 16) throws(PortError) {
-        try TapPipeline.shared.start(endpoint: endpoint, dataBytes: max(0, min(dataBytes, 16)))
+        try TapPipeline.shared.start(endpoint: endpoint, dataBytes: max(0, min(dataBytes, maxDataBytes)))
         active.store(true, ordering: .releasing)
     }
 

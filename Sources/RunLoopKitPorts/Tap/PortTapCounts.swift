@@ -22,7 +22,7 @@ public struct PortTapCounts: Codable, Sendable, Hashable {
     public var pid: Int32
     /// When it started, in clock ticks since boot (`PortTapEvent.started`).
     public var started: UInt64
-    /// Its name (`/proc/<pid>/comm`).
+    /// Its name: the basename of its argv[0] (`/proc/<pid>/cmdline`), as `ps` shows it.
     public var name: String
     /// Events numbered so far: the last event's `seq`.
     public var produced: UInt64
@@ -151,7 +151,39 @@ final class TapCountFile: @unchecked Sendable {
         return bytes
     }
 
+    /// The process's name as `ps` shows it: the basename of its argv[0]
+    /// (`/proc/self/cmdline`), not the kernel's `comm`, which is "exe" for a
+    /// program started through `/proc/self/exe`; `comm` when argv[0] is empty.
     static func processName() -> String {
+        name(cmdline: read("/proc/self/cmdline") ?? [], comm: read("/proc/self/comm") ?? [], executable: executablePath())
+    }
+
+    /// The basename of the first NUL-terminated string of `cmdline`; for an
+    /// argv[0] that is `/proc/self/exe` (or `/proc/<pid>/exe`), the
+    /// executable's own; `comm` when argv[0] is empty.
+    static func name(cmdline: [UInt8], comm: [UInt8], executable: String?) -> String {
+        let argv0 = String(decoding: cmdline.prefix { $0 != 0 }, as: UTF8.self)
+        var base = argv0.split(separator: "/").last.map(String.init) ?? ""
+        if argv0.hasPrefix("/proc/"), base == "exe", let executable,
+           let own = executable.split(separator: "/").last {
+            base = String(own)
+        }
+        if !base.isEmpty { return base }
+        let fallback = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
+        return fallback.isEmpty ? "?" : fallback
+    }
+
+    /// Where this process's executable is (`/proc/self/exe`'s target).
+    static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The kernel's name of this process (`/proc/self/comm`), which its main
+    /// thread bears.
+    static func kernelName() -> String {
         guard let bytes = read("/proc/self/comm") else { return "?" }
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
     }

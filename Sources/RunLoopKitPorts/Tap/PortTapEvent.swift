@@ -43,7 +43,8 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// (field 22 of `/proc/<pid>/stat`): with `pid`, it names the process
     /// even after its pid is reused.
     public var started: UInt64
-    /// The process's name (`/proc/<pid>/comm`), if its tap announced it.
+    /// The process's name (the basename of its argv[0], as `ps` shows it),
+    /// if its tap announced it.
     public var process: String?
     /// CLOCK_MONOTONIC when it happened, in nanoseconds: what readers order
     /// events by and measure latency with (one clock for every process on

@@ -117,8 +117,11 @@ final class TapNames: @unchecked Sendable {
 
     // MARK: - Thread names
 
-    /// This process's name (`/proc/self/comm`), which its main thread bears.
+    /// This process's name: the basename of its argv[0].
     static let processName = TapCountFile.processName()
+
+    /// The kernel's name of this process, which its main thread bears.
+    static let kernelProcessName = TapCountFile.kernelName()
 
     /// How the tap names a thread: its loop's name, or its OS-level name,
     /// except for the threads whose OS-level names say little: libdispatch's
@@ -127,7 +130,7 @@ final class TapNames: @unchecked Sendable {
     /// main thread without a loop name is `main`.
     static func threadName(_ name: String, tid: Int32) -> String {
         if let dispatch = dispatchWorkerName(name) { return dispatch }
-        if tid == getpid(), name == processName { return "main" }
+        if tid == getpid(), name == kernelProcessName { return "main" }
         return name
     }
 
