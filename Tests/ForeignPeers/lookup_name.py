@@ -139,6 +139,15 @@ def open_lock_file(lock_path, mode):
         return None
 
 
+def still_names(lock_path, st):
+    """Whether lock_path still names the file whose stat is st (a sweep may have removed it)."""
+    try:
+        now = os.lstat(lock_path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
 def judge_unheld(data):
     """Step 2's judgement of a file nobody holds: ('free',), ('died', pid), or ('unmarked', pid)."""
     name_file = decode_name_file(data)
@@ -162,13 +171,8 @@ def mark(lock_path):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return ("settling",)
-        st = os.fstat(fd)
-        try:
-            now = os.lstat(lock_path)
-        except FileNotFoundError:
-            return ("settling",)
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            return ("settling",)
+        if not still_names(lock_path, os.fstat(fd)):
+            return ("settling",)  # a sweep removed it meanwhile
         data = os.pread(fd, 4096, 0)
         answer = judge_unheld(data)
         if answer[0] != "unmarked":
@@ -203,13 +207,7 @@ def look_once(lock_path):
         recorded = name_file[0]
         if recorded[0] != holder or start_time_of(holder) != recorded[1]:
             return ("settling",)
-        if exclusive_holder(st) != holder:
-            return ("settling",)
-        try:
-            now = os.lstat(lock_path)
-        except FileNotFoundError:
-            return ("settling",)
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        if exclusive_holder(st) != holder or not still_names(lock_path, st):
             return ("settling",)
         return ("held", recorded)
     finally:
