@@ -79,14 +79,19 @@ struct SnifferLiveTests {
         #expect(sniff.waitForExit(timeout: 120) == 0, "\(sniff.errorOutput)")
         let lines = sniff.output.split(separator: "\n")
         let eventLines = lines.filter { $0.contains(" SEND ") || $0.contains(" DELIVER ") }
-        let summaries = lines.filter { $0.contains("events/s") && $0.contains("over 100 lines/s") }
+        let summaries = lines.filter { $0.contains("not shown as lines") && $0.contains("over 100 lines/s") }
         #expect(!summaries.isEmpty, "no summary line: \(lines.prefix(5))")
+        // Each says how many events it stands for, over how long; together with the lines they are every event matched.
+        let counted = summaries.compactMap { line in Int(line.split(separator: " ")[1]) }
+        #expect(counted.count == summaries.count && summaries.allSatisfy { $0.range(of: #" events in \d+\.\d\d s "#, options: .regularExpression) != nil }, "\(summaries)")
+        #expect(sniff.errorOutput.contains("  \(eventLines.count) shown as lines, \(counted.reduce(0, +)) only counted in rate lines (--max-rate)"),
+                "\(eventLines.count) lines, \(counted.reduce(0, +)) counted: \(sniff.errorOutput)")
         // Every event received is recorded and counted, shown or summarised
         // (a reader slowed down, as under ThreadSanitizer, may miss some: counted).
         let summary = try #require(sniff.errorOutput.split(separator: "\n").first { $0.contains("pid ") && $0.contains("owed") })
         let received = try #require(Int(summary.split(separator: ":").last!.split(separator: " ").first!))
         #expect(summary.hasSuffix("owed (\(4 * roundTrips)): \(received) received + \(4 * roundTrips - received) dropped"), "\(summary)")
-        #expect(SpawnedProgram.read(recording).split(separator: "\n").count == 1 + received)
+        #expect(SpawnedProgram.read(recording).split(separator: "\n").filter { !$0.hasPrefix(#"{"account":"#) }.count == 1 + received)
         #expect(eventLines.count < received / 2, "\(eventLines.count) event lines printed at a rate over the limit")
     }
 
@@ -179,8 +184,11 @@ struct SnifferLiveTests {
         // The recording: a header line, then one event a line, no blank
         // line, keys in one (sorted) order, paths unescaped.
         let all = SpawnedProgram.read(recording).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        #expect(all.first == #"{"format":"portsniff-recording","sorted":true,"version":1,"window_ms":50}"#, "\(all.first ?? "")")
-        let lines = all.dropFirst()
+        #expect(all.first == #"{"format":"portsniff-recording","sorted":true,"version":2,"window_ms":50}"#, "\(all.first ?? "")")
+        // It ends with the sniffer's account of each process: all 23 received, none dropped.
+        let accounts = all.filter { $0.hasPrefix(#"{"account":"#) }
+        #expect(accounts.count == 2 && accounts.allSatisfy { $0.contains(#""dropped":0"#) } && all.suffix(2).elementsEqual(accounts), "\(accounts)")
+        let lines = all.dropFirst().filter { !$0.hasPrefix(#"{"account":"#) }
         #expect(lines.count == 23 && lines.allSatisfy { !$0.isEmpty }, "\(lines.count) lines, blank ones included")
         let keys = ["components", "data_bytes", "destination", "head_hex", "kind", "msgid", "pid", "port_components", "process",
                     "seq", "started_ticks", "thread", "tid", "time_monotonic_ns", "time_unix_ns", "version"].map { "\"\($0)\"" }

@@ -46,7 +46,7 @@ struct SnifferReadTests {
         }, to: path)
         let read = try SpawnedProgram("portsniff", ["--read", path], in: directory)
         #expect(read.waitForExit(timeout: 30) == 0)
-        #expect(read.errorOutput.contains("3 event(s) shown") && read.errorOutput.contains("2 tap event(s) dropped"), "\(read.errorOutput)")
+        #expect(read.errorOutput.contains("3 event(s) matched") && read.errorOutput.contains("2 tap event(s) dropped"), "\(read.errorOutput)")
         #expect(read.errorOutput.contains("pid 4242 (made-up): events 5-9 owed (5): 3 received + 2 dropped"), "\(read.errorOutput)")
     }
 

@@ -32,7 +32,7 @@ struct SnifferTerminalTests {
                                         environment: ["NO_COLOR": "1"], in: directory)
         #expect(script.waitForExit(timeout: 60) == 0, "\(script.output)\(script.errorOutput)")
         return script.output.replacingOccurrences(of: "\r", with: "").split(separator: "\n").map(String.init)
-            .filter { !$0.hasPrefix("portsniff:") && !$0.hasPrefix("  pid") }
+            .filter { !$0.hasPrefix("portsniff:") && !$0.hasPrefix("  ") }
     }
 
     @Test("portsniff's live view on an 80-column terminal: a header row, the narrow layout (milliseconds), no line wider than the terminal, --hex with the bytes as text",

@@ -46,6 +46,14 @@ struct EventFilter {
         msgids.isEmpty && ports.isEmpty && processes.isEmpty && threads.isEmpty && pids.isEmpty && kinds.isEmpty
     }
 
+    /// Whether the process passes --pid and --process: a line about the
+    /// process itself (its missed events) shows only then.
+    func acceptsProcess(pid: Int32, name: String?) -> Bool {
+        if !pids.isEmpty && !pids.contains(pid) { return false }
+        if !processes.isEmpty && !processes.accepts([name ?? "?"]) { return false }
+        return true
+    }
+
     func accepts(_ event: PortTapEvent) -> Bool {
         if !msgids.isEmpty && !msgids.contains(event.msgid) { return false }
         if !pids.isEmpty && !pids.contains(event.pid) { return false }

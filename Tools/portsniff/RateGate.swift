@@ -2,16 +2,19 @@ import RunLoopKit
 
 /// Keeps the live view readable at any rate: above `maxLinesPerSecond`
 /// lines in a second, the view stops printing one line per event and
-/// prints one summary line a second instead (how many events, of which
-/// kinds), saying why, until a second comes with no more than the limit.
+/// prints one line a second instead, saying how many events it stands for,
+/// of which kinds, over how long an interval, and why, until a second
+/// comes with no more than the limit. A quiet interval prints nothing.
 /// Only what is shown is gated: `--write` records every event, and the
-/// final summary counts every one.
+/// final summary counts every one, saying how many were only counted here.
 struct RateGate {
     /// Lines a second at most (0: no limit).
     let maxLinesPerSecond: Int
     private var windowStart: Int64 = 0
     private var inWindow = 0
     private var summarising = false
+    /// Events of the window not shown as lines, and their kinds.
+    private var hidden = 0
     private var counts: [PortTapEvent.Kind: Int] = [:]
 
     init(maxLinesPerSecond: Int) { self.maxLinesPerSecond = maxLinesPerSecond }
@@ -23,8 +26,11 @@ struct RateGate {
         guard maxLinesPerSecond > 0 else { return (true, nil) }
         let summary = roll(now: now)
         inWindow += 1
-        counts[event.kind, default: 0] += 1
         if inWindow > maxLinesPerSecond { summarising = true }
+        if summarising {
+            hidden += 1
+            counts[event.kind, default: 0] += 1
+        }
         return (!summarising, summary)
     }
 
@@ -41,21 +47,29 @@ struct RateGate {
     /// window's summary when it was summarising.
     private mutating func roll(now: Int64, force: Bool = false) -> String? {
         guard force || now - windowStart >= 1_000_000_000 else { return nil }
-        let seconds = windowStart == 0 ? 1 : max(0.001, Double(now - windowStart) / 1e9)
         var line: String?
-        if summarising {
+        if hidden > 0 {
             let kinds = PortTapEvent.Kind.allCases.compactMap { kind -> String? in
                 guard let count = counts[kind], count > 0 else { return nil }
                 return "\(count) \(Self.label(kind))"
             }
-            line = "… \(Int((Double(inWindow) / seconds).rounded())) events/s (\(kinds.joined(separator: ", "))): over \(maxLinesPerSecond) lines/s, one summary a second (--max-rate, or filters, to see lines)"
+            let seconds = Double(max(0, now - windowStart)) / 1e9
+            line = "… \(hidden) events in \(Self.interval(seconds)) not shown as lines (\(kinds.joined(separator: ", "))): "
+                + "over \(maxLinesPerSecond) lines/s (--max-rate)"
         }
         // Back to lines once a whole second stayed under the limit.
         summarising = summarising && inWindow > maxLinesPerSecond
         windowStart = now
         inWindow = 0
+        hidden = 0
         counts.removeAll(keepingCapacity: true)
         return line
+    }
+
+    /// An interval as a line states it: "1.00 s", "0.35 s".
+    static func interval(_ seconds: Double) -> String {
+        let hundredths = Int((seconds * 100).rounded())
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100) s"
     }
 
     private static func label(_ kind: PortTapEvent.Kind) -> String {

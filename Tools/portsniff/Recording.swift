@@ -7,17 +7,22 @@ import RunLoopKit
 /// lines, slashes as they are. The first line says what the file is, its
 /// version, and whether the events are in time order (they are, when
 /// written through a reorder window: `--window` above 0); each line after
-/// it is one event (`PortTapEvent`'s encoding, with its `version`).
+/// it is one event (`PortTapEvent`'s encoding, with its `version`), and a
+/// recording made with --write ends with one account line per process
+/// (`RecordedAccount`).
 struct RecordingHeader: Codable, Equatable {
     /// Always "portsniff-recording".
     var format = RecordingHeader.formatName
-    var version = PortTapEvent.recordVersion
+    /// The file's version: 2 adds the account lines; 1 is still read.
+    var version = RecordingHeader.currentVersion
     /// The events are in time order (monotonic clock).
     var sorted: Bool
     /// The reorder window they were written through, in milliseconds.
     var windowMilliseconds: Int
 
     static let formatName = "portsniff-recording"
+    static let currentVersion = 2
+    static let readableVersions = 1...2
 
     private enum CodingKeys: String, CodingKey {
         case format, version, sorted
@@ -50,36 +55,87 @@ struct RecordWriter {
     }
 }
 
-/// Reads a recording: its header, then its events; anything else is an
-/// error that names the line.
+/// What the sniffer that wrote a recording was owed by one process and
+/// received from it (S-TAP-1): written at the end of a --write recording,
+/// so that a replay reports the same account, drops after the last event
+/// received (known from the process's count file) included.
+struct RecordedAccount: Codable, Equatable {
+    var pid: Int32
+    var started: UInt64
+    var name: String?
+    var firstOwed: UInt64
+    var lastOwed: UInt64
+    var received: UInt64
+    var dropped: UInt64
+    var exited: Bool
+
+    private enum CodingKeys: String, CodingKey {
+        case pid, name, received, dropped, exited
+        case started = "started_ticks"
+        case firstOwed = "first_owed"
+        case lastOwed = "last_owed"
+    }
+}
+
+/// An account line: `{"account":{…}}`.
+struct AccountLine: Codable {
+    var account: RecordedAccount
+}
+
+/// A recording as read: up to where it stops.
+struct Recording {
+    var header: RecordingHeader
+    var events: [PortTapEvent] = []
+    /// The account lines, if the recording has them (version 2, written whole).
+    var accounts: [RecordedAccount] = []
+    /// Where a recording cut short (its last line incomplete) stopped being
+    /// read, as "line N (byte B)"; nil for a whole recording.
+    var cutAt: String?
+}
+
+/// Reads a recording: its header, then its events and account lines;
+/// anything else is an error that names the line, except a last line cut
+/// short (a recording whose writer was killed), which ends the recording
+/// there, as tcpdump reads a capture up to its cut.
 enum RecordReader {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    static func read(_ bytes: [UInt8], path: String) throws(Failure) -> (RecordingHeader, [PortTapEvent]) {
+    static func read(_ bytes: [UInt8], path: String) throws(Failure) -> Recording {
         let decoder = JSONDecoder()
         var header: RecordingHeader?
         var events: [PortTapEvent] = []
-        for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
-            guard let known = header else {
+        var accounts: [RecordedAccount] = []
+        var cutAt: String?
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        var offset = 0
+        for (index, line) in lines.enumerated() {
+            defer { offset += line.count + 1 }
+            if line.isEmpty { continue }
+            guard header != nil else {
                 guard let first = try? decoder.decode(RecordingHeader.self, from: Data(line)), first.format == RecordingHeader.formatName else {
                     throw Failure(description: "\(path):\(index + 1): not a portsniff recording (its first line names the format: --write writes one)")
                 }
-                guard first.version == PortTapEvent.recordVersion else {
-                    throw Failure(description: "\(path): a recording of version \(first.version); this portsniff reads version \(PortTapEvent.recordVersion)")
+                guard RecordingHeader.readableVersions.contains(first.version) else {
+                    throw Failure(description: "\(path): a recording of version \(first.version); this portsniff reads versions \(RecordingHeader.readableVersions.lowerBound) to \(RecordingHeader.readableVersions.upperBound)")
                 }
                 header = first
                 continue
             }
-            _ = known
             do {
-                events.append(try decoder.decode(PortTapEvent.self, from: Data(line)))
+                if line.starts(with: Array(#"{"account":"#.utf8)) {
+                    accounts.append(try decoder.decode(AccountLine.self, from: Data(line)).account)
+                } else {
+                    events.append(try decoder.decode(PortTapEvent.self, from: Data(line)))
+                }
             } catch {
-                throw Failure(description: "\(path):\(index + 1): not an event record: \(error)")
+                // Only the last line, without its newline, may be cut short.
+                guard index == lines.count - 1 else { throw Failure(description: "\(path):\(index + 1): not an event record: \(error)") }
+                cutAt = "line \(index + 1) (byte \(offset))"
             }
         }
         guard let header else { throw Failure(description: "\(path): empty, not a portsniff recording") }
-        return (header, events)
+        return Recording(header: header, events: events, accounts: accounts, cutAt: cutAt)
     }
 }

@@ -18,6 +18,13 @@ struct SniffSummary {
     var lateCount = 0
     /// Batches skipped because they were not the tap's format.
     var malformedBatches = 0
+    /// Events that passed the filters but were only counted in a rate
+    /// line (--max-rate), not shown as lines of their own.
+    var onlyCounted = 0
+    /// Where a recording cut short stopped being read.
+    var cutAt: String?
+    /// Which processes the account's lines speak of (--pid, --process).
+    var showsProcess: (TapAccount.Process, String?) -> Bool = { _, _ in true }
 
     /// Records an event that was shown.
     mutating func add(_ event: PortTapEvent) {
@@ -32,19 +39,28 @@ struct SniffSummary {
         if event.latency != nil { pairs += 1 }
     }
 
+    /// The summary, each line within 80 columns for the usual figures.
     var text: String {
-        var shown = "\(sends) send(s), \(deliveries) deliver(ies)"
-        if failedSends > 0 { shown += ", \(failedSends) failed send(s)" }
-        if dropsOnReceipt > 0 { shown += ", \(dropsOnReceipt) message(s) dropped on receipt" }
-        if loopEvents > 0 { shown += ", \(loopEvents) loop event(s)" }
-        var lines = ["portsniff: \(events) event(s) shown: \(shown), \(pairs) paired; \(account.totalDropped) tap event(s) dropped"]
-        if malformedBatches > 0 { lines.append("  \(malformedBatches) batch(es) skipped: not the tap's format (another version's tap?)") }
-        if lateCount > 0 { lines.append("  \(lateCount) event(s) came later than the reorder window (--window): shown, marked late") }
-        for (process, entry) in account.entries.sorted(by: { $0.key < $1.key }) where entry.owed > 0 {
-            let name = entry.name.map { " (\($0)\(entry.exited ? ", exited" : ""))" } ?? ""
-            lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): \(entry.seen) received + \(entry.dropped) dropped")
+        var kinds = ["\(sends) send(s)", "\(deliveries) deliver(ies)"]
+        if failedSends > 0 { kinds.append("\(failedSends) failed send(s)") }
+        if dropsOnReceipt > 0 { kinds.append("\(dropsOnReceipt) dropped on receipt") }
+        if loopEvents > 0 { kinds.append("\(loopEvents) loop event(s)") }
+        kinds.append("\(pairs) paired")
+        var lines = ["portsniff: \(events) event(s) matched: " + kinds.joined(separator: ", ")]
+        if onlyCounted > 0 {
+            lines.append("  \(events - onlyCounted) shown as lines, \(onlyCounted) only counted in rate lines (--max-rate)")
         }
-        let owing = account.entries.values.filter { $0.owed > 0 }
+        let accounted = account.entries.filter { showsProcess($0.key, $0.value.name) }
+        lines.append("  \(accounted.values.reduce(0) { $0 + $1.dropped }) tap event(s) dropped")
+        if let cutAt { lines.append("  the recording is cut short: read up to its \(cutAt)") }
+        if malformedBatches > 0 { lines.append("  \(malformedBatches) batch(es) skipped: not the tap's format") }
+        if lateCount > 0 { lines.append("  \(lateCount) event(s) later than the window (--window): shown, marked late") }
+        for (process, entry) in accounted.sorted(by: { $0.key < $1.key }) where entry.owed > 0 {
+            let name = entry.name.map { " (\($0.cutInMiddle(to: 16))\(entry.exited ? ", exited" : ""))" } ?? ""
+            lines.append("  pid \(process.pid)\(name): events \(entry.firstOwed)-\(entry.lastOwed) owed (\(entry.owed)): "
+                + "\(min(entry.seen, entry.owed)) received + \(entry.dropped) dropped")
+        }
+        let owing = accounted.values.filter { $0.owed > 0 }
         if owing.count > 1 {
             let owed = owing.reduce(0) { $0 + $1.owed }, seen = owing.reduce(0) { $0 + min($1.seen, $1.owed) }
             lines.append("  in all, \(owing.count) processes: \(owed) owed: \(seen) received + \(owed - seen) dropped")

@@ -39,8 +39,11 @@ final class Sniffer: @unchecked Sendable {
     private var reorder: ReorderBuffer
     private var releaseTimerSet = false
     private var listeningLoop: RunLoop?
-    /// Drops found since the stats view last took them.
-    private var pendingDrops: UInt64 = 0
+    /// Per process, events its numbers proved missed, not yet counted by
+    /// --top (they go with the process's next event shown).
+    private var pendingMissed: [TapAccount.Process: UInt64] = [:]
+    /// The account's drops when the last --stats table was drawn.
+    private var droppedAtLastTable: UInt64 = 0
     /// --json's lines.
     private let jsonLines = RecordWriter(fd: 1)
     /// --top's figures, and its terminal when the output is one.
@@ -61,6 +64,7 @@ final class Sniffer: @unchecked Sendable {
         self.windowMilliseconds = windowMilliseconds
         reorder = ReorderBuffer(windowMilliseconds: windowMilliseconds)
         top = TopView(filtered: !filter.isEmpty, startedAt: MonotonicNow.nanoseconds())
+        summary.showsProcess = { [filter] process, name in filter.acceptsProcess(pid: process.pid, name: name) }
     }
 
     // MARK: - Sources of events
@@ -121,7 +125,7 @@ final class Sniffer: @unchecked Sendable {
         if view == .live && gate.maxLinesPerSecond > 0 {
             // A summary also when the traffic stops in the middle of a busy second.
             let timer = try Timer(timeInterval: 1, repeats: true) { [self] _ in
-                if let summary = gate.tick(now: MonotonicNow.nanoseconds()) { emit(live.note(summary)) }
+                if let note = gate.tick(now: MonotonicNow.nanoseconds()) { emit(live.note(note)) }
             }
             loop.add(timer, forMode: .default)
         }
@@ -207,40 +211,58 @@ final class Sniffer: @unchecked Sendable {
     }
 
     func replay(path: String) throws {
+        let name = path == "-" ? "standard input" : path
         let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { if fd != 0 { close(fd) } }
+        var status = stat()
+        if fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR {
+            throw RecordReader.Failure(description: "\(path) is a directory, not a recording (--read takes a file --write made)")
+        }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = Glibc.read(fd, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
+            if count < 0 { throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
             bytes += buffer[..<count]
         }
         // A file that is not a recording is an error, not "0 events".
-        let (header, recorded) = try RecordReader.read(bytes, path: path == "-" ? "standard input" : path)
-        if view == .json { jsonLines.writeHeader(header) }
+        let file = try RecordReader.read(bytes, path: name)
+        if let cut = file.cutAt {
+            standardError("portsniff: \(name) is cut short: read up to its \(cut), the rest is not a whole line\n")
+        }
+        if view == .json { jsonLines.writeHeader(file.header) }
         if view == .live, let header = live.header() { emit(header) }
-        for event in recorded { account(event) }
         // Shown in time order, as live (a recording made without a window is in arrival order).
-        var lastTime: Int64?
-        let ordered = header.sorted ? recorded : recorded.enumerated().sorted {
+        let ordered = file.header.sorted ? file.events : file.events.enumerated().sorted {
             ($0.element.monotonicTime, $0.offset) < ($1.element.monotonicTime, $1.offset)
         }.map(\.element)
-        for var event in ordered {
+        // What each process owed and missed, from its numbers in the order
+        // it gave them, not the order they show in (S-TAP-1).
+        let gaps = RecordingGaps(ordered, accounts: file.accounts)
+        summary.account = TapAccount(replaying: gaps.firstOwed)
+        var lastTime: Int64?
+        for (index, recorded) in ordered.enumerated() {
+            var event = recorded
             if view == .stats, statsView.isDue(at: event.monotonicTime) {
-                emit(statsView.table(seconds: 1, clock: TimeStamper.clock(event.time)))
+                emitStatsTable(seconds: 1, clock: TimeStamper.clock(event.time))
             }
-            if view == .top, let tables = top.replay(event) { emit(tables) }
+            if view == .top, let tables = top.replay(event, account: summary.account) { emit(tables) }
+            account(event, missedBefore: gaps.missedBefore[index])
             lastTime = event.time
             // Latencies are measured again (a recording keeps them, but filters may differ).
             event.latency = nil
             matcher.match(&event)
             if show(event) { break }
         }
-        if view == .stats, let lastTime { emit(statsView.table(seconds: 1, clock: TimeStamper.clock(lastTime))) }
-        if view == .top, let tables = top.endReplay() { emit(tables) }
+        // What the recording's writer knew at its end: events missed after the last one recorded.
+        summary.account.settle(with: file.accounts)
+        if view == .live { flushGate(now: lastTime.map { _ in MonotonicNow.nanoseconds() }) }
+        if view == .stats, let lastTime { emitStatsTable(seconds: 1, clock: TimeStamper.clock(lastTime), final: true) }
+        if view == .top, let tables = top.endReplay(account: summary.account) { emit(tables) }
+        summary.cutAt = file.cutAt
         standardError(summary.text + "\n")
     }
 
@@ -249,11 +271,12 @@ final class Sniffer: @unchecked Sendable {
     /// Counts one event as it arrives, in the order of its process's
     /// numbers, shown or not: its number says what was missed before it
     /// (S-TAP-1).
-    private func account(_ event: PortTapEvent) {
-        let newDrops = summary.account.note(event)
-        pendingDrops += newDrops
-        if newDrops > 0 { traceWriter?.addMissed(newDrops, pid: event.pid, at: event.monotonicTime) }
-        if newDrops > 0, view == .live {
+    private func account(_ event: PortTapEvent, missedBefore: UInt64? = nil) {
+        let newDrops = summary.account.note(event, missedBefore: missedBefore)
+        guard newDrops > 0 else { return }
+        pendingMissed[TapAccount.Process(pid: event.pid, started: event.started), default: 0] += newDrops
+        traceWriter?.addMissed(newDrops, pid: event.pid, at: event.monotonicTime)
+        if view == .live, filter.acceptsProcess(pid: event.pid, name: event.process) {
             emit(live.dropLine(pid: event.pid, newDrops: newDrops, total: summary.account.totalDropped))
         }
     }
@@ -264,16 +287,16 @@ final class Sniffer: @unchecked Sendable {
         summary.add(event)
         switch view {
         case .live:
-            let (admitted, summary) = gate.admit(event, now: MonotonicNow.nanoseconds())
-            if let summary { emit(live.note(summary)) }
-            if admitted { emit(live.line(for: event, late: event.late == true)) }
+            let (admitted, note) = gate.admit(event, now: MonotonicNow.nanoseconds())
+            if let note { emit(live.note(note)) }
+            if admitted { emit(live.line(for: event, late: event.late == true)) } else { summary.onlyCounted += 1 }
         case .json:
             emit(jsonLines.line(event))
         case .stats:
-            statsView.add(event, newDrops: pendingDrops)
-            pendingDrops = 0
+            statsView.add(event)
         case .top:
-            top.add(event)
+            let process = TapAccount.Process(pid: event.pid, started: event.started)
+            top.add(event, missed: pendingMissed.removeValue(forKey: process) ?? 0)
         case .none:
             break
         }
@@ -282,12 +305,28 @@ final class Sniffer: @unchecked Sendable {
         return false
     }
 
-    private func printTable() {
+    private func printTable(final: Bool = false) {
         let now = MonotonicNow.nanoseconds()
         let seconds = Double(now - lastTable) / 1e9
         lastTable = now
-        let table = statsView.table(seconds: seconds, clock: TimeStamper.clock(Int64(Date().timeIntervalSince1970 * 1e9)))
-        emit((live.colour ? "\u{1B}[H\u{1B}[2J" : "") + table)
+        emitStatsTable(seconds: seconds, clock: TimeStamper.clock(Int64(Date().timeIntervalSince1970 * 1e9)),
+                       clearing: live.colour, final: final)
+    }
+
+    /// A --stats table, with the tap events missed since the last one and
+    /// in all: proven by the numbers while events come, and at the end
+    /// (`final`) as the account settles it, so that the tables add up to
+    /// the summary.
+    private func emitStatsTable(seconds: Double, clock: String, clearing: Bool = false, final: Bool = false) {
+        let dropped = final ? summary.account.totalDropped : summary.account.totalMissed
+        let table = statsView.table(seconds: seconds, clock: clock, dropped: dropped - min(dropped, droppedAtLastTable), droppedInAll: dropped)
+        droppedAtLastTable = dropped
+        emit((clearing ? "\u{1B}[H\u{1B}[2J" : "") + table)
+    }
+
+    /// The rate gate's last note, if a busy stretch was under way.
+    private func flushGate(now: Int64?) {
+        if let now, let last = gate.flush(now: now) { emit(live.note(last)) }
     }
 
     private func finish(_ loop: RunLoop) {
@@ -301,11 +340,13 @@ final class Sniffer: @unchecked Sendable {
             pendingReceiver?()
             _ = releaseDue(all: true)
         }
-        if view == .live, let last = gate.flush(now: MonotonicNow.nanoseconds()) { emit(live.note(last)) }
+        if view == .live { flushGate(now: MonotonicNow.nanoseconds()) }
         summary.lateCount = reorder.lateCount
         summary.malformedBatches = malformedBatches
         readCounts()
-        if view == .stats { printTable() }
+        // A recording ends with what this sniffer was owed and missed, so that --read reports the same.
+        for line in summary.account.recordedAccounts { recording?.write(AccountLine(account: line)) }
+        if view == .stats { printTable(final: true) }
         if view == .top { finishTop() }
         standardError(summary.text + "\n")
         loop.stop()

@@ -1,9 +1,10 @@
 import RunLoopKit
 
 /// The `--stats` table: per destination port and msgid, over the last
-/// second, messages/s, bytes/s, send-to-delivery latency p50 and p99, and the
-/// tap events dropped. Drops are counted per process; a row shows those its
-/// process reported with the row's events.
+/// second, messages/s, bytes/s, send-to-delivery latency p50 and p99, in 80
+/// columns; under it, the tap events this sniffer missed in the interval
+/// and in all, as its account has them (S-TAP-1). A missed event's port is
+/// unknown, so drops are not split by row.
 struct StatsView {
     private struct Key: Hashable, Comparable {
         let port: String
@@ -15,7 +16,6 @@ struct StatsView {
         var messages = 0
         var bytes = 0
         var latencies: [Int64] = []
-        var drops: UInt64 = 0
     }
 
     private var rows: [Key: Row] = [:]
@@ -23,7 +23,7 @@ struct StatsView {
 
     /// Counts a message once: at its delivery if the sniffer sees deliveries,
     /// else at its send.
-    mutating func add(_ event: PortTapEvent, newDrops: UInt64) {
+    mutating func add(_ event: PortTapEvent) {
         let key = Key(port: event.destination, msgid: event.msgid)
         var row = rows[key] ?? Row()
         if event.kind == .deliver || (event.kind == .send && event.trace == nil) {
@@ -31,7 +31,6 @@ struct StatsView {
             row.bytes += event.dataBytes
         }
         if let latency = event.latency { row.latencies.append(latency) }
-        row.drops += newDrops
         rows[key] = row
         if windowStart == nil { windowStart = event.monotonicTime }
     }
@@ -43,12 +42,13 @@ struct StatsView {
         return time - windowStart >= 1_000_000_000
     }
 
-    /// The table for the window that ends now, `seconds` long; starts the next.
-    mutating func table(seconds: Double, clock: String) -> String {
-        var lines = ["portsniff --stats  \(clock)  (last \(seconds >= 0.995 && seconds <= 1.005 ? "second" : "\(Double(Int(seconds * 100)) / 100) s"))"]
-        let header = [pad("PORT", 28), pad("MSGID", 8, right: true), pad("MSG/S", 10, right: true), pad("BYTES/S", 12, right: true),
-                      pad("P50", 10, right: true), pad("P99", 10, right: true), pad("DROPS", 8, right: true)]
-        lines.append(header.joined(separator: " "))
+    /// The table for the window that ends now, `seconds` long, with the
+    /// tap events missed in it (`dropped`) and in all; starts the next.
+    mutating func table(seconds: Double, clock: String, dropped: UInt64, droppedInAll: UInt64) -> String {
+        let interval = seconds >= 0.995 && seconds <= 1.005 ? "second" : "\(Double(Int(seconds * 100)) / 100) s"
+        var lines = ["portsniff --stats  \(clock)  (last \(interval))"]
+        let widths = Self.widths
+        lines.append(zip(["PORT", "MSGID", "MSG/S", "BYTES/S", "P50", "P99"], widths).map { pad($0, $1, right: $0 != "PORT") }.joined(separator: " "))
         if rows.isEmpty { lines.append("(no traffic)") }
         let scale = seconds > 0 ? seconds : 1
         for key in rows.keys.sorted() {
@@ -58,18 +58,18 @@ struct StatsView {
                 guard !sorted.isEmpty else { return "-" }
                 return LiveView.duration(sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)])
             }
-            lines.append([
-                pad(key.port, 28), pad("\(key.msgid)", 8, right: true),
-                pad("\(Int((Double(row.messages) / scale).rounded()))", 10, right: true),
-                pad("\(Int((Double(row.bytes) / scale).rounded()))", 12, right: true),
-                pad(percentile(0.5), 10, right: true), pad(percentile(0.99), 10, right: true),
-                pad("\(row.drops)", 8, right: true),
-            ].joined(separator: " "))
+            let cells = [key.port.cutInMiddle(to: widths[0]), "\(key.msgid)", "\(Int((Double(row.messages) / scale).rounded()))",
+                         "\(Int((Double(row.bytes) / scale).rounded()))", percentile(0.5), percentile(0.99)]
+            lines.append(zip(cells, widths).enumerated().map { pad($1.0, $1.1, right: $0 > 0) }.joined(separator: " "))
         }
+        lines.append("tap events dropped: \(dropped) in the last \(interval), \(droppedInAll) in all")
         rows.removeAll(keepingCapacity: true)
         windowStart = nil
         return lines.joined(separator: "\n")
     }
+
+    /// PORT, MSGID, MSG/S, BYTES/S, P50, P99: 79 columns with the spaces between.
+    static let widths = [26, 10, 9, 11, 9, 9]
 
     private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
         guard text.count < width else { return text }

@@ -27,6 +27,9 @@ struct TapAccount {
         var lastSeen: UInt64 = 0
         /// Owed events received.
         var seen: UInt64 = 0
+        /// Owed events the numbers prove missed: gaps before the last one
+        /// received, in the order the process numbered them.
+        var missed: UInt64 = 0
         /// Every event up to this one has left the process's tap (its count file).
         var settled: UInt64 = 0
         var name: String?
@@ -70,15 +73,19 @@ struct TapAccount {
     }
 
     /// Counts one received event; returns how many events it shows were
-    /// missed just before it.
-    mutating func note(_ event: PortTapEvent) -> UInt64 {
+    /// missed just before it. Live, a process's events arrive in the order
+    /// of their numbers, so the gap is the one before `event`; a replay
+    /// gives the gap it found in the order of the numbers (`missedBefore`),
+    /// since it shows events in time order, where numbers interleave.
+    mutating func note(_ event: PortTapEvent, missedBefore: UInt64? = nil) -> UInt64 {
         let seq = event.seq
         let key = Process(pid: event.pid, started: event.started)
         var entry = entries[key] ?? Entry(firstOwed: firstOwed(key, firstSeen: seq))
         guard seq >= entry.firstOwed else { return 0 }  // numbered before this sniffer attached
         let previous = max(entry.lastSeen, entry.firstOwed - 1)
-        let missed = seq > previous + 1 ? seq - previous - 1 : 0
+        let missed = missedBefore ?? (seq > previous + 1 ? seq - previous - 1 : 0)
         entry.seen += 1
+        entry.missed += missed
         entry.lastSeen = max(entry.lastSeen, seq)
         if entry.name == nil { entry.name = event.process }
         entries[key] = entry
@@ -87,13 +94,51 @@ struct TapAccount {
 
     /// The first event owed by a process met for the first time.
     private func firstOwed(_ process: Process, firstSeen: UInt64?) -> UInt64 {
+        if let replayed = replayFirstOwed[process] { return replayed }
         if process.started > readerStarted { return 1 }
         if let attached = attachedAt[process] { return attached + 1 }
         return firstSeen ?? UInt64.max
     }
 
+    /// A replay: the first event owed by each process, as the recording
+    /// says (its account lines, else its lowest number).
+    private var replayFirstOwed: [Process: UInt64] = [:]
+
+    /// An account for replaying a recording whose processes owe from `firstOwed`.
+    init(replaying firstOwed: [Process: UInt64]) {
+        readerStarted = 0
+        replayFirstOwed = firstOwed
+    }
+
+    /// At the end of a replay: what the recording's account lines say each
+    /// process owed in all (events missed after the last one recorded
+    /// included) and whether it had exited.
+    mutating func settle(with recorded: [RecordedAccount]) {
+        for line in recorded {
+            let key = Process(pid: line.pid, started: line.started)
+            var entry = entries[key] ?? Entry(firstOwed: line.firstOwed)
+            entry.settled = max(entry.settled, line.lastOwed)
+            entry.name = entry.name ?? line.name
+            entry.exited = line.exited
+            entries[key] = entry
+        }
+    }
+
+    /// The account lines a recording ends with.
+    var recordedAccounts: [RecordedAccount] {
+        entries.sorted { $0.key < $1.key }.filter { $0.value.owed > 0 }.map { process, entry in
+            RecordedAccount(pid: process.pid, started: process.started, name: entry.name, firstOwed: entry.firstOwed,
+                            lastOwed: entry.lastOwed, received: min(entry.seen, entry.owed), dropped: entry.dropped, exited: entry.exited)
+        }
+    }
+
     /// Whether every event owed has come: nothing is on its way.
     var isSettled: Bool { entries.values.allSatisfy { $0.seen >= $0.owed } }
+
+    /// Events the numbers proved missed so far: grows as events come, and
+    /// never takes a drop back (`totalDropped` also counts what the count
+    /// files say is owed beyond the last event received).
+    var totalMissed: UInt64 { entries.values.reduce(0) { $0 + $1.missed } }
 
     /// Events missed in all.
     var totalDropped: UInt64 {

@@ -41,7 +41,9 @@ struct TimelineCommand: ParsableCommand {
             bytes += buffer[..<count]
         }
         if fd != 0 { close(fd) }
-        let (header, recorded) = try RecordReader.read(bytes, path: file)
+        let recording = try RecordReader.read(bytes, path: file)
+        if let cut = recording.cutAt { standardError("portsniff: \(file) is cut short: read up to its \(cut)\n") }
+        let (header, recorded) = (recording.header, recording.events)
         var events = header.sorted ? recorded : recorded.enumerated().sorted {
             ($0.element.monotonicTime, $0.offset) < ($1.element.monotonicTime, $1.offset)
         }.map(\.element)

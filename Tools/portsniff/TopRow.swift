@@ -42,6 +42,9 @@ struct TopRow {
     /// What a row counted in the second being measured.
     private struct Window {
         var events = 0
+        /// Events its process's numbers proved missed, counted with the
+        /// event shown after them (a process row's only).
+        var missed = 0
         /// Events by the process that reported them: a port's events come
         /// from its senders and its receiver, each with its own drops.
         var eventsByProcess: [TapAccount.Process: Int] = [:]
@@ -65,6 +68,12 @@ struct TopRow {
     var estimatedDrops = 0.0
     /// Closed seconds without an event.
     var idleSeconds = 0
+    /// Every process whose events the row counted: a row leaves the table
+    /// with the last of them (`TopView`).
+    private(set) var contributors: Set<TapAccount.Process> = []
+    /// The process's events and missed events in the second being measured.
+    var windowEvents: Int { window.events }
+    var windowMissed: Int { window.missed }
 
     init(name: String, id: Int32?) {
         self.name = name
@@ -72,8 +81,10 @@ struct TopRow {
     }
 
     /// Counts one event of `process` in the second being measured.
-    mutating func count(_ event: PortTapEvent, from process: TapAccount.Process) {
+    mutating func count(_ event: PortTapEvent, from process: TapAccount.Process, missed: Int = 0) {
         window.events += 1
+        window.missed += missed
+        if !contributors.contains(process) { contributors.insert(process) }
         window.eventsByProcess[process, default: 0] += 1
         if event.kind == .send || event.kind == .deliver, TopView.isNew(event.trace, in: &window.traces) {
             window.messages += 1
@@ -122,18 +133,24 @@ struct TopRow {
         window = Window()
     }
 
-    /// Closes the second for a process row whose rate is exact: the
-    /// growth of what it owes (`owed` in the second), and the events
-    /// its numbers prove missed (`dropped` in the second); `mark`, where
-    /// its account stands.
-    mutating func settle(seconds: Double, owed: Int64, dropped: Int64, mark: TopAccountMark, exited: Bool) {
+    /// Closes the second for a process row: its events shown and those its
+    /// numbers proved missed, exact unless filters hide part of its events
+    /// (`estimated`); `exited`, whether its count file says it has exited.
+    mutating func settle(seconds: Double, estimated: Bool, exited: Bool) {
         var figures = measured(seconds: seconds)
-        figures.rate = Double(owed) / seconds
-        figures.drops = Double(dropped) / seconds
-        figures.totalEvents = UInt64(mark.owed)
-        figures.totalDrops = UInt64(mark.provenDropped)
-        idleSeconds = owed > 0 || window.events > 0 ? 0 : idleSeconds + 1
-        // An exited process leaves at once, as in htop.
+        let owed = Double(window.events + window.missed)
+        figures.rate = owed / seconds
+        figures.drops = Double(window.missed) / seconds
+        figures.rateEstimated = estimated && window.missed > 0
+        figures.dropsEstimated = estimated && window.missed > 0
+        estimatedEvents += owed
+        estimatedDrops += Double(window.missed)
+        figures.totalEvents = UInt64(estimatedEvents)
+        figures.totalDrops = UInt64(estimatedDrops)
+        figures.totalEventsEstimated = self.figures.totalEventsEstimated || figures.rateEstimated
+        figures.totalDropsEstimated = self.figures.totalDropsEstimated || figures.dropsEstimated
+        idleSeconds = window.events > 0 ? 0 : idleSeconds + 1
+        // An exited process leaves once its last events were shown, as in htop.
         if exited && idleSeconds > 0 { idleSeconds = TopView.idleSecondsKept + 1 }
         self.figures = figures
         window = Window()

@@ -6,16 +6,15 @@ import RunLoopKit
 /// bytes/s, drops/s, send-to-delivery latency p50 and p99, and totals.
 ///
 /// Rates count the tap events this sniffer missed (drops): per process
-/// exactly, as the growth of what the process owes it (`TapAccount`: its
-/// numbers and count file); per port and per thread by estimate, the row's
-/// events of each process scaled by that process's owed/seen ratio over the
-/// second (and its drops by its dropped/seen ratio), so that a process's
-/// rows add up to its own figures, shown with a `~` before the figure. With
-/// filters, a process row shows only part of its events, so it is estimated
-/// the same way. Drops are the events the numbers prove missed (gaps before
-/// the last event received); what is owed beyond that is "not yet
-/// received" (on its way, or missed after the last one), which the summary
-/// at exit settles.
+/// exactly, its events shown and those its numbers prove missed (gaps
+/// before an event received, `TapAccount`); per port and per thread by
+/// estimate, the row's events of each process scaled by that process's
+/// ratio of the two over the second, so that a process's rows add up to its
+/// own figures, shown with a `~` before the figure. With filters, a process
+/// row shows only part of its events and all its drops, so it is marked
+/// estimated too. What the count files say is owed beyond the last event
+/// received is "not yet received" (on its way, or missed after the last
+/// one), which the summary at exit settles.
 ///
 /// The model is fed the events shown (`add`), closed once a second (`tick`
 /// live, `replay` per recorded second) and drawn as text: a screen that fits
@@ -88,10 +87,8 @@ struct TopView {
     private let startedAt: Int64
     private var lastTick: Int64?
 
-    /// Replay: the recording's own account (gaps in the numbers, second by
-    /// second), the start of the recorded second being measured, and the
+    /// Replay: the start of the recorded second being measured, and the
     /// recording's first event.
-    private var replayAccount = TapAccount()
     private var replaySecondStart: Int64?
     private var replayFirst: (monotonic: Int64, anchor: Int64)?
 
@@ -102,14 +99,15 @@ struct TopView {
 
     // MARK: - Counting
 
-    /// Counts an event that passed the filters.
-    mutating func add(_ event: PortTapEvent) {
+    /// Counts an event that passed the filters, and the events its
+    /// process's numbers proved missed since the last one counted (`missed`).
+    mutating func add(_ event: PortTapEvent, missed: UInt64 = 0) {
         let process = TapAccount.Process(pid: event.pid, started: event.started)
         let isMessage = event.kind == .send || event.kind == .deliver
         // Not `trace.map { insert }`: a closure that mutates the set copies it, every event.
         if isMessage, Self.isNew(event.trace, in: &tracesInWindow) { messagesInWindow += 1 }
         let processName = event.process ?? "?"
-        processes[process, default: TopRow(name: processName, id: event.pid)].count(event, from: process)
+        processes[process, default: TopRow(name: processName, id: event.pid)].count(event, from: process, missed: Int(missed))
         let thread = ThreadKey(process: process, tid: event.tid)
         threads[thread, default: TopRow(name: "", id: event.tid)].count(event, from: process)
         // The thread's name may change (a loop named later): the latest shows.
@@ -137,69 +135,57 @@ struct TopView {
     }
 
     /// Replay: call with every recorded event (filtered or not), in time
-    /// order, before it is shown. Returns the plain tables of the recorded
+    /// order, before it is shown, with the replay's account so far (the
+    /// event not yet in it). Returns the plain tables of the recorded
     /// second it ends, if it starts the next; seconds without an event are
     /// skipped.
-    mutating func replay(_ event: PortTapEvent) -> String? {
+    mutating func replay(_ event: PortTapEvent, account: TapAccount) -> String? {
         var tables: String?
         if let start = replaySecondStart {
             let elapsed = event.monotonicTime - start
             if elapsed >= 1_000_000_000 {
-                tables = closeReplaySecond(end: start + 1_000_000_000)
+                tables = closeReplaySecond(end: start + 1_000_000_000, account: account)
                 replaySecondStart = start + elapsed / 1_000_000_000 * 1_000_000_000
             }
         } else {
             replaySecondStart = event.monotonicTime
             replayFirst = (event.monotonicTime, event.time - event.monotonicTime)
         }
-        _ = replayAccount.note(event)
         return tables
     }
 
     /// Replay: the tables of the last recorded second, if there was one.
-    mutating func endReplay() -> String? {
+    mutating func endReplay(account: TapAccount) -> String? {
         guard let start = replaySecondStart else { return nil }
         replaySecondStart = nil
-        return closeReplaySecond(end: start + 1_000_000_000)
+        return closeReplaySecond(end: start + 1_000_000_000, account: account)
     }
 
-    private mutating func closeReplaySecond(end: Int64) -> String {
+    private mutating func closeReplaySecond(end: Int64, account: TapAccount) -> String {
         let first = replayFirst ?? (end, 0)
-        close(seconds: 1, clock: end + first.anchor, uptime: end - first.monotonic, account: replayAccount)
+        close(seconds: 1, clock: end + first.anchor, uptime: end - first.monotonic, account: account)
         return plainText()
     }
 
-    /// Turns the second's counts into figures, and starts the next.
+    /// Turns the second's counts into figures, and starts the next. A
+    /// process row's figures are its events shown and those its numbers
+    /// proved missed; each of its port and thread rows gets its events
+    /// scaled by the process's ratio of the two, so that they add up to the
+    /// process's. What the count files say is owed beyond that is "not yet
+    /// received" in the header, until the events come or the summary counts
+    /// them dropped.
     private mutating func close(seconds: Double, clock: Int64, uptime: Int64, account: TapAccount) {
         // A second cut short (at exit) still gives rates, not a division by zero.
         let seconds = max(seconds, 0.001)
         var ratios: [TapAccount.Process: TopRow.Ratios] = [:]
-        var exact: [TapAccount.Process: (owed: Int64, dropped: Int64, mark: TopAccountMark, exited: Bool)] = [:]
-        for (process, entry) in account.entries where entry.owed > 0 {
-            let before = marks[process] ?? TopAccountMark()
-            let now = TopAccountMark(entry)
-            marks[process] = now
-            // An event counted missed may arrive after all (out of order):
-            // a second never has negative drops.
-            let owed = max(0, now.owed - before.owed), dropped = max(0, now.provenDropped - before.provenDropped)
-            let seen = now.seen - before.seen
-            if seen > 0 { ratios[process] = TopRow.Ratios(owed: max(1, Double(owed) / Double(seen)), dropped: Double(dropped) / Double(seen)) }
-            exact[process] = (owed, dropped, now, entry.exited)
+        for (process, row) in processes where row.windowEvents > 0 {
+            let events = Double(row.windowEvents), missed = Double(row.windowMissed)
+            ratios[process] = TopRow.Ratios(owed: (events + missed) / events, dropped: missed / events)
         }
-
         var next = Totals(clock: clock, uptime: uptime)
-        if !filtered {
-            // Every process that owes the sniffer events this second has a row.
-            for (process, owing) in exact where owing.owed > 0 && processes[process] == nil {
-                processes[process] = TopRow(name: account.entries[process]?.name ?? "?", id: process.pid)
-            }
-        }
         for process in Array(processes.keys) {
-            if !filtered, let owing = exact[process] {
-                processes[process]!.settle(seconds: seconds, owed: owing.owed, dropped: owing.dropped, mark: owing.mark, exited: owing.exited)
-            } else {
-                processes[process]!.estimate(seconds: seconds, ratios: ratios)
-            }
+            let exited = account.entries[process]?.exited ?? false
+            processes[process]!.settle(seconds: seconds, estimated: filtered, exited: exited)
             let figures = processes[process]!.figures
             next.rate += figures.rate
             next.drops += figures.drops
@@ -208,9 +194,11 @@ struct TopView {
         }
         for key in Array(ports.keys) { ports[key]!.estimate(seconds: seconds, ratios: ratios) }
         for key in Array(threads.keys) { threads[key]!.estimate(seconds: seconds, ratios: ratios) }
+        // A process's rows leave with it: its thread rows at once, a port's
+        // once every process that counted on it has left.
         processes = processes.filter { $0.value.idleSeconds <= Self.idleSecondsKept }
-        ports = ports.filter { $0.value.idleSeconds <= Self.idleSecondsKept }
-        threads = threads.filter { $0.value.idleSeconds <= Self.idleSecondsKept }
+        threads = threads.filter { $0.value.idleSeconds <= Self.idleSecondsKept && processes[$0.key.process] != nil }
+        ports = ports.filter { $0.value.idleSeconds <= Self.idleSecondsKept && $0.value.contributors.contains { processes[$0] != nil } }
 
         next.messages = Double(messagesInWindow) / seconds
         let standing = account.entries.values.map(TopAccountMark.init)
