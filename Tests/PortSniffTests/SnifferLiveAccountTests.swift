@@ -57,16 +57,17 @@ struct SnifferLiveAccountTests {
         #expect(figures.first == account.received && figures.dropFirst().reduce(0, +) == account.dropped, "\(sniffer) against \(account)")
         // The process row's totals: what was received and proven missed, as
         // the header's first two figures; its thread rows add up to it.
-        let processRows = SnifferTopTests.table("PID", in: last)
-        if let row = processRows.first {
+        // Rows with every column ("(no traffic)" is none).
+        func rows(_ title: String) -> [[String]] { SnifferTopTests.table(title, in: last).filter { $0.count >= 10 } }
+        if let row = rows("PID").first {
             let events = try #require(Int(row[8])), drops = try #require(Int(row[9]))
-            #expect(events - drops <= account.received && drops == figures[1], "\(row) against \(sniffer)")
-            let threads = SnifferTopTests.table("TID", in: last).filter { $0.contains("(pingpong)") }
+            #expect(figures.count >= 2 && events - drops <= account.received && drops == figures[1], "\(row) against \(sniffer)")
+            let threads = rows("TID").filter { $0.contains("(pingpong)") }
             let threadEvents = threads.compactMap { Int($0[$0.count - 2].trimmingCharacters(in: ["~"])) }
             #expect(threadEvents.count == threads.count && abs(threadEvents.reduce(0, +) - events) <= threads.count, "\(threads) against \(row)")
         } else {
             // Gone with its threads and ports: the program exited before the last table.
-            #expect(SnifferTopTests.table("TID", in: last).isEmpty && SnifferTopTests.table("PORT", in: last).isEmpty, "\(last)")
+            #expect(rows("TID").isEmpty && SnifferTopTests.table("PORT", in: last).allSatisfy { $0.count < 9 }, "\(last)")
         }
     }
 }

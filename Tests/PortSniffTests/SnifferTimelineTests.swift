@@ -99,7 +99,9 @@ struct SnifferTimelineTests {
         let svg = SpawnedProgram.read(picture)
         func count(_ className: String) -> Int { svg.components(separatedBy: "class=\"\(className)\"").count - 1 }
         #expect(count("track") == 2 && count("send") == 2 * roundTrips && count("deliver") == 2 * roundTrips)
-        #expect(count("flow") == 2 * roundTrips && count("latency") == 2 * roundTrips)
+        // Every message's latency is drawn, or counted in the caption as having had no room (no two texts overlap).
+        let notShown = svg.range(of: #"\d+ latency labels? not shown"#, options: .regularExpression).map { Int(svg[$0].prefix { $0.isNumber })! } ?? 0
+        #expect(count("flow") == 2 * roundTrips && count("latency") + notShown == 2 * roundTrips && count("latency") > 0)
         #expect(count("pass") > 0 && count("sleep") > 0 && count("callout") > 0)
 
         // In the browser: every element above laid out with a width and a height.
@@ -130,5 +132,71 @@ struct SnifferTimelineTests {
         #expect(shot.waitForExit(timeout: 120) == 0, "\(shot.errorOutput)")
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 5_000, "not a screenshot: \(png.count) bytes")
+    }
+    /// Lays `svg` out in headless Chromium and returns what the page
+    /// measured: overlapping text pairs, pass bands and their labels, and
+    /// the counts of latency labels, flows and legend entries.
+    static func layout(_ svg: String, in directory: String) throws -> [String: Any] {
+        let page = directory + "/layout.html"
+        let script = """
+            <script>
+            const texts = [...document.querySelectorAll('text')].map(t => ({ text: t.textContent, box: t.getBBox() }));
+            const overlaps = [];
+            for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+              const a = texts[i].box, b = texts[j].box;
+              if (a.x + 0.5 < b.x + b.width && b.x + 0.5 < a.x + a.width && a.y + 0.5 < b.y + b.height && b.y + 0.5 < a.y + a.height)
+                overlaps.push(texts[i].text + ' / ' + texts[j].text);
+            }
+            const bands = [...document.querySelectorAll('rect.pass')].map(r => r.getBBox());
+            const bandLabels = [...document.querySelectorAll('text.pass-label')].map(t => t.getBBox());
+            const labelled = bands.filter((b, i) => bandLabels[i] && bandLabels[i].width > 0
+              && bandLabels[i].x >= Math.min(b.x, 1200 - bandLabels[i].width - 5) - 0.5 && bandLabels[i].x <= b.x + b.width).length;
+            const result = { overlaps, bands: bands.length, labelled, latencies: document.querySelectorAll('text.latency').length,
+              flows: document.querySelectorAll('.flow').length, legend: document.querySelectorAll('.legend text').length,
+              outside: texts.filter(t => t.box.x < 0 || t.box.x + t.box.width > 1200.5).map(t => t.text) };
+            document.body.setAttribute('data-layout', JSON.stringify(result));
+            </script>
+            """
+        try ("<!DOCTYPE html><html><body>" + svg + script + "</body></html>").write(toFile: page, atomically: true, encoding: .utf8)
+        let dom = try runChromium(["--dump-dom", "file://" + page], in: directory)
+        #expect(dom.waitForExit(timeout: 120) == 0, "\(dom.errorOutput)")
+        let attribute = try #require(dom.output.range(of: #"data-layout="[^"]*""#, options: .regularExpression).map { String(dom.output[$0]) })
+        let json = attribute.dropFirst("data-layout=\"".count).dropLast().replacingOccurrences(of: "&quot;", with: "\"")
+            .replacingOccurrences(of: "&amp;", with: "&").replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+        return try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+    }
+
+    @Test("portsniff timeline stays readable at any size: no two texts overlap, every pass band keeps its label, some flows keep their latency, a legend, and the caption says how many labels had no room: for 4 events and for pingpong --count 1000 with its loops at the default size",
+          .enabled(if: programsBuilt && chromium != nil, "needs the programs built and Chromium (scripts/test.sh installs it)"))
+    func readableAtAnySize() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        // Four events: two messages, whose latencies were drawn on top of each other.
+        let small = directory + "/small.jsonl", big = directory + "/big.jsonl"
+        try writeRecording([
+            madeUpEvent(.send, seq: 1, index: 0, thread: "ping", destination: "pong-port", msgid: 1, trace: 1),
+            madeUpEvent(.send, seq: 2, index: 0, thread: "ping", destination: "pong-port", msgid: 1, trace: 2),
+            madeUpEvent(.deliver, seq: 3, index: 1, pid: 4343, thread: "pong", destination: "pong-port", msgid: 1, trace: 1),
+            madeUpEvent(.deliver, seq: 4, index: 1, pid: 4343, thread: "pong", destination: "pong-port", msgid: 1, trace: 2),
+        ], to: small, sorted: true)
+        try Self.sniffPingpong(["--write", big], roundTrips: 1000, in: directory)
+        for (recording, loops) in [(small, false), (big, true)] {
+            let picture = recording + ".svg"
+            let timeline = try SpawnedProgram("portsniff", ["timeline", recording, "--svg", picture], in: directory)
+            #expect(timeline.waitForExit(timeout: 60) == 0, "\(timeline.errorOutput)")
+            let svg = SpawnedProgram.read(picture)
+            let layout = try Self.layout(svg, in: directory)
+            #expect((layout["overlaps"] as? [String]) == [], "\(recording): overlapping texts: \(layout["overlaps"] ?? "?")")
+            #expect((layout["outside"] as? [String]) == [], "\(recording): texts outside the picture: \(layout["outside"] ?? "?")")
+            let bands = layout["bands"] as? Int ?? -1, labelled = layout["labelled"] as? Int ?? -2
+            #expect(bands == labelled && (loops ? bands > 0 : bands == 0), "\(recording): \(labelled) of \(bands) pass bands labelled")
+            let latencies = layout["latencies"] as? Int ?? 0, flows = layout["flows"] as? Int ?? 0
+            #expect(flows > 0 && latencies >= 1 && latencies <= flows, "\(recording): \(latencies) latency labels for \(flows) flows")
+            #expect(layout["legend"] as? Int == 12, "\(recording): the legend's entries")
+            // What had no room is said.
+            if latencies < flows {
+                #expect(svg.contains("; \(flows - latencies) latency label\(flows - latencies == 1 ? "" : "s") not shown (no room)"), "\(recording)")
+            }
+        }
     }
 }

@@ -21,8 +21,10 @@ struct TimelineCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write the recording as Trace Event JSON (Perfetto, chrome://tracing) to OUT.", valueName: "OUT"))
     var trace: String?
 
-    @Option(help: ArgumentHelp("Draw at most the first N events (the picture stays readable; the caption says how many were left out).", valueName: "N"))
-    var maxEvents = 400
+    // 120: pingpong's start and a dozen round trips, whose arrows and
+    // latencies stay apart at 1200 pixels; more events crowd the picture.
+    @Option(help: ArgumentHelp("Draw the first N events (default 120: a readable picture of a dozen messages; the caption says how many were left out, and how many latency labels had no room).", valueName: "N"))
+    var maxEvents = 120
 
     func validate() throws {
         if svg == nil && trace == nil { throw ValidationError("say what to write: --svg OUT, --trace OUT, or both") }
