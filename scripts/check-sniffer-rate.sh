@@ -21,7 +21,8 @@ for run in 1 2 3; do
     RUNLOOPKIT_RUNTIME_DIR="$work/runtime-$run" "$bin/portsniff" --write "$work/all-$run.jsonl" \
         -- "$bin/pingpong" --count 100000 >"$work/live-$run.txt" 2>"$work/summary-$run.txt"
     summary="$(grep 'owed (400000)' "$work/summary-$run.txt" || true)"
-    lines="$(wc -l <"$work/all-$run.jsonl")"
+    # The header and the events; the account line at the end is not an event.
+    lines="$(grep -vc '^{"account":' "$work/all-$run.jsonl")"
     echo "run $run: ${summary:-no account for pingpong}; $lines lines recorded"
     if [[ "$summary" == *"400000 received + 0 dropped"* && "$lines" == 400001 ]]; then clean=$((clean + 1)); fi
 done
