@@ -78,8 +78,14 @@ let package = Package(
         .executableTarget(name: "main-loop-checks", dependencies: ["RunLoopKit"], path: "Tests/MainLoopChecks"),
         .testTarget(
             name: "RunLoopKitPortsTests",
-            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport"]
+            dependencies: [
+                "RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitTestSupport", "ZeroMQ", "CLinuxSupport",
+                "rlk-net-peer",
+            ]
         ),
+        // One RunLoopKit process at one end of a tcp test: run by the
+        // network tests on loopback and inside network-namespace hosts.
+        .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts"], path: "Tests/NetworkPeer"),
         .testTarget(
             name: "RunLoopKitTestingTests",
             dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]

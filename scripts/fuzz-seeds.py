@@ -89,6 +89,10 @@ def main():
     (packed,) = example(text, "## Example, packed")
     (descriptor_v2,) = example(text, "## Example, a version-2 descriptor")
     descriptor_v1 = multipart[2]
+    (descriptor_v3,) = example(text, "## Example, a version-3 descriptor")
+    (packed_v3,) = example(text, "## Example, packed version 3 (tcp)")
+    # The destination field alone: the extension area of the example.
+    extension = packed_v3[13:13 + 32]
     record = lambda data: struct.pack("<I", len(data)) + data
     seeds = {
         "doc-multipart": messages(message(*map(frame, multipart))),
@@ -103,6 +107,15 @@ def main():
         "doc-name-file-v2": name_file(descriptor_v2),
         # A dead holder's file: the descriptor, then "DIED" and the time.
         "doc-name-file-v2-died": name_file(descriptor_v2 + b"DIED" + struct.pack("<q", 1_795_000_000_123_456_789)),
+        # Version 3 (tcp): the example, a name file with a tcp descriptor,
+        # a multipart version 3, an unknown field stepped over, and a bad one.
+        "doc-packed-v3": messages(message(frame(packed_v3))),
+        "doc-name-file-v3": name_file(descriptor_v3),
+        "multipart-v3": messages(message(frame(header(3, 5, [0]) + extension), frame(b"hi"), frame(descriptor_v3))),
+        "v3-unknown-field": messages(message(frame(header(3, 0, [0]) + struct.pack("<IHH", 7, 9, 3) + b"abc"
+                                                   + record(b"hi")))),
+        "v3-bad-extension": messages(message(frame(header(3, 0, [0]) + struct.pack("<IHH", 6, 9, 5) + b"ab"
+                                                   + record(b"hi")))),
         # A port component, not only a reply port.
         "port-component": messages(message(frame(header(2, 0, [1, 0]) + record(descriptor_v2) + record(b"x")))),
         # The limits, out of mutation's reach: a frame over 64 MiB, a

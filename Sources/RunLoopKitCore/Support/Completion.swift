@@ -3,13 +3,13 @@ import Glibc
 /// A one-shot result that one thread fills and another waits for, with an
 /// optional deadline: what `performAndWait` blocks on. Filling it twice keeps
 /// the first result (first call wins).
-final class Completion<Value: Sendable>: @unchecked Sendable {
+package final class Completion<Value: Sendable>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Guarded by mutex.
     private var result: Result<Value, any Error>?
 
-    init() {
+    package init() {
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
         condition.initialize(to: pthread_cond_t())
@@ -27,7 +27,7 @@ final class Completion<Value: Sendable>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func fill(_ value: Result<Value, any Error>) {
+    package func fill(_ value: Result<Value, any Error>) {
         pthread_mutex_lock(mutex)
         if result == nil {
             result = value
@@ -38,7 +38,7 @@ final class Completion<Value: Sendable>: @unchecked Sendable {
 
     /// Waits until filled, or until the monotonic `deadline` (nanoseconds);
     /// nil means the deadline passed first.
-    func wait(until deadline: UInt64 = MonotonicClock.never) -> Result<Value, any Error>? {
+    package func wait(until deadline: UInt64 = MonotonicClock.never) -> Result<Value, any Error>? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while result == nil {

@@ -42,6 +42,7 @@ extension Port {
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
+                destination: channel._withUnsafeGuaranteedRef(\.destination),
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
@@ -65,6 +66,7 @@ extension Port {
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
+                destination: channel._withUnsafeGuaranteedRef(\.destination),
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
@@ -133,7 +135,7 @@ extension Port {
     /// (`destinationError`).
     private func failedSend(_ error: PortError) -> PortError {
         switch error {
-        case .unreachable, .peerDied: invalidate(because: error)
+        case .unreachable, .peerDied, .connectionLost: invalidate(because: error)
         default: runPendingInvalidationHandlers()
         }
         return error
@@ -145,8 +147,9 @@ extension Port {
     private func checkCanCarry(_ port: Port, as role: String) throws(PortError) {
         guard port.isValid else { throw .componentNotTransferable("\(role) \(port) is invalid") }
         if port.address.reach < distance {
+            let there = distance == .network ? "another host (over tcp)" : "process \(address.pid)"
             throw .componentNotTransferable(
-                "\(role) \(port) is \(port.transport)-only and this message goes to process \(address.pid); make it with Port(transport: .\(distance.transport))")
+                "\(role) \(port) is \(port.transport)-only and this message goes to \(there); make it with Port(transport: \(distance == .network ? ".tcp(…)" : ".\(distance.transport)"))")
         }
     }
 

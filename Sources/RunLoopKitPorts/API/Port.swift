@@ -47,6 +47,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         case inproc
         /// Also from other processes of the same user (ZeroMQ ipc).
         case ipc
+        /// Also from other hosts (ZeroMQ tcp, CURVE by default), behind
+        /// this process's endpoint for `endpoint`'s bind address, or only
+        /// over connections this process makes (`TCPEndpoint.connectingOnly`).
+        case tcp(TCPEndpoint)
     }
 
     let address: PortAddress
@@ -185,7 +189,9 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// True for a port made here, which receives; false for a send right.
     public var isLocal: Bool { receiver != nil }
 
-    /// `.ipc` if other processes can reach the port.
+    /// `.ipc` if other processes of this host can reach the port, `.tcp`
+    /// with the endpoint its process listens at (or `.connectingOnly`) if
+    /// other hosts can.
     public var transport: Transport { address.route.transport }
 
     /// False once invalidated, or once the process that owns it has exited.

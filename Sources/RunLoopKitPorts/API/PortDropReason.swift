@@ -26,12 +26,21 @@ public enum PortDropReason: Hashable, Sendable, CaseIterable, CustomStringConver
     case badPackedRecords
     /// Malformed: a port descriptor (a component or the reply port) is bad.
     case badDescriptor
+    /// Malformed: a version-3 (tcp) message's extension area is bad.
+    case badExtension
+    /// A tcp message named another process instance as its destination:
+    /// it was meant for a process that listened at this address before
+    /// (S-NET-1). Counted by the process's tcp endpoint.
+    case wrongInstance
+    /// A tcp message named a port id that no port of this process has (a
+    /// port closed meanwhile). Counted by the process's tcp endpoint.
+    case noSuchPort
 
     /// Whether the message was malformed (as opposed to whole but not
     /// deliverable, or refused for its version or size).
     public var isMalformed: Bool {
         switch self {
-        case .noHandler, .unsupportedVersion, .oversized: false
+        case .noHandler, .unsupportedVersion, .oversized, .wrongInstance, .noSuchPort: false
         default: true
         }
     }
@@ -50,6 +59,9 @@ public enum PortDropReason: Hashable, Sendable, CaseIterable, CustomStringConver
         case .frameCountMismatch: "malformed: frame count mismatch"
         case .badPackedRecords: "malformed: bad packed records"
         case .badDescriptor: "malformed: bad port descriptor"
+        case .badExtension: "malformed: bad extension area"
+        case .wrongInstance: "meant for another process instance"
+        case .noSuchPort: "no such port"
         }
     }
 
@@ -66,6 +78,7 @@ public enum PortDropReason: Hashable, Sendable, CaseIterable, CustomStringConver
         case .frameTooLarge, .messageTooLarge: self = .oversized
         case .badPackedRecords: self = .badPackedRecords
         case .badDescriptor: self = .badDescriptor
+        case .badExtension: self = .badExtension
         }
     }
 

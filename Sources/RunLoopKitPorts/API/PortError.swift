@@ -10,6 +10,12 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidPort(String)
     /// The process that owns the remote port has exited (S-PORT-5).
     case peerDied(pid: Int32, port: String)
+    /// The tcp connection to the process that owns the remote port broke
+    /// (S-NET-3): it died, its host or the link went down (heartbeats
+    /// stopped), or another process listens at its address now. The send
+    /// right is invalid for good; a new one (a new descriptor, a name
+    /// looked up again) makes a new connection.
+    case connectionLost(port: String, peer: String, reason: String)
     /// Nothing can receive through this port from here (S-PORT-8): an
     /// inproc port of another process, an ipc port of another host, an ipc
     /// path that is missing or refuses connections, or no connection made
@@ -38,6 +44,10 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     case pathTooLong(String, limit: Int)
     /// The per-user runtime directory is missing, not ours, or open to others.
     case runtimeDirectoryUnsafe(path: String, reason: String)
+    /// A key file of the network's security (S-NET-2) cannot be used: its
+    /// directory or file is open to others or not this user's, it is
+    /// missing, or it does not hold a key. Says which file and what to do.
+    case keyFile(path: String, reason: String)
     /// Receiving needs a local port; this one is a send right to another port.
     case notLocal(String)
     /// A local port is scheduled in the modes of one loop only.
@@ -55,6 +65,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .invalidPort(port): "port \(port) is invalid: it was invalidated and can no longer send or receive"
         case let .peerDied(pid, port): "port \(port) is invalid: its process \(pid) has exited"
+        case let .connectionLost(port, peer, reason): "port \(port) is invalid: the connection to \(peer) broke (\(reason))"
         case let .unreachable(port, reason): "port \(port) cannot be reached from this process: \(reason)"
         case let .timedOut(error): error.description
         case let .componentNotTransferable(reason): "component cannot be sent: \(reason)"
@@ -67,6 +78,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .nameHolderDied(name, pid): "the port name '\(name)' is not held: process \(pid), which held it, has exited without releasing it (restart that server, or register the name again)"
         case let .pathTooLong(path, limit): "ipc socket path is \(path.utf8.count) bytes, over the \(limit)-byte limit of a Unix socket address: \(path) (point RUNLOOPKIT_RUNTIME_DIR or XDG_RUNTIME_DIR at a shorter directory, or use a shorter name)"
         case let .runtimeDirectoryUnsafe(path, reason): "runtime directory \(path) cannot be used: \(reason)"
+        case let .keyFile(path, reason): "key file \(path) cannot be used: \(reason)"
         case let .notLocal(port): "port \(port) is a send right to another port: only a local port can receive"
         case let .scheduledOnAnotherLoop(port): "port \(port) is already scheduled on another run loop: a local port receives on one loop (any of its modes)"
         case let .zeroMQ(error): error.description
@@ -83,6 +95,7 @@ extension PortError {
         switch self {
         case .invalidPort: "invalidPort"
         case .peerDied: "peerDied"
+        case .connectionLost: "connectionLost"
         case .unreachable: "unreachable"
         case .timedOut: "timedOut"
         case .componentNotTransferable: "componentNotTransferable"
@@ -93,6 +106,7 @@ extension PortError {
         case .nameHolderDied: "nameHolderDied"
         case .pathTooLong: "pathTooLong"
         case .runtimeDirectoryUnsafe: "runtimeDirectoryUnsafe"
+        case .keyFile: "keyFile"
         case .notLocal: "notLocal"
         case .scheduledOnAnotherLoop: "scheduledOnAnotherLoop"
         case .zeroMQ: "zeroMQ"

@@ -49,7 +49,7 @@ package enum WireFuzzing {
     package static let errorNames = [
         "shortFrame", "badMagic", "unsupportedVersion", "unknownFlags", "unknownComponentKind",
         "tooManyComponents", "frameCountMismatch", "frameTooLarge", "badPackedRecords",
-        "messageTooLarge", "badDescriptor",
+        "messageTooLarge", "badDescriptor", "badExtension",
     ]
 
     /// The name of every `PortTapFormatError` case: what the corpus must
@@ -112,7 +112,7 @@ package enum WireFuzzing {
         let read = UnsafeRawBufferPointer(rebasing: bytes.prefix(WireFormat.maxNameFileBytes + 1))
         do throws(WireFormat.DecodeError) {
             let holder = try WireFormat.decodeNameFile(read).holder
-            outcome.descriptorVersions.insert(holder.hostID == nil ? WireFormat.version : WireFormat.descriptorVersionWithHost)
+            outcome.descriptorVersions.insert(WireFormat.descriptorVersion(of: holder))
         } catch {
             outcome.errors.insert(name(of: error))
         }
@@ -156,7 +156,7 @@ package enum WireFuzzing {
                     if case let .port(port) = component { port } else { nil }
                 }
                 for port in ports + [inbox.sendPort].compactMap({ $0 }) {
-                    outcome.descriptorVersions.insert(port.address.hostID == nil ? WireFormat.version : WireFormat.descriptorVersionWithHost)
+                    outcome.descriptorVersions.insert(WireFormat.descriptorVersion(of: port.address))
                 }
             case let (.failure(error), inPlaceError?) where error == inPlaceError:
                 outcome.refusedMessages += 1
@@ -202,6 +202,7 @@ package enum WireFuzzing {
         case .badPackedRecords: "badPackedRecords"
         case .messageTooLarge: "messageTooLarge"
         case .badDescriptor: "badDescriptor"
+        case .badExtension: "badExtension"
         }
     }
 }

@@ -99,6 +99,25 @@ final class PortRegistry: Sendable {
         return port
     }
 
+    /// The local port with `portID`, if it is alive: where the network
+    /// thread forwards a tcp message.
+    func localPort(_ portID: UInt64) -> Port? {
+        tables.withLock { $0.local[portID]?.port }
+    }
+
+    /// A tcp connection to `instance` broke: every send right to its ports
+    /// becomes invalid (S-NET-3), for the reason `error` gives.
+    func connectionLost(to instance: ProcessInstance, error: (String) -> PortError) {
+        let ports: [Port] = tables.withLock { tables in
+            let matching = tables.remote.filter { $0.key.tcpEndpoint?.instance == instance }
+            for key in matching.keys { tables.remote[key] = nil }
+            return matching.values.compactMap(\.port)
+        }
+        for port in ports {
+            port.invalidate(because: error(port.description))
+        }
+    }
+
     /// The process has exited: every send right to its ports becomes invalid (S-PORT-5).
     func processExited(_ process: ProcessIdentity) {
         let ports: [Port] = tables.withLock { tables in

@@ -21,6 +21,9 @@ enum PortRoute: Hashable, Sendable {
     /// ZeroMQ ipc: any process of this user on the port's host, through a
     /// socket file in the runtime directory (`IPCTransport`).
     case ipc(IPCTransport.Endpoint)
+    /// ZeroMQ tcp: any process that can reach the port's process over the
+    /// network, behind its endpoint (`TCPTransport`, `NetworkHub`).
+    case tcp(TCPTransport.Endpoint)
 
     /// How far a port can be reached, and how far a destination is: a port
     /// travels in a message only to a destination within its reach (S-PORT-2).
@@ -29,6 +32,8 @@ enum PortRoute: Hashable, Sendable {
         case process
         /// Every process of this user on this host.
         case host
+        /// Every process with a connection to the port's process.
+        case network
 
         static func < (lhs: Reach, rhs: Reach) -> Bool { lhs.rawValue < rhs.rawValue }
 
@@ -38,6 +43,7 @@ enum PortRoute: Hashable, Sendable {
             switch self {
             case .process: .inproc
             case .host: .ipc
+            case .network: .tcp(.connectingOnly)
             }
         }
     }
@@ -46,17 +52,25 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: .process
         case .ipc: .host
+        case .tcp: .network
         }
     }
 
-    /// The public name of the transport: the one of its reach.
-    var transport: Port.Transport { reach.transport }
+    /// The public name of the transport: the one of its reach, and for
+    /// tcp where its process listens.
+    var transport: Port.Transport {
+        switch self {
+        case .inproc, .ipc: reach.transport
+        case let .tcp(endpoint): .tcp(TCPTransport.publicEndpoint(endpoint))
+        }
+    }
 
     /// Where the port listens, for diagnostics.
     var whereabouts: String {
         switch self {
         case .inproc: "(inproc)"
         case let .ipc(endpoint): "at \(endpoint.path)"
+        case let .tcp(endpoint): "at \(endpoint.listener ?? "(connecting only)") instance \(endpoint.instance.shortDescription)"
         }
     }
 
@@ -67,6 +81,7 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: 0
         case .ipc: 1
+        case .tcp: 2
         }
     }
 
@@ -75,13 +90,14 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: ""
         case let .ipc(endpoint): endpoint.path
+        case let .tcp(endpoint): endpoint.listener ?? ""
         }
     }
 
     /// The host a descriptor names, which makes it a version-2 descriptor.
     var descriptorHost: HostIdentity? {
         switch self {
-        case .inproc: nil
+        case .inproc, .tcp: nil
         case let .ipc(endpoint): endpoint.host
         }
     }
@@ -97,6 +113,8 @@ enum PortRoute: Hashable, Sendable {
             return .inproc
         case 1:
             return .ipc(try IPCTransport.decodedEndpoint(path: path, host: host))
+        case 2:
+            throw .badDescriptor("a tcp port (transport 2) is described by a version-3 descriptor")
         default:
             throw .badDescriptor("unknown transport \(kind)")
         }
@@ -109,15 +127,17 @@ enum PortRoute: Hashable, Sendable {
         switch transport {
         case .inproc: .inproc
         case .ipc: .ipc(try IPCTransport.newEndpoint(portID: portID, process: process))
+        case let .tcp(configuration): .tcp(try TCPTransport.newEndpoint(configuration))
         }
     }
 
     /// Makes `receiver` listen where this route says. Every receiver
     /// already listens at its inproc endpoint (`InprocTransport`), through
-    /// which its own process reaches it whatever its route.
+    /// which its own process reaches it whatever its route; a tcp port's
+    /// messages come there too, forwarded by its process's endpoint.
     func bind(_ receiver: PortReceiver) throws(PortError) {
         switch self {
-        case .inproc: break
+        case .inproc, .tcp: break
         case let .ipc(endpoint): try receiver.bindIPC(endpoint.path)
         }
     }
@@ -135,6 +155,7 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: InprocTransport.endpoint(for: address)
         case let .ipc(endpoint): IPCTransport.zeroMQEndpoint(endpoint)
+        case let .tcp(endpoint): endpoint.listener ?? "(over a connection from instance \(endpoint.instance))"
         }
     }
 
@@ -145,16 +166,18 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: ZMQContext.shared
         case .ipc: OutboundFlush.shared.context
+        case .tcp: NetworkHub.shared.context
         }
     }
 
     /// Whether what a channel on this route accepted must be written before
     /// the process exits (S-PORT-4's exit bound): true for what leaves the
     /// process. Such a channel sends even its smallest frames from its pool,
-    /// so that it can count what libzmq has not written yet.
+    /// so that it can count what libzmq has not written yet. (tcp's
+    /// connections are the network hub's, which flushes them itself.)
     var flushesAtExit: Bool {
         switch self {
-        case .inproc: false
+        case .inproc, .tcp: false
         case .ipc: true
         }
     }
@@ -165,6 +188,7 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: InprocTransport.reachabilityProblem(address)
         case let .ipc(endpoint): IPCTransport.reachabilityProblem(address, endpoint)
+        case let .tcp(endpoint): TCPTransport.reachabilityProblem(address, endpoint)
         }
     }
 
@@ -174,10 +198,12 @@ enum PortRoute: Hashable, Sendable {
     /// another process (S-PORT-5): its ports are invalidated then
     /// (`PortRegistry.processExited`). On one host that is the owner
     /// process's exit (a pidfd, `ProcessWatcher`), for an inproc claim of
-    /// another process as well.
+    /// another process as well. Over tcp it is the connection's end
+    /// (`NetworkHub`), never a pid, which means nothing on another host.
     func watchOwner(of address: PortAddress) {
         switch self {
         case .inproc, .ipc: ProcessWatcher.shared.watch(address.process)
+        case .tcp: break
         }
     }
 
@@ -188,6 +214,7 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: nil  // a local port's invalidation reaches its send rights directly
         case let .ipc(endpoint): IPCTransport.vanished(address, endpoint, described: description)
+        case let .tcp(endpoint): NetworkHub.shared.lostConnection(to: endpoint.instance, port: description)
         }
     }
 }

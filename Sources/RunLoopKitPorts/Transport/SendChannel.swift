@@ -18,6 +18,11 @@ final class SendChannel: @unchecked Sendable {
     /// The route this process takes to the port (`PortRoute.sending(to:)`).
     let route: PortRoute
     let endpoint: String
+    /// A tcp destination's instance and port id, which every message to it
+    /// carries (S-NET-1); nil on inproc and ipc.
+    let destination: WireFormat.Destination?
+    /// The destination's tcp endpoint; nil on inproc and ipc.
+    private let network: TCPTransport.Endpoint?
     // Internal (not private) only so that a test can see whether it is held
     // when invalidation handlers run (they must run with it released).
     let lock = Lock()
@@ -38,6 +43,9 @@ final class SendChannel: @unchecked Sendable {
     // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var connectedAt: UInt64 = 0
     @exclusivity(unchecked) private var hasAccepted = false
+    // Guarded by lock: a tcp channel's connection, taken on its first
+    // send and kept: the send right is tied to it (S-NET-1).
+    @exclusivity(unchecked) private var connection: TCPConnection?
     // Taken from with `lock` held: the buffers packed messages are sent
     // in, used again when libzmq lets them go. Between threads a buffer
     // libzmq allocated per message is freed by the receiver, and past
@@ -71,6 +79,13 @@ final class SendChannel: @unchecked Sendable {
         self.address = address
         route = PortRoute.sending(to: address)
         endpoint = route.sendEndpoint(for: address)
+        if case let .tcp(network) = route {
+            self.network = network
+            destination = WireFormat.Destination(instance: network.instance, portID: address.portID)
+        } else {
+            network = nil
+            destination = nil
+        }
         framePool = FramePool(
             bufferBytes: Self.pooledFrameBytes, maxBuffers: Self.pooledFrames,
             smallestFrameBytes: route.flushesAtExit ? 1 : FramePool.inlineFrameBytes + 1)
@@ -130,6 +145,11 @@ final class SendChannel: @unchecked Sendable {
     func send(
         packedSize: Int, deadline: SendDeadline, destination: Port, write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
+        if network != nil {
+            return try withConnection(deadline: deadline) { (connection) throws(PortError) in
+                try connection.send(packedSize: packedSize, deadline: deadline, port: address.description, write: write)
+            }
+        }
         try withSocket(deadline: deadline) { (socket) throws(PortError) in
             var waitUntil: UInt64?  // read the first time there is no room
             do {
@@ -145,6 +165,11 @@ final class SendChannel: @unchecked Sendable {
 
     /// Sends a large message as its frames (`MessageEncoder.withMultipartFrames`).
     func send(_ frames: OutgoingFrames, deadline: SendDeadline, destination: Port) throws(PortError) {
+        if network != nil {
+            return try withConnection(deadline: deadline) { (connection) throws(PortError) in
+                try connection.send(frames, deadline: deadline, port: address.description)
+            }
+        }
         try withSocket(deadline: deadline) { (socket) throws(PortError) in
             var waitUntil: UInt64?
             try sendMultipart(frames, on: socket, until: &waitUntil, deadline: deadline, destination: destination)
@@ -168,6 +193,31 @@ final class SendChannel: @unchecked Sendable {
         // `closeForExit`, which takes the lock, lets it go), so a send
         // needs no retain and release of it.
         try connectedSocket().withGuaranteedReference(body)
+    }
+
+    /// Runs `body` with the tcp connection to the destination's process,
+    /// the channel's lock held (one sender at a time keeps each sender's
+    /// order): taken on the first send, after the reachability check
+    /// (S-PORT-8), and kept; once it broke every send fails at once.
+    private func withConnection(deadline: SendDeadline, _ body: (TCPConnection) throws(PortError) -> Void) throws(PortError) {
+        guard lock.tryLock() || lock.lock(until: deadline.instant()) else {
+            throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
+        }
+        defer { lock.unlock() }
+        if let unreachable { throw unreachable }
+        if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
+        if let connection {
+            if let error = connection.lostError(for: address.description) { throw error }
+            return try body(connection)
+        }
+        if let problem = route.reachabilityProblem(address) {
+            unreachable = problem
+            throw problem
+        }
+        let made = try NetworkHub.shared.connection(for: network!, port: address.description)
+        connection = made
+        try body(made)
+        hasAccepted = true
     }
 
     /// A large message's frames. The first frame decides: accepted, or no

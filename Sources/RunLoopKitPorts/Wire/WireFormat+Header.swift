@@ -2,19 +2,29 @@
 
 /// The header frame of every message (docs/wire-format.md, "Header").
 extension WireFormat {
-    /// The header's size for `componentCount` components.
-    static func headerSize(componentCount: Int, traced: Bool) -> Int {
+    /// Where a tcp message goes (version 3's destination field): the
+    /// receiving process's instance, which a receiver checks is its own,
+    /// and the port's id behind its endpoint.
+    struct Destination: Hashable, Sendable {
+        let instance: ProcessInstance
+        let portID: UInt64
+    }
+
+    /// The header's size for `componentCount` components; with a
+    /// destination, version 3's extension area holding it.
+    static func headerSize(componentCount: Int, traced: Bool, destination: Destination? = nil) -> Int {
         headerFixedSize + componentCount + (traced ? traceIDSize : 0)
+            + (destination == nil ? 0 : extensionLengthSize + extensionFieldHeaderSize + destinationFieldSize)
     }
 
     /// Writes the header into `buffer` (at least `headerSize` bytes);
     /// returns the size used.
     static func writeHeader(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
-        components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false
+        components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false, destination: Destination? = nil
     ) -> Int {
         let size = writeHeader(into: buffer, msgid: msgid, hasReplyPort: hasReplyPort, dataComponents: components.count,
-                               traceID: traceID, packed: packed)
+                               traceID: traceID, packed: packed, destination: destination)
         for index in components.indices where components[index].isPort {
             buffer[headerFixedSize + index] = kindPort
         }
@@ -22,23 +32,43 @@ extension WireFormat {
     }
 
     /// Writes the header of a message of `dataComponents` components, all
-    /// data; returns the size used.
+    /// data; returns the size used. With a destination it is version 3,
+    /// whose extension area holds it.
     static func writeHeader(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
-        dataComponents count: Int, traceID: UInt64?, packed: Bool
+        dataComponents count: Int, traceID: UInt64?, packed: Bool, destination: Destination? = nil
     ) -> Int {
         buffer[0] = headerMagic.0
         buffer[1] = headerMagic.1
         buffer[2] = headerMagic.2
         buffer[3] = headerMagic.3
-        buffer[4] = packed ? packedVersion : version
+        buffer[4] = destination != nil ? extendedVersion : packed ? packedVersion : version
         buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
+            | (destination != nil && !packed ? flagMultipart : 0)
         buffer.storeBytes(of: UInt16(count).littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
         for index in 0..<count { buffer[headerFixedSize + index] = kindData }
-        guard let traceID else { return headerFixedSize + count }
-        buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + count, as: UInt64.self)
-        return headerFixedSize + count + traceIDSize
+        var offset = headerFixedSize + count
+        if let traceID {
+            buffer.storeBytes(of: traceID.littleEndian, toByteOffset: offset, as: UInt64.self)
+            offset += traceIDSize
+        }
+        guard let destination else { return offset }
+        return writeExtension(destination, into: buffer, at: offset)
+    }
+
+    /// Version 3's extension area holding one field, the destination.
+    private static func writeExtension(_ destination: Destination, into buffer: UnsafeMutableRawBufferPointer, at start: Int) -> Int {
+        let fieldBytes = extensionFieldHeaderSize + destinationFieldSize
+        buffer.storeBytes(of: UInt32(fieldBytes).littleEndian, toByteOffset: start, as: UInt32.self)
+        var offset = start + extensionLengthSize
+        buffer.storeBytes(of: fieldDestination.littleEndian, toByteOffset: offset, as: UInt16.self)
+        buffer.storeBytes(of: UInt16(destinationFieldSize).littleEndian, toByteOffset: offset + 2, as: UInt16.self)
+        offset += extensionFieldHeaderSize
+        buffer.storeBytes(of: destination.instance.high.littleEndian, toByteOffset: offset, as: UInt64.self)
+        buffer.storeBytes(of: destination.instance.low.littleEndian, toByteOffset: offset + 8, as: UInt64.self)
+        buffer.storeBytes(of: destination.portID.littleEndian, toByteOffset: offset + 16, as: UInt64.self)
+        return offset + destinationFieldSize
     }
 
     struct Header {
@@ -54,6 +84,8 @@ extension WireFormat {
         let hasPortComponent: Bool
         /// Present when the sender's tap was on.
         let traceID: UInt64?
+        /// Version 3's destination field, if it had one.
+        var destination: Destination? = nil
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
         /// Components, then the reply port's descriptor if there is one.
         var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
@@ -83,17 +115,25 @@ extension WireFormat {
             throw .badMagic
         }
         let versionByte = bytes[4]
-        guard versionByte == version || versionByte == packedVersion else { throw .unsupportedVersion(versionByte) }
-        let isPacked = versionByte == packedVersion
+        guard versionByte >= version && versionByte <= extendedVersion else { throw .unsupportedVersion(versionByte) }
         let flags = bytes[5]
-        guard flags & ~knownFlags == 0 else { throw .unknownFlags(flags) }
+        let isExtended = versionByte == extendedVersion
+        guard flags & ~(isExtended ? knownFlags | flagMultipart : knownFlags) == 0 else { throw .unknownFlags(flags) }
+        let isPacked = isExtended ? flags & flagMultipart == 0 : versionByte == packedVersion
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         guard count <= maxComponents else { throw .tooManyComponents(count) }
         let traced = flags & flagHasTraceID != 0
-        let size = headerSize(componentCount: count, traced: traced)
+        var size = headerSize(componentCount: count, traced: traced)
+        var destination: Destination?
+        if isExtended {
+            guard bytes.count >= size + extensionLengthSize else {
+                throw .shortFrame("header: \(bytes.count) bytes, no room for the extension area's length")
+            }
+            (size, destination) = try readExtension(bytes, at: size)
+        }
         // A packed frame goes on with its records; a multipart header ends here.
         guard isPacked ? bytes.count >= size : bytes.count == size else {
-            throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
+            throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")\(isExtended ? " and its extension area" : "")")
         }
         let msgid = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         var hasPortComponent = false
@@ -105,6 +145,45 @@ extension WireFormat {
         let traceID = traced
             ? UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: headerFixedSize + count, as: UInt64.self)) : nil
         return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, componentCount: count,
-                      isPacked: isPacked, size: size, hasPortComponent: hasPortComponent, traceID: traceID)
+                      isPacked: isPacked, size: size, hasPortComponent: hasPortComponent, traceID: traceID,
+                      destination: destination)
+    }
+
+    /// Reads version 3's extension area at `start` (its length is there):
+    /// returns where the header ends and the destination field, if any.
+    /// Fields of a type this side does not know are stepped over, so that
+    /// a later field needs no new version; a field that runs past the
+    /// area, a second destination, or one of the wrong size is malformed.
+    @inline(never)
+    private static func readExtension(
+        _ bytes: UnsafeRawBufferPointer, at start: Int
+    ) throws(DecodeError) -> (end: Int, destination: Destination?) {
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+        guard length <= maxExtensionBytes else { throw .badExtension("\(length) bytes, over the limit of \(maxExtensionBytes)") }
+        let areaStart = start + extensionLengthSize
+        guard bytes.count - areaStart >= length else {
+            throw .shortFrame("extension area: \(length) bytes announced, \(bytes.count - areaStart) in the frame")
+        }
+        let end = areaStart + length
+        var offset = areaStart
+        var destination: Destination?
+        while offset < end {
+            guard end - offset >= extensionFieldHeaderSize else { throw .badExtension("a field's type and length run past the area") }
+            let type = UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            let size = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)))
+            offset += extensionFieldHeaderSize
+            guard end - offset >= size else { throw .badExtension("field \(type) announces \(size) bytes, \(end - offset) are left") }
+            if type == fieldDestination {
+                guard size == destinationFieldSize else { throw .badExtension("a destination field of \(size) bytes, not \(destinationFieldSize)") }
+                guard destination == nil else { throw .badExtension("two destination fields") }
+                let instance = ProcessInstance(
+                    high: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
+                    low: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
+                destination = Destination(
+                    instance: instance, portID: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)))
+            }
+            offset += size
+        }
+        return (end, destination)
     }
 }

@@ -57,7 +57,11 @@ extension WireFormat {
     /// (nil if they are too short to say).
     private static func descriptorLength(atStartOf bytes: UnsafeRawBufferPointer) -> Int? {
         guard bytes.count >= 8 else { return nil }
-        let fixed = bytes[4] == descriptorVersionWithHost ? descriptorV2FixedSize : descriptorFixedSize
+        let fixed = switch bytes[4] {
+        case descriptorVersionWithHost: descriptorV2FixedSize
+        case descriptorVersionTCP: descriptorV3FixedSize
+        default: descriptorFixedSize
+        }
         return fixed + Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
     }
 }

@@ -20,6 +20,10 @@ enum WireFormat {
     static let version: UInt8 = 1
     /// The packed form: the whole message in one frame.
     static let packedVersion: UInt8 = 2
+    /// Either form with an extension area after the header's fixed fields:
+    /// what goes over tcp, whose destination travels there
+    /// (docs/wire-format.md, "Version 3").
+    static let extendedVersion: UInt8 = 3
     /// The largest message RunLoopKit sends packed, all bytes counted.
     static let packLimit = 64 << 10
     /// Each record of a packed message starts with its length.
@@ -35,13 +39,30 @@ enum WireFormat {
     /// Port descriptors carry their own version: 1 (no host), or 2 (an ipc
     /// port with its host's id, S-PORT-8).
     static let descriptorVersionWithHost: UInt8 = 2
+    /// Version 3: a tcp port, named by its process's instance (S-NET-1).
+    static let descriptorVersionTCP: UInt8 = 3
+    /// Version 3's fixed part: version 1's, the instance (16), the
+    /// security byte and the server's public key (32).
+    static let descriptorV3FixedSize = 77
 
     static let flagHasReplyPort: UInt8 = 1 << 0
     /// Set while the traffic tap is on: 8 bytes of trace id follow the
     /// kinds, so that the sniffer can pair each send with its delivery.
     static let flagHasTraceID: UInt8 = 1 << 1
     static let knownFlags: UInt8 = flagHasReplyPort | flagHasTraceID
+    /// Version 3 only: the components follow in frames of their own (the
+    /// multipart form); clear, they follow in the header's frame (packed).
+    static let flagMultipart: UInt8 = 1 << 2
     static let traceIDSize = 8
+    /// Version 3: the extension area's length, before its fields.
+    static let extensionLengthSize = 4
+    /// Each field of the extension area starts with its type and length.
+    static let extensionFieldHeaderSize = 4
+    /// The largest extension area a receiver accepts.
+    static let maxExtensionBytes = 4096
+    /// Field 1: the destination's process instance (16 bytes) and port id (8).
+    static let fieldDestination: UInt16 = 1
+    static let destinationFieldSize = 24
 
     static let kindData: UInt8 = 0
     static let kindPort: UInt8 = 1
@@ -64,12 +85,13 @@ enum WireFormat {
         case badPackedRecords(String)
         case messageTooLarge(Int)
         case badDescriptor(String)
+        case badExtension(String)
 
         var description: String {
             switch self {
             case let .shortFrame(what): "truncated \(what)"
             case .badMagic: "not a RunLoopKit message (bad magic)"
-            case let .unsupportedVersion(version): "unsupported wire version \(version) (this side speaks \(WireFormat.version) and \(WireFormat.packedVersion))"
+            case let .unsupportedVersion(version): "unsupported wire version \(version) (this side speaks \(WireFormat.version) to \(WireFormat.extendedVersion))"
             case let .unknownFlags(flags): "unknown header flags 0x\(String(flags, radix: 16))"
             case let .unknownComponentKind(kind): "unknown component kind \(kind)"
             case let .tooManyComponents(count): "\(count) components, over the limit of \(WireFormat.maxComponents)"
@@ -78,6 +100,7 @@ enum WireFormat {
             case let .badPackedRecords(reason): "packed message: \(reason)"
             case let .messageTooLarge(size): "\(size) bytes in all, over the limit of \(WireFormat.maxMessageBytes)"
             case let .badDescriptor(reason): "bad port descriptor: \(reason)"
+            case let .badExtension(reason): "bad extension area: \(reason)"
             }
         }
     }

@@ -246,6 +246,25 @@ enum RawWire {
         return frame
     }
 
+    /// A version-3 extension area: its length, then each field as a type,
+    /// a length and its bytes.
+    static func extensionArea(_ fields: [(type: UInt16, bytes: [UInt8])], length: UInt32? = nil) -> [UInt8] {
+        let body = fields.flatMap { littleEndian($0.type) + littleEndian(UInt16($0.bytes.count)) + $0.bytes }
+        return littleEndian(length ?? UInt32(body.count)) + body
+    }
+
+    /// A destination field's 24 bytes: the instance's high and low halves, then the port id.
+    static func destination(high: UInt64, low: UInt64, portID: UInt64) -> [UInt8] {
+        littleEndian(high) + littleEndian(low) + littleEndian(portID)
+    }
+
+    /// A packed version-3 frame: the header, the extension area, the records.
+    static func packedV3(msgid: UInt32, kinds: [UInt8], extensionArea: [UInt8], records: [Data]) -> Data {
+        var frame = header(version: 3, msgid: msgid, kinds: kinds) + extensionArea
+        for record in records { frame += littleEndian(UInt32(record.count)) + record }
+        return frame
+    }
+
     /// A descriptor frame; `pathLength` defaults to the path's length.
     static func descriptor(
         magic: [UInt8] = Array("RLKD".utf8), version: UInt8 = 1, transport: UInt8,

@@ -47,7 +47,22 @@ struct PortMalformedInputTests {
             [RawWire.header(magic: Array("RLKD".utf8), msgid: 1), RawWire.descriptor(of: port)]
         },
         MalformedInput(name: "version 0", reason: .unsupportedVersion) { _ in [RawWire.header(version: 0, msgid: 1)] },
-        MalformedInput(name: "version 3", reason: .unsupportedVersion) { _ in [RawWire.header(version: 3, msgid: 1, kinds: [0]), data] },
+        MalformedInput(name: "version 4", reason: .unsupportedVersion) { _ in [RawWire.header(version: 4, msgid: 1, kinds: [0]), data] },
+        // Version 3: an extension area after the header's fixed part.
+        MalformedInput(name: "a version-3 header with no room for its extension length", reason: .truncated) { _ in
+            [RawWire.header(version: 3, msgid: 1, kinds: [0]) + [1, 0]]
+        },
+        MalformedInput(name: "a version-3 extension field running past the area", reason: .badExtension) { _ in
+            [RawWire.packedV3(msgid: 1, kinds: [0], extensionArea: RawWire.littleEndian(UInt32(6)) + [9, 0, 5, 0, 1, 2],
+                              records: [data])]
+        },
+        MalformedInput(name: "a version-3 destination field of 23 bytes", reason: .badExtension) { _ in
+            [RawWire.packedV3(msgid: 1, kinds: [0], extensionArea: RawWire.extensionArea([(1, Array(repeating: 7, count: 23))]),
+                              records: [data])]
+        },
+        MalformedInput(name: "a version-3 extension area over 4,096 bytes", reason: .badExtension) { _ in
+            [RawWire.header(version: 3, msgid: 1, kinds: [0]) + RawWire.littleEndian(UInt32(4097)) + Data(count: 4097)]
+        },
         // The packed form (version 2): the whole message in frame 0.
         MalformedInput(name: "a packed frame followed by another frame", reason: .frameCountMismatch) { _ in
             [RawWire.packed(msgid: 1, kinds: [0], records: [data]), data]

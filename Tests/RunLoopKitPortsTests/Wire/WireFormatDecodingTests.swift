@@ -158,7 +158,7 @@ struct WireFormatDecodingTests {
         #expect(Self.headerError(Array(RawWire.header(magic: Array("RLKX".utf8), msgid: 9))) == .badMagic)
         #expect(Self.headerError(Array(RawWire.header(magic: Array("RLKD".utf8), msgid: 9))) == .badMagic)
         #expect(Self.headerError(Array(RawWire.header(version: 0, msgid: 9))) == .unsupportedVersion(0))
-        #expect(Self.headerError(Array(RawWire.header(version: 3, msgid: 9))) == .unsupportedVersion(3))
+        #expect(Self.headerError(Array(RawWire.header(version: 4, msgid: 9))) == .unsupportedVersion(4))
         // Version 2 (packed) is known; its header may be followed by records, never cut short.
         #expect(Self.headerError(Array(RawWire.header(version: 2, msgid: 9))) == nil)
         #expect(Self.headerError(Array(RawWire.header(version: 2, msgid: 9, kinds: [0, 0]) + [1, 2, 3])) == nil)

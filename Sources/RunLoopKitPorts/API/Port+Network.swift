@@ -1,0 +1,54 @@
+/// The bounds of tcp (S-PORT-4, S-NET-3; docs/ports.md, "Across machines").
+extension Port {
+    /// How long a send waits for a tcp connection (one not made yet, a
+    /// handshake that does not finish, a key refused) before it fails as
+    /// `.unreachable`, whatever its deadline: 3 s by default, or the
+    /// seconds in `RUNLOOPKIT_TCP_CONNECTION_BOUND` when the process
+    /// starts. inproc and ipc keep `connectionBound`. Any thread; applies
+    /// to connections made afterwards.
+    public static var tcpConnectionBound: Duration {
+        get { .nanoseconds(Int64(clamping: NetworkHub.connectionBoundNanoseconds)) }
+        set { NetworkHub.connectionBound.store(nanoseconds(newValue, atLeast: 1_000_000), ordering: .relaxed) }
+    }
+
+    /// How long a tcp connection may stay silent before its peer is taken
+    /// for dead (ZMQ_HEARTBEAT_TIMEOUT): 2 s by default, or the seconds in
+    /// `RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT` when the process starts.
+    /// Heartbeats go every quarter of it, so a remote port whose process,
+    /// host or link died is invalid within 1.25 times it (2.5 s by
+    /// default), and requests waiting on it fail with
+    /// `PortError.connectionLost`. Any thread; applies to connections made
+    /// afterwards.
+    public static var tcpHeartbeatTimeout: Duration {
+        get { .nanoseconds(Int64(clamping: NetworkHub.heartbeatTimeoutNanoseconds)) }
+        set { NetworkHub.heartbeatTimeout.store(nanoseconds(newValue, atLeast: 100_000_000), ordering: .relaxed) }
+    }
+
+    private static func nanoseconds(_ duration: Duration, atLeast floor: UInt64) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        let value = max(0, seconds) &* 1_000_000_000 &+ max(0, attoseconds / 1_000_000_000)
+        return max(UInt64(value), floor)
+    }
+}
+
+extension Port {
+    /// The port's descriptor (docs/wire-format.md, "Port descriptor"): what
+    /// a message carries for it, for tools and tests that pass a port by
+    /// other means.
+    package var descriptor: [UInt8] { descriptorBytes }
+
+    /// The port a descriptor names (a send right, or this process's own
+    /// port), as if it had arrived in a message: reachability is decided
+    /// on its first send (S-PORT-8).
+    package static func fromDescriptor(_ bytes: [UInt8]) throws(PortError) -> Port {
+        let address: PortAddress
+        do {
+            address = try bytes.withUnsafeBytes { (raw) throws(WireFormat.DecodeError) -> PortAddress in
+                try WireFormat.decodeDescriptor(raw)
+            }
+        } catch {
+            throw .invalidPort("not a port descriptor: \(error)")
+        }
+        return resolve(address)
+    }
+}

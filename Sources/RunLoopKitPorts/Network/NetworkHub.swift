@@ -1,0 +1,285 @@
+internal import CLinuxSupport
+import FoundationEssentials
+import Glibc
+import Logging
+import Synchronization
+import ZeroMQ
+@_spi(RunLoopKitInternals) import RunLoopKitCore
+
+/// Everything this process does over tcp (S-NET-1..3), in one place: its
+/// ZeroMQ context, the ZAP handler that decides which clients its
+/// listeners accept (S-NET-2), its listeners (one per bind address), its
+/// connections (one per remote process), and the network thread that reads
+/// them all, forwards each message to its port, and learns of a
+/// connection's end from its monitor (`NetworkThread`).
+///
+/// Made on first use: a process that never uses tcp starts no thread and
+/// loads no key.
+final class NetworkHub: @unchecked Sendable {
+    static let shared = NetworkHub()
+    static let logger = Logger(label: "RunLoopKit.Network")
+    /// The ZAP domains of CURVE and plain-text listeners.
+    static let curveDomain = "runloopkit"
+    static let plainTextDomain = "runloopkit-plain"
+
+    /// tcp's own context: what leaves the process over tcp is flushed and
+    /// the context terminated at exit, within the exit bound.
+    let context: ZMQContext = {
+        do { return try ZMQContext(blockyTermination: true) } catch {
+            fatalError("RunLoopKit: cannot create the ZeroMQ context for tcp: \(error)")
+        }
+    }()
+    /// What the endpoint dropped: messages for another instance or for no
+    /// port, and malformed ones it could not route.
+    let drops = DropAccount(portName: "tcp endpoint")
+    /// Wakes the network thread (an eventfd).
+    let wakeDescriptor: Int32 = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+
+    struct State {
+        var listeners: [String: TCPListener] = [:]
+        /// The live connection to each remote process.
+        var connections: [ProcessInstance: TCPConnection] = [:]
+        /// Every connection not yet closed, broken ones until the network
+        /// thread closes them.
+        var open: [ObjectIdentifier: TCPConnection] = [:]
+        var zap: ZAPHandler?
+        var authorized: AuthorizedKeys?
+        var thread: NetworkThread?
+        var exiting = false
+    }
+
+    let state = Locked(State())
+
+    // MARK: - Bounds
+
+    /// How long a send waits for a tcp connection (S-PORT-4): 3 s, or
+    /// `RUNLOOPKIT_TCP_CONNECTION_BOUND` seconds.
+    static var connectionBoundNanoseconds: UInt64 { connectionBound.load(ordering: .relaxed) }
+    static let connectionBound = Atomic<UInt64>(seconds(fromEnvironment: "RUNLOOPKIT_TCP_CONNECTION_BOUND", default: 3))
+    /// How long a connection may stay silent before it is taken for dead
+    /// (ZMQ_HEARTBEAT_TIMEOUT): 2 s, or `RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT`
+    /// seconds. Heartbeats go every quarter of it, so a dead peer, host or
+    /// link is known within 1.25 times it (S-NET-3).
+    static var heartbeatTimeoutNanoseconds: UInt64 { heartbeatTimeout.load(ordering: .relaxed) }
+    static let heartbeatTimeout = Atomic<UInt64>(seconds(fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 2))
+
+    private static func seconds(fromEnvironment name: String, default value: Double) -> UInt64 {
+        guard let text = getenv(name).map({ String(cString: $0) }) else { return UInt64(value * 1e9) }
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds < 1e6 else {
+            logger.warning("\(name)=\(text) is not a number of seconds; \(value) s it is")
+            return UInt64(value * 1e9)
+        }
+        return UInt64(seconds * 1e9)
+    }
+
+    /// The options every tcp socket gets: heartbeats, the queue and frame
+    /// limits of ports, no reconnection (a connection that broke stays
+    /// broken, S-NET-3), the handshake within the connection bound.
+    static func applyConnectionOptions(to socket: Socket) throws(ZMQError) {
+        let timeout = Duration.nanoseconds(Int64(clamping: heartbeatTimeoutNanoseconds))
+        try socket.setHeartbeat(interval: timeout / 4, timeout: timeout, ttl: timeout)
+        try socket.setHandshakeInterval(.nanoseconds(Int64(clamping: connectionBoundNanoseconds)))
+        try socket.setReconnectInterval(nil)
+        try socket.setSendHighWaterMark(SendChannel.highWaterMark)
+        try socket.setReceiveHighWaterMark(PortReceiver.highWaterMark)
+        try socket.setMaxMessageSize(Int64(WireFormat.maxFrameBytes))
+        try socket.setLinger(milliseconds: SendChannel.lingerMilliseconds)
+        try socket.setTCPKeepalive(true)
+    }
+
+    // MARK: - Listeners
+
+    /// The listener for `configuration`'s bind address and port, made (and
+    /// bound, after the ZAP handler) the first time.
+    func listener(for configuration: TCPEndpoint) throws(PortError) -> TCPListener {
+        let key = "\(configuration.bindAddress ?? "")|\(configuration.port)|\(configuration.security)"
+        let keys = configuration.security == .curve ? try NetworkKeys.keyPair() : nil
+        let listener: TCPListener = try state.withLock { (state) throws(PortError) -> TCPListener in
+            if let existing = state.listeners[key] {
+                if let advertised = configuration.advertisedHost,
+                   TCPTransport.hostAndPort(existing.advertisedEndpoint)?.host != advertised {
+                    throw .unreachable(configuration.description, reason: "this process already listens at that address advertising \(existing.advertisedEndpoint); one endpoint per bind address")
+                }
+                return existing
+            }
+            guard !state.exiting else { throw .invalidPort("\(configuration): this process is exiting") }
+            try startZAPHandler(&state)
+            let made = try TCPListener(configuration, context: context, keys: keys)
+            state.listeners[key] = made
+            return made
+        }
+        startThread()
+        return listener
+    }
+
+    /// The ZAP handler, bound before any listener (libzmq lets any CURVE
+    /// client in when no handler answers). State lock held.
+    private func startZAPHandler(_ state: inout State) throws(PortError) {
+        guard state.zap == nil else { return }
+        let authorized = AuthorizedKeys(path: try NetworkKeys.authorizedKeysPath())
+        state.authorized = authorized
+        do {
+            state.zap = try ZAPHandler(context: context) { request in
+                NetworkHub.authorize(request, by: authorized)
+            }
+        } catch {
+            throw .zeroMQ(error)
+        }
+    }
+
+    /// A client is let in when it speaks CURVE with a key the
+    /// authorized-keys file lists (read again if it changed), or connects
+    /// to a plain-text listener, which was asked for by name.
+    private static func authorize(_ request: ZAPHandler.Request, by authorized: AuthorizedKeys) -> ZAPHandler.Decision {
+        if request.domain == plainTextDomain && request.mechanism == "NULL" { return .allow(userID: "plain text") }
+        guard request.domain == curveDomain, request.mechanism == "CURVE", let key = request.clientKey else {
+            return .deny(reason: "mechanism \(request.mechanism) is not accepted here")
+        }
+        _ = authorized.refresh()
+        guard authorized.allows(key) else {
+            logger.notice("tcp: refused a client at \(request.address) whose key \(key.z85) the authorized-keys file does not list")
+            return .deny(reason: "key not authorized")
+        }
+        return .allow(userID: key.z85)
+    }
+
+    // MARK: - Connections
+
+    /// The connection a send right to `endpoint`'s process sends on: the
+    /// live one in either direction, or a new one dialled to its listener.
+    func connection(for endpoint: TCPTransport.Endpoint, port: String) throws(PortError) -> TCPConnection {
+        if let live = state.withLock({ $0.connections[endpoint.instance] }), live.brokenError == nil { return live }
+        guard let listener = endpoint.listener else {
+            throw .unreachable(port, reason: "its process (instance \(endpoint.instance)) only connects, and has no connection to this one")
+        }
+        let keys: CurveKeyPair? = endpoint.serverKey == nil ? nil : try NetworkKeys.keyPair()
+        let connection: TCPConnection = try state.withLock { (state) throws(PortError) -> TCPConnection in
+            if let live = state.connections[endpoint.instance], live.brokenError == nil { return live }
+            guard !state.exiting else { throw .invalidPort("\(port): this process is exiting") }
+            let made = try dial(listener, instance: endpoint.instance, serverKey: endpoint.serverKey, keys: keys)
+            state.connections[endpoint.instance] = made
+            state.open[ObjectIdentifier(made)] = made
+            return made
+        }
+        startThread()
+        wakeNetworkThread()
+        return connection
+    }
+
+    private func dial(_ listener: String, instance: ProcessInstance, serverKey: CurveKey?, keys: CurveKeyPair?) throws(PortError) -> TCPConnection {
+        do {
+            let socket = try context.makeSocket(.dealer)
+            try Self.applyConnectionOptions(to: socket)
+            try socket.setRoutingID(Data(WireFormat.instanceBytes(.current)))
+            if listener.contains("[") { try socket.setIPv6(true) }
+            if let serverKey, let keys { try socket.setCurveClient(keys, serverKey: serverKey) }
+            let monitor = try SocketMonitor(watching: socket, in: context)
+            try socket.connect(listener)
+            let connection = TCPConnection(dialling: socket, monitor: monitor, peer: instance, address: listener)
+            socket.releaseOwnership()
+            // Queued until the connection is made: the first frame the peer reads.
+            _ = try connection.sendControl(WireFormat.encodeControl(.hello(from: .current, expecting: instance)))
+            if serverKey == nil { Self.logger.warning("tcp: connecting to \(listener) in PLAIN TEXT, as its descriptor says") }
+            return connection
+        } catch {
+            throw .zeroMQ(error)
+        }
+    }
+
+    /// A peer dialled into `listener` and said who it is: its connection,
+    /// unless a live one to that process is known already. Network thread.
+    func accepted(_ connection: TCPConnection) {
+        state.withLock { state in
+            state.open[ObjectIdentifier(connection)] = connection
+            if let live = state.connections[connection.peer], live.brokenError == nil { return }
+            state.connections[connection.peer] = connection
+        }
+    }
+
+    /// Why `address` cannot be reached at all, decided at once (S-PORT-8):
+    /// a process that only connects and has no connection here.
+    func reachabilityProblem(_ address: PortAddress, _ endpoint: TCPTransport.Endpoint) -> PortError? {
+        guard endpoint.listener == nil else { return nil }
+        if let live = state.withLock({ $0.connections[endpoint.instance] }), live.brokenError == nil { return nil }
+        return .unreachable(address.description, reason: "its process (instance \(endpoint.instance)) only connects, and has no connection to this one")
+    }
+
+    /// Asked while a send waits: the connections say for themselves.
+    func lostConnection(to instance: ProcessInstance, port: String) -> PortError? { nil }
+
+    /// `connection` broke: every send right to its peer's ports is invalid
+    /// from now on (S-NET-3), with the reason; its socket is closed.
+    /// Network thread.
+    func connectionBroke(_ connection: TCPConnection, because reason: String) {
+        let first = connection.breakDown(reason)
+        state.withLock { state in
+            if state.connections[connection.peer] === connection { state.connections[connection.peer] = nil }
+            state.open[ObjectIdentifier(connection)] = nil
+        }
+        connection.close(lingerMilliseconds: 0)
+        if first { Self.logger.info("tcp: the connection to \(connection.peerDescription) broke: \(reason)") }
+        PortRegistry.shared.connectionLost(to: connection.peer) { port in
+            connection.lostError(for: port) ?? .connectionLost(port: port, peer: connection.peerDescription, reason: reason)
+        }
+    }
+
+    // MARK: - The network thread
+
+    private func startThread() {
+        let start: Bool = state.withLock { state in
+            guard state.thread == nil, !state.exiting else { return false }
+            state.thread = NetworkThread(hub: self)
+            return true
+        }
+        if start {
+            state.withLock { $0.thread }?.start()
+            installAtExit()
+        }
+    }
+
+    func wakeNetworkThread() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, 8)
+    }
+
+    private static let atExitInstalled = Atomic<Bool>(false)
+
+    private func installAtExit() {
+        guard !Self.atExitInstalled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        atexit { NetworkHub.shared.flushAtExit() }
+    }
+
+    /// At exit, within the exit bound (S-PORT-4, S-NET-3): the network
+    /// thread closes every socket with what is left of the bound as its
+    /// linger, then the context is terminated on a thread of its own, which
+    /// waits for libzmq to write what it accepted; whatever is left when
+    /// the bound runs out is lost, and the loss is logged.
+    private func flushAtExit() {
+        let started = MonotonicClock.now()
+        let deadline = started &+ min(ExitBound.nanoseconds, UInt64.max / 2)
+        let thread: NetworkThread? = state.withLock { state in
+            state.exiting = true
+            return state.thread
+        }
+        guard let thread else { return }
+        thread.stop(lingerUntil: deadline)
+        wakeNetworkThread()
+        let closed = thread.finished.wait(until: deadline) != nil
+        let terminated = Completion<Void>()
+        if closed {
+            var handle = pthread_t()
+            let box = Unmanaged.passRetained(terminated)
+            pthread_create(&handle, nil, { raw in
+                let terminated = Unmanaged<Completion<Void>>.fromOpaque(raw!).takeRetainedValue()
+                NetworkHub.shared.state.withLock { $0.zap }?.close()
+                NetworkHub.shared.context.terminate()
+                terminated.fill(.success(()))
+                return nil
+            }, box.toOpaque())
+            pthread_detach(handle)
+        }
+        if !closed || terminated.wait(until: deadline) == nil {
+            Self.logger.error("exit: tcp connections still held unwritten messages when the exit bound (\(ExitBound.nanoseconds / 1_000_000) ms, Port.exitBound) ran out; they are lost")
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import Glibc
+import ZeroMQ
+@_spi(RunLoopKitInternals) import RunLoopKitCore
+
+/// The one connection between this process and another over tcp (S-NET-1),
+/// carrying both directions: one this process dialled (a DEALER connected
+/// to the peer's endpoint), or one the peer dialled into a listener of
+/// this process (the listener's ROUTER, the peer named by its routing id,
+/// which is its instance). Every send right to the peer's ports sends on
+/// it, so a process that only connects still gets its replies.
+///
+/// A connection is ready once the peer has said which instance it is (the
+/// hello and welcome of docs/wire-format.md, "tcp connections"); it breaks
+/// once (a disconnect, a missed heartbeat, a failed handshake, another
+/// instance at the address, no handshake within the tcp connection bound)
+/// and never comes back: libzmq's reconnection is off, so a send right can
+/// never reach whatever listens at the address next (S-NET-3).
+///
+/// Threading: senders on any thread and the network thread share the
+/// socket under `socketLock` (the listener's for an accepted connection):
+/// libzmq sockets are not thread-safe, and a lock gives the socket one
+/// user at a time.
+final class TCPConnection: @unchecked Sendable {
+    enum Kind {
+        /// A DEALER this process connected to the peer's endpoint, with
+        /// the monitor that reports its connection's fate.
+        case dialled(Socket, SocketMonitor)
+        /// The peer connected to `listener`; its messages carry `routingID`.
+        case accepted(TCPListener, routingID: [UInt8])
+    }
+
+    let kind: Kind
+    /// The instance the peer is (accepted: said in its hello), or is
+    /// expected to be (dialled: the descriptor's, checked by the welcome).
+    let peer: ProcessInstance
+    /// The peer's address as logs and errors show it.
+    let remoteAddress: String
+    /// When the connection was started, for the tcp connection bound.
+    let startedAt = MonotonicClock.now()
+    /// Guards the socket: the connection's own for a dialled one, the
+    /// listener's for an accepted one.
+    let socketLock: Lock
+    /// Filled when the peer said who it is (success) or the connection
+    /// broke first (the error).
+    private let readiness = Completion<Void>()
+    private struct State {
+        var isReady = false
+        var broken: PortError?
+        /// An accepted connection's file descriptor (for closing it when its
+        /// key is revoked) and CURVE key (as the server's ZAP handler allowed it).
+        var descriptor: Int32 = -1
+        var clientKey: String?
+    }
+    private let state = Locked(State())
+
+    /// The frame a packed message is written into when it is sent, from
+    /// a pool, as a send channel does (`SendChannel.framePool`).
+    let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
+
+    init(dialling socket: Socket, monitor: SocketMonitor, peer: ProcessInstance, address: String) {
+        kind = .dialled(socket, monitor)
+        self.peer = peer
+        remoteAddress = address
+        socketLock = Lock()
+    }
+
+    init(acceptedBy listener: TCPListener, routingID: [UInt8], peer: ProcessInstance, address: String, descriptor: Int32, clientKey: String?) {
+        kind = .accepted(listener, routingID: routingID)
+        self.peer = peer
+        remoteAddress = address
+        socketLock = listener.lock
+        state.withLock {
+            $0.descriptor = descriptor
+            $0.clientKey = clientKey
+            $0.isReady = true
+        }
+        readiness.fill(.success(()))
+    }
+
+    /// The socket messages to the peer are sent on.
+    var socket: Socket {
+        switch kind {
+        case let .dialled(socket, _): socket
+        case let .accepted(listener, _): listener.socket
+        }
+    }
+
+    var isDialled: Bool { if case .dialled = kind { true } else { false } }
+    var isReady: Bool { state.withLock { $0.isReady } }
+    var brokenError: PortError? { state.withLock { $0.broken } }
+    var acceptedDescriptor: Int32 { state.withLock { $0.descriptor } }
+    var clientKey: String? { state.withLock { $0.clientKey } }
+
+    /// How the peer is named in errors: its instance and address.
+    var peerDescription: String { "instance \(peer) at \(remoteAddress)" }
+
+    /// The peer said it is `instance` (its welcome): ready if that is the
+    /// one expected; else broken, since another process listens at the
+    /// address now. Network thread.
+    func welcomed(by instance: ProcessInstance) -> Bool {
+        guard instance == peer else {
+            breakDown("another process (instance \(instance)) listens at \(remoteAddress) now: the process the port belonged to is gone")
+            return false
+        }
+        let first: Bool = state.withLock { state in
+            guard state.broken == nil, !state.isReady else { return false }
+            state.isReady = true
+            return true
+        }
+        if first { readiness.fill(.success(())) }
+        return first
+    }
+
+    /// Marks the connection broken with `reason`; false if it was already.
+    /// Sends waiting for it fail, and later ones too.
+    @discardableResult
+    func breakDown(_ reason: String) -> Bool {
+        let error = PortError.connectionLost(port: "(any)", peer: peerDescription, reason: reason)
+        let first: Bool = state.withLock { state in
+            guard state.broken == nil else { return false }
+            state.broken = error
+            return true
+        }
+        if first { readiness.fill(.failure(error)) }
+        return first
+    }
+
+    /// The error a send to `port` fails with once the connection broke.
+    func lostError(for port: String) -> PortError? {
+        guard case let .connectionLost(_, peer, reason)? = brokenError else { return nil }
+        return .connectionLost(port: port, peer: peer, reason: reason)
+    }
+
+    /// Waits until the peer said who it is, at most until the tcp
+    /// connection bound from the connection's start (S-PORT-4): a send
+    /// never waits longer for a connection, whatever its deadline.
+    func waitUntilReady(port: String) throws(PortError) {
+        if isReady { return }
+        let bound = NetworkHub.connectionBoundNanoseconds
+        switch readiness.wait(until: startedAt &+ bound) {
+        case .success?: return
+        case .failure?: throw lostError(for: port) ?? .unreachable(port, reason: "the connection to \(peerDescription) failed")
+        case nil:
+            breakDown("no connection within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound))))")
+            throw .unreachable(port, reason: "no connection to \(peerDescription) within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound)))): nothing answers there, the handshake did not finish, or the keys do not match")
+        }
+    }
+
+    // MARK: - Sending (any thread)
+
+    /// Sends one packed message of `packedSize` bytes, written by `write`
+    /// where libzmq sends it from; waits for room until `deadline` (the
+    /// socket lock released meanwhile, so that the network thread goes on
+    /// reading), and fails at once once the connection broke.
+    func send(
+        packedSize: Int, deadline: SendDeadline, port: String, write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        try waitUntilReady(port: port)
+        var waitUntil: UInt64?
+        while true {
+            let sent: Bool = try withSocket(port: port) { (socket) throws(PortError) -> Bool in
+                guard try sendRoutingFrame(on: socket, port: port) else { return false }
+                return try zeroMQ { () throws(ZMQError) in
+                    try socket.send(byteCount: packedSize, from: framePool, dontWait: true, write: write)
+                }
+            }
+            if sent { return }
+            try waitForRoom(port: port, until: &waitUntil, deadline: deadline)
+        }
+    }
+
+    /// Sends a large message as its frames, as `send(packedSize:…)` does.
+    func send(_ frames: OutgoingFrames, deadline: SendDeadline, port: String) throws(PortError) {
+        try waitUntilReady(port: port)
+        var waitUntil: UInt64?
+        while true {
+            let sent: Bool = try withSocket(port: port) { (socket) throws(PortError) -> Bool in
+                guard try sendRoutingFrame(on: socket, port: port) else { return false }
+                guard try sendFrame(0, of: frames, on: socket) else { return false }
+                for index in 1..<frames.count where try !sendFrame(index, of: frames, on: socket) {
+                    breakDown("the connection broke in the middle of a message")
+                    throw lostError(for: port)!
+                }
+                return true
+            }
+            if sent { return }
+            try waitForRoom(port: port, until: &waitUntil, deadline: deadline)
+        }
+    }
+
+    /// Sends a control frame (a hello), never waiting. Network thread or
+    /// the dialling thread, before anyone else can send on the socket.
+    func sendControl(_ bytes: [UInt8]) throws(ZMQError) -> Bool {
+        socketLock.lock()
+        defer {
+            socket.releaseOwnership()
+            socketLock.unlock()
+        }
+        if case let .accepted(_, routingID) = kind {
+            guard try Self.send(routingID, on: socket, more: true) else { return false }
+        }
+        return try Self.send(bytes, on: socket, more: false)
+    }
+
+    /// Sends `bytes` as one frame without waiting; false when there is no room.
+    private static func send(_ bytes: [UInt8], on socket: Socket, more: Bool) throws(ZMQError) -> Bool {
+        // withUnsafeBytes rethrows untyped errors: the typed one travels in a Result.
+        let outcome: Result<Bool, ZMQError> = bytes.withUnsafeBytes { raw in
+            Result { () throws(ZMQError) in try socket.send(raw, more: more, dontWait: true) }
+        }
+        return try outcome.get()
+    }
+
+    /// Runs `body` with the socket, its lock held, failing at once if the
+    /// connection broke; afterwards wakes the network thread if the socket
+    /// has input, since a send may have taken the readiness signal the
+    /// network thread waits for (ZMQ_FD is edge-triggered).
+    private func withSocket<R>(port: String, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
+        socketLock.lock()
+        defer {
+            socket.releaseOwnership()
+            socketLock.unlock()
+        }
+        if let error = lostError(for: port) { throw error }
+        let result = try body(socket)
+        if (try? socket.events.contains(.pollIn)) == true { NetworkHub.shared.wakeNetworkThread() }
+        return result
+    }
+
+    /// An accepted connection's messages start with the peer's routing id.
+    /// False when there is no room; a peer gone (EHOSTUNREACH, the
+    /// ROUTER's "mandatory" refusal) breaks the connection.
+    private func sendRoutingFrame(on socket: Socket, port: String) throws(PortError) -> Bool {
+        guard case let .accepted(_, routingID) = kind else { return true }
+        do throws(ZMQError) {
+            return try Self.send(routingID, on: socket, more: true)
+        } catch where error.code == EHOSTUNREACH {
+            breakDown("the peer is no longer connected")
+            throw lostError(for: port)!
+        } catch {
+            throw .zeroMQ(error)
+        }
+    }
+
+    private func sendFrame(_ index: Int, of frames: OutgoingFrames, on socket: Socket) throws(PortError) -> Bool {
+        do { return try frames.send(index, on: socket) } catch let error as ZMQError { throw .zeroMQ(error) } catch {
+            throw .invalidPort("\(peerDescription): \(error)")
+        }
+    }
+
+    private func zeroMQ<R>(_ body: () throws(ZMQError) -> R) throws(PortError) -> R {
+        do { return try body() } catch { throw .zeroMQ(error) }
+    }
+
+    /// No room: waits up to `validityCheckMilliseconds` at a time for the
+    /// socket to take a message, with the lock released, until the
+    /// deadline (read from the clock the first time only).
+    private func waitForRoom(port: String, until waitUntil: inout UInt64?, deadline: SendDeadline) throws(PortError) {
+        if let error = lostError(for: port) { throw error }
+        let until = waitUntil ?? deadline.instant()
+        waitUntil = until
+        let now = MonotonicClock.now()
+        guard now < until else {
+            throw .timedOut(TimeoutError(operation: "send to port \(port) over tcp to \(peerDescription): its queue stayed full"))
+        }
+        let descriptor: Int32? = socketLock.withLock {
+            defer { socket.releaseOwnership() }
+            return try? socket.fileDescriptor
+        }
+        guard let descriptor else { return }
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        _ = poll(&poller, 1, Int32(min((until - now) / 1_000_000 + 1, UInt64(SendChannel.validityCheckMilliseconds))))
+    }
+
+    /// Closes a dialled connection's socket and monitor (network thread,
+    /// or exit); an accepted one's socket is its listener's.
+    func close(lingerMilliseconds: Int32) {
+        guard case let .dialled(socket, monitor) = kind else { return }
+        socketLock.withLock {
+            try? SocketMonitor.stop(monitoring: socket)
+            try? socket.setLinger(milliseconds: lingerMilliseconds)
+            socket.close()
+        }
+        monitor.close()
+    }
+}
