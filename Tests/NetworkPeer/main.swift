@@ -1,16 +1,17 @@
 // rlk-net-peer: one RunLoopKit process on one end of a tcp test (the
 // network tests run it on loopback and inside network-namespace hosts).
 //
-//   rlk-net-peer serve <bind address> [plain]
-//       A tcp port on a LoopThread, listening at <bind address> (port 0).
-//       Prints "PORT <descriptor in hex>" and "PID <pid>", then serves
-//       until its standard input closes: msgid 1 echoes the message to its
-//       reply port; msgid 2 sends "via <instance>" (msgid 3) to the port
-//       component it carries, then replies.
-//   rlk-net-peer call <descriptor in hex> <count>
-//       <count> requests (msgid 1) to that port, each carrying "n"; prints
-//       "REPLY n" for each, then "DONE"; on an error "ERROR <case> <text>"
-//       and exit status 1.
+//   rlk-net-peer serve <bind address> <tcp port, 0 for any> [plain]
+//       A tcp port on a LoopThread, listening there. Prints "PORT
+//       <descriptor in hex>" and "PID <pid>", then serves until SIGTERM (at
+//       most two minutes): msgid 1 echoes the message to its reply port;
+//       msgid 2 sends "via <pid>" (msgid 3) to the port component it
+//       carries, then replies; msgid 3 prints "GOT <text>"; msgid 4 is
+//       never answered.
+//   rlk-net-peer call <descriptor in hex> <count> [payload] [pause ms]
+//       <count> requests (msgid 1) to that port, each carrying the payload
+//       and "n", a pause apart; prints "REPLY n" for each, then "DONE"; on
+//       an error "ERROR <case> <text>" and exit status 1.
 import Glibc
 import RunLoopKit
 import RunLoopKitPorts
@@ -38,16 +39,30 @@ func fail(_ error: Error) -> Never {
     exit(1)
 }
 
-func serve(bind: String, plain: Bool) throws {
+func serve(bind: String, port tcpPort: UInt16, plain: Bool) throws {
+    // SIGTERM ends the serving, read by sigtimedwait below.
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
     let thread = LoopThread(name: "peer")
     try thread.start()
-    let port = try Port(transport: .tcp(.listening(on: bind, port: 0, security: plain ? .plainText : .curve)))
+    let port = try Port(transport: .tcp(.listening(on: bind, port: tcpPort, security: plain ? .plainText : .curve)))
     port.setMessageHandler { message in
         do {
-            if message.msgid == 2, case let .port(target)? = message.components.first {
-                try target.send(msgid: 3, components: [.data(Data("via \(getpid())".utf8))], before: Date() + 5)
+            switch message.msgid {
+            case 2:
+                if case let .port(target)? = message.components.first {
+                    try target.send(msgid: 3, components: [.data(Data("via \(getpid())".utf8))], before: Date() + 5)
+                }
+                try message.replyPort?.send(msgid: 2, before: Date() + 5)
+            case 3:
+                say("GOT \(String(decoding: message.dataComponents.first ?? Data(), as: UTF8.self))")
+            case 4:
+                break
+            default:
+                try message.replyPort?.send(msgid: message.msgid, components: message.components, before: Date() + 5)
             }
-            try message.replyPort?.send(msgid: message.msgid, components: message.components, before: Date() + 5)
         } catch {
             say("HANDLER-ERROR \(error)")
         }
@@ -55,16 +70,17 @@ func serve(bind: String, plain: Bool) throws {
     try port.schedule(on: thread)
     say("PORT \(hex(port.descriptor))")
     say("PID \(getpid())")
-    var buffer = [UInt8](repeating: 0, count: 256)
-    while read(0, &buffer, buffer.count) > 0 {}
+    var limit = timespec(tv_sec: 120, tv_nsec: 0)
+    _ = sigtimedwait(&signals, nil, &limit)
     port.invalidate()
     thread.stop()
 }
 
-func call(descriptor: String, count: Int) throws {
+func call(descriptor: String, count: Int, payload: String, pauseMilliseconds: UInt32) throws {
     let port = try Port.fromDescriptor(bytes(fromHex: descriptor))
     for index in 0..<count {
-        let reply = try port.sendRequest(msgid: 1, components: [.data(Data("\(index)".utf8))], sendTimeout: 10, receiveTimeout: 10)
+        if index > 0 && pauseMilliseconds > 0 { usleep(pauseMilliseconds * 1000) }
+        let reply = try port.sendRequest(msgid: 1, components: [.data(Data("\(payload)\(index)".utf8))], sendTimeout: 10, receiveTimeout: 10)
         say("REPLY \(String(decoding: reply.dataComponents.first ?? Data(), as: UTF8.self))")
     }
     say("DONE")
@@ -73,12 +89,13 @@ func call(descriptor: String, count: Int) throws {
 let arguments = CommandLine.arguments
 do {
     switch arguments.count > 1 ? arguments[1] : "" {
-    case "serve" where arguments.count >= 3:
-        try serve(bind: arguments[2], plain: arguments.count > 3 && arguments[3] == "plain")
+    case "serve" where arguments.count >= 4:
+        try serve(bind: arguments[2], port: UInt16(arguments[3]) ?? 0, plain: arguments.count > 4 && arguments[4] == "plain")
     case "call" where arguments.count >= 4:
-        try call(descriptor: arguments[2], count: Int(arguments[3]) ?? 1)
+        try call(descriptor: arguments[2], count: Int(arguments[3]) ?? 1, payload: arguments.count > 4 ? arguments[4] : "",
+                 pauseMilliseconds: arguments.count > 5 ? UInt32(arguments[5]) ?? 0 : 0)
     default:
-        say("usage: rlk-net-peer serve <bind address> [plain] | call <descriptor hex> <count>")
+        say("usage: rlk-net-peer serve <bind address> <port> [plain] | call <descriptor hex> <count> [payload] [pause ms]")
         exit(2)
     }
 } catch {

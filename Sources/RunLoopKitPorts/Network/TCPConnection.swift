@@ -125,9 +125,13 @@ final class TCPConnection: @unchecked Sendable {
         return first
     }
 
-    /// The error a send to `port` fails with once the connection broke.
+    /// The error a send to `port` fails with once the connection broke:
+    /// `.unreachable` if it never got ready (no connection was ever made,
+    /// S-PORT-4), else `.connectionLost`.
     func lostError(for port: String) -> PortError? {
-        guard case let .connectionLost(_, peer, reason)? = brokenError else { return nil }
+        let (broken, wasReady) = state.withLock { ($0.broken, $0.isReady) }
+        guard case let .connectionLost(_, peer, reason)? = broken else { return nil }
+        if !wasReady { return .unreachable(port, reason: "no connection to \(peer): \(reason)") }
         return .connectionLost(port: port, peer: peer, reason: reason)
     }
 

@@ -1,0 +1,226 @@
+// Ports over tcp between processes on loopback (S-NET-1, S-NET-2,
+// S-NET-3): the other processes are `rlk-net-peer` children, each with its
+// own key (NetworkKeysFixture). The same behaviour between hosts made of
+// network namespaces is TCPHostsTests'.
+import Glibc
+import RunLoopKit
+import ZeroMQ
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+import Testing
+
+@Suite("Ports over tcp between processes (S-NET-1, S-NET-2, S-NET-3)", .serialized)
+struct TCPPortTests {
+    init() { _ = NetworkKeysFixture.shared }
+
+    static let loopback = Port.Transport.tcp(.listening(on: "127.0.0.1"))
+
+    @Test("S-NET-1: data, a port component and a reply port go both ways over tcp: the reply brings this process's own port back as itself, and the peer's send to the component reaches it")
+    func roundTripWithPortsBothWays() async throws {
+        let peer = try NetworkPeerProcess.serve(child: 0)
+        defer { peer.stop() }
+        let inbox = try IPCInbox("tcp-inbox", transport: Self.loopback)
+        defer { inbox.close() }
+        let remote = try peer.sendRight()
+        #expect(remote.transport == .tcp(.listening(on: "127.0.0.1", port: TCPTransport.hostAndPort(remote.address.tcpEndpoint!.listener!)!.port, advertising: "127.0.0.1")))
+
+        let reply = try await remote.request(msgid: 1, components: [.data(Data("hello".utf8)), .port(inbox.port)], timeout: .seconds(20))
+        #expect(reply.msgid == 1)
+        #expect(reply.dataComponents.first == Data("hello".utf8))
+        guard case let .port(back)? = reply.components.last else { throw TestFailure("no port component in \(reply)") }
+        #expect(back === inbox.port, "S-PORT-3: this process's own port comes back as the same object")
+
+        // The peer sends to the component it was given: over the same connection.
+        _ = try await remote.request(msgid: 2, components: [.port(inbox.port)], timeout: .seconds(20))
+        #expect(await inbox.arrival(ofCount: 1))
+        #expect(inbox.messages.first.map { String(decoding: $0.dataComponents.first ?? Data(), as: UTF8.self) } == "via \(peer.program.pid)")
+    }
+
+    @Test("S-NET-1: a send right passed from this process to one peer reaches another peer's port: a right travels on to a third process and sends to the original")
+    func rightPassedOnToAThirdProcess() async throws {
+        let relay = try NetworkPeerProcess.serve(child: 1)
+        defer { relay.stop() }
+        let target = try NetworkPeerProcess.serve(child: 2)
+        defer { target.stop() }
+        let targetRight = try target.sendRight()
+        _ = try await relay.sendRight().request(msgid: 2, components: [.port(targetRight)], timeout: .seconds(20))
+        #expect(waitUntil(timeout: 20) { target.line(starting: "GOT ") != nil })
+        #expect(target.line(starting: "GOT ") == "via \(relay.program.pid)")
+    }
+
+    @Test("S-NET-1, S-PORT-8: a port of a process that only connects, with no connection to this one, fails at its first send, at once")
+    func connectingOnlyPortWithoutConnectionIsUnreachable() throws {
+        let stranger = ProcessInstance(high: 0x1234, low: 0x5678)
+        let address = PortAddress(pid: 77, startTime: 1, portID: 9,
+                                  route: .tcp(TCPTransport.Endpoint(instance: stranger, listener: nil, serverKey: nil)))
+        let right = try Port.fromDescriptor(WireFormat.encodeDescriptor(address))
+        let started = MonotonicClock.now()
+        #expect(throws: PortError.self) { try right.send(msgid: 1, before: Date() + 30) }
+        #expect(MonotonicClock.now() - started < 1_000_000_000)
+        #expect(!right.isValid)
+        guard case let .invalidated(reason) = right.state.withLock({ $0.lifecycle }) else { throw TestFailure("still open") }
+        #expect(reason.caseName == "unreachable")
+        #expect(reason.description.contains("only connects"))
+    }
+
+    @Test("S-NET-2: a descriptor whose server key was changed names a server that cannot prove it: the send fails as unreachable within the tcp connection bound, whatever its deadline")
+    func wrongServerKeyIsRefused() throws {
+        let peer = try NetworkPeerProcess.serve(child: 0)
+        defer { peer.stop() }
+        var forged = peer.descriptor
+        let other = try CurveKeyPair.generate().publicKey.bytes
+        forged.replaceSubrange(45..<77, with: other)
+        let right = try Port.fromDescriptor(forged)
+        let started = MonotonicClock.now()
+        do {
+            try right.send(msgid: 1, components: [.data(Data("x".utf8))], before: Date() + 60)
+            Issue.record("a send to a server with the wrong key went through")
+        } catch {
+            #expect(error.caseName == "unreachable" || error.caseName == "connectionLost", "\(error)")
+        }
+        let elapsed = MonotonicClock.now() - started
+        #expect(elapsed < NetworkHub.connectionBoundNanoseconds + 2_000_000_000, "\(elapsed / 1_000_000) ms")
+    }
+
+    @Test("S-NET-2: a client whose key the authorized-keys file does not list is refused: its request fails, and nothing reaches the port")
+    func unknownClientIsRefused() throws {
+        let inbox = try IPCInbox("tcp-refuse", transport: Self.loopback) { message in
+            try? message.replyPort?.send(msgid: message.msgid, before: Date() + 5)
+        }
+        defer { inbox.close() }
+        let stranger = try NetworkPeerProcess.call(child: NetworkKeysFixture.unlistedChild, inbox.port.descriptor, count: 1)
+        #expect(stranger.program.waitForExit(timeout: 60) == 1)
+        #expect(stranger.line(starting: "ERROR ")?.hasPrefix("unreachable") == true, "\(stranger.program.output)")
+        #expect(inbox.count == 0)
+        // A listed client gets through the same endpoint.
+        let friend = try NetworkPeerProcess.call(child: 3, inbox.port.descriptor, count: 1)
+        #expect(friend.program.waitForExit(timeout: 60) == 0, "\(friend.program.output)")
+    }
+
+    @Test("S-NET-2: a key removed from the authorized-keys file while its client is connected is revoked without a restart: its connection is closed, its next request fails, and it cannot connect again")
+    func revokedKeyIsClosed() throws {
+        let fixture = NetworkKeysFixture.shared
+        defer { fixture.writeAuthorizedKeys(except: [NetworkKeysFixture.unlistedChild]) }
+        let echo = try IPCInbox("tcp-revoke", transport: Self.loopback) { message in
+            try? message.replyPort?.send(msgid: 1, components: message.components, before: Date() + 5)
+        }
+        defer { echo.close() }
+        let client = try NetworkPeerProcess.call(child: 2, echo.port.descriptor, count: 10_000, pauseMilliseconds: 20)
+        #expect(waitUntil(timeout: 60) { client.lines(starting: "REPLY ").count >= 3 })
+        fixture.writeAuthorizedKeys(except: [NetworkKeysFixture.unlistedChild, 2])
+        #expect(client.program.waitForExit(timeout: 30) == 1, "the revoked client went on: \(client.program.output.suffix(200))")
+        #expect(client.line(starting: "ERROR ")?.hasPrefix("connectionLost") == true, "\(client.program.output.suffix(300))")
+        let again = try NetworkPeerProcess.call(child: 2, echo.port.descriptor, count: 1)
+        #expect(again.program.waitForExit(timeout: 60) == 1)
+        #expect(again.line(starting: "ERROR ")?.hasPrefix("unreachable") == true, "\(again.program.output)")
+    }
+
+    @Test("S-NET-2: a plain-text peer cannot talk to a CURVE endpoint: what it sends never reaches the port")
+    func plainTextPeerIsRefused() throws {
+        let inbox = try IPCInbox("tcp-plain", transport: Self.loopback) { message in
+            try? message.replyPort?.send(msgid: message.msgid, before: Date() + 5)
+        }
+        defer { inbox.close() }
+        let endpoint = try #require(inbox.port.address.tcpEndpoint?.listener)
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let dealer = try context.makeSocket(.dealer)
+        defer { dealer.close() }
+        try dealer.setRoutingID(Data(WireFormat.instanceBytes(ProcessInstance(high: 1, low: 2))))
+        try dealer.connect(endpoint)
+        let destination = WireFormat.Destination(instance: .current, portID: inbox.port.address.portID)
+        var frame = [UInt8](repeating: 0, count: 256)
+        let size = frame.withUnsafeMutableBytes { buffer in
+            WireFormat.writePacked(into: buffer, msgid: 5, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
+                                   replyDescriptor: nil, traceID: nil, destination: destination)
+        }
+        let hello = WireFormat.encodeControl(.hello(from: ProcessInstance(high: 1, low: 2), expecting: .current))
+        _ = try hello.withUnsafeBytes { try dealer.send($0, dontWait: true) }
+        _ = try frame[..<size].withUnsafeBytes { try dealer.send($0, dontWait: true) }
+        // A listed peer's message through the same endpoint arrives; the plain one never does.
+        let friend = try NetworkPeerProcess.call(child: 3, inbox.port.descriptor, count: 1)
+        #expect(friend.program.waitForExit(timeout: 60) == 0, "\(friend.program.output)")
+        #expect(inbox.wait(forCount: 1, timeout: 30))
+        // The plain peer's handshake fails at once (its mechanism is not the
+        // endpoint's); its message, sent before the friend's request, had it
+        // got in, would have had the friend's whole round trip to arrive.
+        #expect(inbox.messages.allSatisfy { $0.msgid == 1 }, "\(inbox.messages.map(\.msgid))")
+    }
+
+    @Test("S-NET-3: a peer killed while a request waits on it: the request fails with connectionLost naming the peer's instance and address, within the heartbeat bound, and the send right is invalid")
+    func killedPeerFailsWaitingRequests() async throws {
+        let peer = try NetworkPeerProcess.serve(child: 1)
+        defer { peer.stop() }
+        let remote = try peer.sendRight()
+        _ = try await remote.request(msgid: 1, timeout: .seconds(20))
+        let instance = try #require(remote.address.tcpEndpoint?.instance)
+        let waiting = Task { try await remote.request(msgid: 4, timeout: .seconds(60)) }
+        usleep(200_000)
+        let killed = MonotonicClock.now()
+        kill(peer.program.pid, SIGKILL)
+        do {
+            _ = try await waiting.value
+            Issue.record("a request to a killed peer was answered")
+        } catch let error as PortError {
+            #expect(error.caseName == "connectionLost", "\(error)")
+            #expect(error.description.contains(instance.description), "\(error)")
+            #expect(error.description.contains("127.0.0.1"), "\(error)")
+        }
+        let elapsed = MonotonicClock.now() - killed
+        let bound = NetworkHub.heartbeatTimeoutNanoseconds * 5 / 4
+        #expect(elapsed < bound + 2_000_000_000, "\(elapsed / 1_000_000) ms")
+        #expect(!remote.isValid)
+    }
+
+    @Test("S-NET-3: a peer that stops answering (SIGSTOP: its connection stays open, its heartbeats stop) is taken for dead within the heartbeat bound, learned from the connection: a waiting request fails with connectionLost")
+    func silentPeerIsFoundDeadByHeartbeats() async throws {
+        let peer = try NetworkPeerProcess.serve(child: 3)
+        defer {
+            kill(peer.program.pid, SIGCONT)
+            peer.stop()
+        }
+        let remote = try peer.sendRight()
+        _ = try await remote.request(msgid: 1, timeout: .seconds(20))
+        let waiting = Task { try await remote.request(msgid: 4, timeout: .seconds(60)) }
+        usleep(200_000)
+        let stopped = MonotonicClock.now()
+        kill(peer.program.pid, SIGSTOP)
+        do {
+            _ = try await waiting.value
+            Issue.record("a request to a stopped peer was answered")
+        } catch let error as PortError {
+            #expect(error.caseName == "connectionLost", "\(error)")
+            #expect(error.description.contains("heartbeats"), "\(error)")
+        }
+        let elapsed = MonotonicClock.now() - stopped
+        let bound = NetworkHub.heartbeatTimeoutNanoseconds * 5 / 4
+        // Slack for a loaded machine under ThreadSanitizer: the bound is the
+        // heartbeat's; the slack is scheduling.
+        #expect(elapsed >= NetworkHub.heartbeatTimeoutNanoseconds / 2, "found dead too soon: \(elapsed / 1_000_000) ms")
+        #expect(elapsed < bound + 2_000_000_000, "\(elapsed / 1_000_000) ms")
+    }
+
+    @Test("S-NET-1, S-NET-3: a process restarted at the same address never gets what is sent to the old one's send rights: they fail, and a new right from the new process works")
+    func restartedProcessGetsNothingMeantForTheOldOne() async throws {
+        let first = try NetworkPeerProcess.serve(child: 0)
+        let oldRight = try first.sendRight()
+        let listener = try #require(oldRight.address.tcpEndpoint?.listener)
+        let port = try #require(TCPTransport.hostAndPort(listener)?.port)
+        _ = try await oldRight.request(msgid: 1, timeout: .seconds(20))
+        kill(first.program.pid, SIGKILL)
+        _ = first.program.waitForExit(timeout: 30)
+        let second = try NetworkPeerProcess.serve(child: 0, port: port)
+        defer { second.stop() }
+        #expect(await PortProcess.waitUntil(timeout: 30) { !oldRight.isValid })
+        #expect(throws: PortError.self) {
+            try oldRight.send(msgid: 3, components: [.data(Data("for the old one".utf8))], before: Date() + 10)
+        }
+        let newRight = try second.sendRight()
+        #expect(newRight != oldRight)
+        let reply = try await newRight.request(msgid: 1, components: [.data(Data("new".utf8))], timeout: .seconds(20))
+        #expect(reply.dataComponents.first == Data("new".utf8))
+        usleep(200_000)
+        #expect(second.line(starting: "GOT ") == nil, "the new process got a message meant for the old one")
+    }
+}
