@@ -1,3 +1,4 @@
+internal import CLinuxSupport
 internal import CZeroMQ
 internal import Glibc
 internal import Synchronization
@@ -47,6 +48,8 @@ public final class ZAPHandler: @unchecked Sendable {
     private let authorize: @Sendable (Request) -> Decision
     private let stopping = Atomic<Bool>(false)
     private let state = Mutex<(thread: pthread_t?, closed: Bool)>((nil, false))
+    /// The handler thread's name, as `/proc/<pid>/task/<tid>/comm` shows it.
+    public static let threadName = "zmq-zap"
     /// How often the handler's thread looks at `stopping`.
     private static let pollMilliseconds: Int32 = 100
 
@@ -97,6 +100,7 @@ public final class ZAPHandler: @unchecked Sendable {
 
     /// The handler's thread: answers requests until closed or the context ends.
     private func serve() {
+        _ = rlk_set_current_thread_name(Self.threadName)
         var frames: [Message] = []
         while !stopping.load(ordering: .acquiring) {
             do {
