@@ -37,6 +37,18 @@ struct TCPPortTests {
         #expect(inbox.messages.first.map { String(decoding: $0.dataComponents.first ?? Data(), as: UTF8.self) } == "via \(peer.program.pid)")
     }
 
+    @Test("S-NET-1: over IPv6 as over IPv4: a peer listening on ::1 answers, and this process's port on ::1 gets the peer's send")
+    func ipv6() async throws {
+        let peer = try NetworkPeerProcess.serve(child: 1, bind: "::1")
+        defer { peer.stop() }
+        let remote = try peer.sendRight()
+        #expect(remote.address.tcpEndpoint?.listener?.hasPrefix("tcp://[::1]:") == true)
+        let inbox = try IPCInbox("tcp-v6", transport: .tcp(.listening(on: "::1")))
+        defer { inbox.close() }
+        _ = try await remote.request(msgid: 2, components: [.port(inbox.port)], timeout: .seconds(20))
+        #expect(await inbox.arrival(ofCount: 1))
+    }
+
     @Test("S-NET-1: a send right passed from this process to one peer reaches another peer's port: a right travels on to a third process and sends to the original")
     func rightPassedOnToAThirdProcess() async throws {
         let relay = try NetworkPeerProcess.serve(child: 1)
