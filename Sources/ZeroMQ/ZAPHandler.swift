@@ -45,10 +45,11 @@ public final class ZAPHandler: @unchecked Sendable {
     public static let endpoint = "inproc://zeromq.zap.01"
 
     private let socket: Socket
+    private let threadName: String
     private let authorize: @Sendable (Request) -> Decision
     private let stopping = Atomic<Bool>(false)
     private let state = Mutex<(thread: pthread_t?, closed: Bool)>((nil, false))
-    /// The handler thread's name, as `/proc/<pid>/task/<tid>/comm` shows it.
+    /// The handler thread's name unless another is given.
     public static let threadName = "zmq-zap"
     /// How often the handler's thread looks at `stopping`.
     private static let pollMilliseconds: Int32 = 100
@@ -56,8 +57,14 @@ public final class ZAPHandler: @unchecked Sendable {
     /// Binds the handler in `context` and starts serving.
     /// - Throws: ``ZMQError``: `EADDRINUSE` if the context has a handler
     ///   already, `ETERM` if it is terminating.
-    public init(context: ZMQContext, authorize: @escaping @Sendable (Request) -> Decision) throws(ZMQError) {
+    /// - Parameter threadName: the handler thread's name (15 bytes at most
+    ///   are kept), as `/proc/<pid>/task/<tid>/comm` shows it.
+    public init(
+        context: ZMQContext, threadName: String = ZAPHandler.threadName,
+        authorize: @escaping @Sendable (Request) -> Decision
+    ) throws(ZMQError) {
         self.authorize = authorize
+        self.threadName = threadName
         socket = try context.makeSocket(.rep)
         do {
             try socket.setLinger(milliseconds: 0)
@@ -69,6 +76,7 @@ public final class ZAPHandler: @unchecked Sendable {
         }
         socket.releaseOwnership()
         var thread = pthread_t()
+        // U-ZAP-THREAD (docs/unsafe-sites.md).
         let box = Unmanaged.passRetained(self)
         let made = pthread_create(&thread, nil, { raw in
             Unmanaged<ZAPHandler>.fromOpaque(raw!).takeRetainedValue().serve()
@@ -100,7 +108,7 @@ public final class ZAPHandler: @unchecked Sendable {
 
     /// The handler's thread: answers requests until closed or the context ends.
     private func serve() {
-        _ = rlk_set_current_thread_name(Self.threadName)
+        _ = rlk_set_current_thread_name(threadName)
         var frames: [Message] = []
         while !stopping.load(ordering: .acquiring) {
             do {

@@ -8,10 +8,22 @@
 //       msgid 2 sends "via <pid>" (msgid 3) to the port component it
 //       carries, then replies; msgid 3 prints "GOT <text>"; msgid 4 is
 //       never answered.
+//       Each msgid 1 is printed as "REQ <text>".
+//   rlk-net-peer exchange <descriptor in hex> <bind address>
+//       Makes a tcp port of its own at <bind address>, sends it to that
+//       port as a component (msgid 2) and waits for the peer's send to it:
+//       prints "BACK <text>" and exits 0.
+//   rlk-net-peer pass <descriptor in hex> <another descriptor in hex>
+//       Sends the second port to the first as a component (msgid 2), so
+//       that the first's process sends to it; prints "PASSED".
+//   rlk-net-peer hold <descriptor in hex>
+//       A request (msgid 4) the peer never answers: prints "WAITING", then
+//       how it ended ("ERROR <case> <text>", exit 1).
 //   rlk-net-peer call <descriptor in hex> <count> [payload] [pause ms]
 //       <count> requests (msgid 1) to that port, each carrying the payload
 //       and "n", a pause apart; prints "REPLY n" for each, then "DONE"; on
 //       an error "ERROR <case> <text>" and exit status 1.
+import Dispatch
 import Glibc
 import RunLoopKit
 import RunLoopKitPorts
@@ -61,6 +73,7 @@ func serve(bind: String, port tcpPort: UInt16, plain: Bool) throws {
             case 4:
                 break
             default:
+                if message.msgid == 1 { say("REQ \(String(decoding: message.dataComponents.first ?? Data(), as: UTF8.self))") }
                 try message.replyPort?.send(msgid: message.msgid, components: message.components, before: Date() + 5)
             }
         } catch {
@@ -86,11 +99,48 @@ func call(descriptor: String, count: Int, payload: String, pauseMilliseconds: UI
     say("DONE")
 }
 
+func exchange(descriptor: String, bind: String) throws {
+    let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
+    let thread = LoopThread(name: "exchange")
+    try thread.start()
+    let arrived = DispatchSemaphore(value: 0)
+    let mine = try Port(transport: .tcp(.listening(on: bind)))
+    mine.setMessageHandler { message in
+        say("BACK \(String(decoding: message.dataComponents.first ?? Data(), as: UTF8.self))")
+        arrived.signal()
+    }
+    try mine.schedule(on: thread)
+    _ = try remote.sendRequest(msgid: 2, components: [.port(mine)], sendTimeout: 10, receiveTimeout: 10)
+    guard arrived.wait(timeout: .now() + 20) == .success else { throw PortError.invalidPort("nothing came back to \(mine)") }
+    thread.stop()
+}
+
+func pass(descriptor: String, other: String) throws {
+    let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
+    let passed = try Port.fromDescriptor(bytes(fromHex: other))
+    _ = try remote.sendRequest(msgid: 2, components: [.port(passed)], sendTimeout: 10, receiveTimeout: 10)
+    say("PASSED")
+}
+
+func hold(descriptor: String) throws {
+    let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
+    _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 10)
+    say("WAITING")
+    _ = try remote.sendRequest(msgid: 4, sendTimeout: 10, receiveTimeout: 120)
+    say("ANSWERED")
+}
+
 let arguments = CommandLine.arguments
 do {
     switch arguments.count > 1 ? arguments[1] : "" {
     case "serve" where arguments.count >= 4:
         try serve(bind: arguments[2], port: UInt16(arguments[3]) ?? 0, plain: arguments.count > 4 && arguments[4] == "plain")
+    case "exchange" where arguments.count >= 4:
+        try exchange(descriptor: arguments[2], bind: arguments[3])
+    case "pass" where arguments.count >= 4:
+        try pass(descriptor: arguments[2], other: arguments[3])
+    case "hold" where arguments.count >= 3:
+        try hold(descriptor: arguments[2])
     case "call" where arguments.count >= 4:
         try call(descriptor: arguments[2], count: Int(arguments[3]) ?? 1, payload: arguments.count > 4 ? arguments[4] : "",
                  pauseMilliseconds: arguments.count > 5 ? UInt32(arguments[5]) ?? 0 : 0)

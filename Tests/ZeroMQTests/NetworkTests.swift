@@ -125,13 +125,15 @@ struct NetworkTests {
     @Test func aClosedHandlerFreesItsEndpointAndItsThread() throws {
         let context = try ZMQContext()
         defer { context.terminate() }
-        #expect(Self.handlerThreads() == 0)
-        let first = try ZAPHandler(context: context) { _ in .deny(reason: "no") }
-        #expect(Self.eventually { Self.handlerThreads() == 1 })
+        // A name of its own: other tests' handlers may run in this process meanwhile.
+        let name = "zap-close-test"
+        #expect(Self.threads(named: name) == 0)
+        let first = try ZAPHandler(context: context, threadName: name) { _ in .deny(reason: "no") }
+        #expect(Self.eventually { Self.threads(named: name) == 1 })
         #expect(throws: ZMQError.self) { try ZAPHandler(context: context) { _ in .deny(reason: "no") } }
         first.close()
         first.close()  // idempotent
-        #expect(Self.handlerThreads() == 0, "close() returns once the handler's thread has ended")
+        #expect(Self.threads(named: name) == 0, "close() returns once the handler's thread has ended")
         let second = try ZAPHandler(context: context) { _ in .allow(userID: "") }
         second.close()
     }
@@ -211,15 +213,15 @@ struct NetworkTests {
         return condition()
     }
 
-    /// Threads of this process named as a ZAP handler's.
-    static func handlerThreads() -> Int {
+    /// Threads of this process named `name`.
+    static func threads(named name: String) -> Int {
         let tasks = (try? FileManagerFree.entries("/proc/self/task")) ?? []
         return tasks.filter { task in
             guard let file = fopen("/proc/self/task/\(task)/comm", "r") else { return false }
             defer { fclose(file) }
             var buffer = [CChar](repeating: 0, count: 32)
             guard fgets(&buffer, 32, file) != nil else { return false }
-            return String(cString: buffer).hasPrefix(ZAPHandler.threadName)
+            return String(cString: buffer) == name + "\n"
         }.count
     }
 }

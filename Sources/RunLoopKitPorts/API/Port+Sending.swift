@@ -42,6 +42,7 @@ extension Port {
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
+                // U-SEND-CHANNEL (docs/unsafe-sites.md).
                 destination: channel._withUnsafeGuaranteedRef(\.destination),
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
@@ -66,6 +67,7 @@ extension Port {
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
+                // U-SEND-CHANNEL (docs/unsafe-sites.md).
                 destination: channel._withUnsafeGuaranteedRef(\.destination),
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })

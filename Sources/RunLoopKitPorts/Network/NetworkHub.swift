@@ -268,6 +268,7 @@ final class NetworkHub: @unchecked Sendable {
         let terminated = Completion<Void>()
         if closed {
             var handle = pthread_t()
+            // U-NETWORK-THREADS (docs/unsafe-sites.md).
             let box = Unmanaged.passRetained(terminated)
             pthread_create(&handle, nil, { raw in
                 let terminated = Unmanaged<Completion<Void>>.fromOpaque(raw!).takeRetainedValue()

@@ -43,6 +43,7 @@ final class NetworkThread: @unchecked Sendable {
 
     func start() {
         var handle = pthread_t()
+        // U-NETWORK-THREADS (docs/unsafe-sites.md).
         let box = Unmanaged.passRetained(self)
         let made = pthread_create(&handle, nil, { raw in
             let thread = Unmanaged<NetworkThread>.fromOpaque(raw!).takeRetainedValue()

@@ -70,16 +70,34 @@ final class NetworkKeysFixture: Sendable {
 /// An `rlk-net-peer` child: one serving a tcp port, or one calling one.
 final class NetworkPeerProcess: Sendable {
     let program: SpawnedProgram
+    /// Started through a launcher (`unshare`, which ignores SIGTERM while
+    /// it waits for its child): stopped with SIGKILL, which `--kill-child`
+    /// passes on.
+    private let isLaunched: Bool
 
-    private init(_ program: SpawnedProgram) { self.program = program }
+    private init(_ program: SpawnedProgram, isLaunched: Bool = false) {
+        self.program = program
+        self.isLaunched = isLaunched
+    }
+
+    /// Starts `rlk-net-peer` with `arguments` as child `child`, through
+    /// `launcher` (a command that runs it inside a namespace host) if given.
+    static func start(_ arguments: [String], child: Int, launcher: [String] = []) throws -> NetworkPeerProcess {
+        let fixture = NetworkKeysFixture.shared
+        let peer = SpawnedProgram.productsDirectory + "/rlk-net-peer"
+        let program = launcher.isEmpty
+            ? try SpawnedProgram(path: peer, arguments, environment: fixture.environment(child: child), in: fixture.directory)
+            : try SpawnedProgram(path: launcher[0], Array(launcher.dropFirst()) + [peer] + arguments,
+                                 environment: fixture.environment(child: child), in: fixture.directory)
+        return NetworkPeerProcess(program, isLaunched: !launcher.isEmpty)
+    }
 
     /// A child serving a tcp port at `bind`; returns once it printed its descriptor.
-    static func serve(child: Int, bind: String = "127.0.0.1", port: UInt16 = 0, plain: Bool = false) throws -> NetworkPeerProcess {
-        let fixture = NetworkKeysFixture.shared
-        let program = try SpawnedProgram(
-            "rlk-net-peer", ["serve", bind, "\(port)"] + (plain ? ["plain"] : []),
-            environment: fixture.environment(child: child), in: fixture.directory)
-        let peer = NetworkPeerProcess(program)
+    static func serve(
+        child: Int, bind: String = "127.0.0.1", port: UInt16 = 0, plain: Bool = false, launcher: [String] = []
+    ) throws -> NetworkPeerProcess {
+        let peer = try start(["serve", bind, "\(port)"] + (plain ? ["plain"] : []), child: child, launcher: launcher)
+        let program = peer.program
         guard waitUntil(timeout: 60, { peer.line(starting: "PORT ") != nil || peer.hasExited }) , peer.line(starting: "PORT ") != nil else {
             program.killAndReap()
             throw TestFailure("rlk-net-peer serve did not start: \(program.output) \(program.errorOutput)")
@@ -88,12 +106,10 @@ final class NetworkPeerProcess: Sendable {
     }
 
     /// A child making `count` requests to the port `descriptor` names.
-    static func call(child: Int, _ descriptor: [UInt8], count: Int, payload: String = "", pauseMilliseconds: Int = 0) throws -> NetworkPeerProcess {
-        let fixture = NetworkKeysFixture.shared
-        let program = try SpawnedProgram(
-            "rlk-net-peer", ["call", hex(descriptor), "\(count)", payload, "\(pauseMilliseconds)"],
-            environment: fixture.environment(child: child), in: fixture.directory)
-        return NetworkPeerProcess(program)
+    static func call(
+        child: Int, _ descriptor: [UInt8], count: Int, payload: String = "", pauseMilliseconds: Int = 0, launcher: [String] = []
+    ) throws -> NetworkPeerProcess {
+        try start(["call", hex(descriptor), "\(count)", payload, "\(pauseMilliseconds)"], child: child, launcher: launcher)
     }
 
     /// The served port's descriptor.
@@ -113,9 +129,14 @@ final class NetworkPeerProcess: Sendable {
         program.output.split(separator: "\n").filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
     }
 
-    /// SIGTERM, then its exit status (nil if it had to be killed).
+    /// SIGTERM (SIGKILL through a launcher), then its exit status (nil if
+    /// it had to be killed).
     @discardableResult
     func stop() -> Int32? {
+        if isLaunched {
+            program.killAndReap()
+            return nil
+        }
         kill(program.pid, SIGTERM)
         return program.waitForExit(timeout: 30)
     }

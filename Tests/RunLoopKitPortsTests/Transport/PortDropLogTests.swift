@@ -49,7 +49,7 @@ struct PortDropLogTests {
         return UInt64(line[start.upperBound...].prefix { $0.isNumber })
     }
 
-    @Test("S-PORT-7: 5,000 messages with bad magic, 3,000 of version 3 and 2,000 with no handler set: each counted under its reason; at most one line per reason and second; the lines' counts add up to the drops once the port is invalidated (bad input) and once the process exits (no handler); the log handler runs with no library lock held")
+    @Test("S-PORT-7: 5,000 messages with bad magic, 3,000 of version 4 and 2,000 with no handler set: each counted under its reason; at most one line per reason and second; the lines' counts add up to the drops once the port is invalidated (bad input) and once the process exits (no handler); the log handler runs with no library lock held")
     func dropsAreLoggedThinnedAndAddUp() async throws {
         let directory = try PortProcess.makeTemporaryDirectory("droplog")
         defer { PortProcess.removeTree(directory) }
@@ -64,7 +64,7 @@ struct PortDropLogTests {
                 let (thread, port, inbox, peer) = try PortMalformedInputTests.setUp(.inproc, "droplog-bad")
                 watched.withLock { $0.append(port) }
                 for _ in 0..<5_000 { try peer.send([RawWire.header(magic: Array("RLKX".utf8), msgid: 1)]) }
-                for _ in 0..<3_000 { try peer.send([RawWire.header(version: 3, msgid: 1, kinds: [0]), Data("x".utf8)]) }
+                for _ in 0..<3_000 { try peer.send([RawWire.header(version: 4, msgid: 1, kinds: [0]), Data("x".utf8)]) }
                 try peer.send(PortMalformedInputTests.goodFrames(to: port, msgid: 0x600D))
                 PortChild.check(inbox.waitForMsgid(0x600D), "the good message did not arrive")
                 let counts = port.dropCounts
@@ -111,7 +111,7 @@ struct PortDropLogTests {
                 // One drop logged at once; then, within its second, a first
                 // drop of another fault and 498 like the first.
                 try peer.send([RawWire.header(version: 0, msgid: 1)])
-                try peer.send([RawWire.header(version: 3, msgid: 1, kinds: [0]), Data("x".utf8)])
+                try peer.send([RawWire.header(version: 4, msgid: 1, kinds: [0]), Data("x".utf8)])
                 for _ in 0..<498 { try peer.send([RawWire.header(version: 0, msgid: 1)]) }
                 try peer.send(PortMalformedInputTests.goodFrames(to: port, msgid: 0x600D))
                 PortChild.check(inbox.waitForMsgid(0x600D), "the good message did not arrive")
@@ -132,7 +132,7 @@ struct PortDropLogTests {
                 PortChild.check(found.count == 2, "two lines expected: \(found)")
                 PortChild.check(found.first?.contains("dropped 1 message (unsupported wire version): unsupported wire version 0") == true,
                                 "the first line: \(found.first ?? "none")")
-                PortChild.check(found.last?.contains("dropped 499 messages (unsupported wire version) since the last line, the first: unsupported wire version 3") == true,
+                PortChild.check(found.last?.contains("dropped 499 messages (unsupported wire version) since the last line, the first: unsupported wire version 4") == true,
                                 "the waiting drops' line gives the first one's fault: \(found.last ?? "none")")
                 PortChild.check(found.last?.hasSuffix("500 so far for this reason") == true, "\(found.last ?? "none")")
                 port.invalidate()

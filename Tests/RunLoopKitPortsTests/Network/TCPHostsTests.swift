@@ -1,0 +1,139 @@
+// Ports between hosts (S-NET-1, S-NET-3, S-NET-5): three hosts made of
+// network namespaces joined through a bridge (NamespaceHosts), a
+// RunLoopKit process in each with its own pid and mount namespaces and its
+// own key, configuration and runtime directories. Every address a process
+// is told to send to is checked to be one these hosts have, before it
+// starts. Where namespaces cannot be made (not root), the same runs over
+// loopback, and says so; with RUNLOOPKIT_REQUIRE_NETNS=1 (CI) it fails
+// instead.
+import Glibc
+import RunLoopKit
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+import Testing
+
+@Suite("Ports between hosts made of network namespaces (S-NET-1, S-NET-3, S-NET-5)", .serialized)
+struct TCPHostsTests {
+    /// Three hosts, or loopback where namespaces cannot be made.
+    final class Hosts: Sendable {
+        let namespaces: NamespaceHosts?
+
+        init() throws {
+            _ = NetworkKeysFixture.shared
+            if NamespaceHosts.available {
+                namespaces = try NamespaceHosts(count: 3)
+            } else if NamespaceHosts.required {
+                throw TestFailure("RUNLOOPKIT_REQUIRE_NETNS=1, but namespace hosts cannot be made here (root, /usr/sbin/ip and /usr/bin/unshare are needed)")
+            } else {
+                print("namespace hosts cannot be made here (not root, or no iproute2/unshare): these tests run over loopback")
+                namespaces = nil
+            }
+        }
+
+        func address(_ host: Int) -> String { namespaces?.addresses[host] ?? "127.0.0.1" }
+        func launcher(_ host: Int) -> [String] { namespaces?.launcher(host) ?? [] }
+
+        func serve(_ host: Int, port: UInt16 = 0) throws -> NetworkPeerProcess {
+            try NetworkPeerProcess.serve(child: host, bind: address(host), port: port, launcher: launcher(host))
+        }
+
+        /// Runs `rlk-net-peer` in `host` with `arguments`, after checking
+        /// that every descriptor among them names an address of these hosts.
+        func run(_ host: Int, _ arguments: [String], descriptors: [[UInt8]]) throws -> NetworkPeerProcess {
+            for descriptor in descriptors { try namespaces?.checkMade(descriptor) }
+            return try NetworkPeerProcess.start(arguments, child: host, launcher: launcher(host))
+        }
+
+        func remove() { namespaces?.remove() }
+    }
+
+    static let hex = NetworkPeerProcess.hex
+
+    @Test("S-NET-1: between hosts, data, a port component and a reply port go both ways: host A's request is answered, and host B's send to A's port arrives")
+    func messagesBothWays() throws {
+        let hosts = try Hosts()
+        defer { hosts.remove() }
+        let b = try hosts.serve(1)
+        defer { b.stop() }
+        let call = try hosts.run(0, ["call", Self.hex(b.descriptor), "3", "from-a-"], descriptors: [b.descriptor])
+        #expect(call.program.waitForExit(timeout: 60) == 0, "\(call.program.output) \(call.program.errorOutput)")
+        #expect(call.lines(starting: "REPLY ") == ["from-a-0", "from-a-1", "from-a-2"])
+        let exchange = try hosts.run(0, ["exchange", Self.hex(b.descriptor), hosts.address(0)], descriptors: [b.descriptor])
+        #expect(exchange.program.waitForExit(timeout: 60) == 0, "\(exchange.program.output) \(exchange.program.errorOutput)")
+        #expect(exchange.line(starting: "BACK ")?.hasPrefix("via ") == true)
+    }
+
+    @Test("S-NET-1: a send right passed from host A to host B reaches host C's port: B sends to the original")
+    func rightPassedFromAThroughBToC() throws {
+        let hosts = try Hosts()
+        defer { hosts.remove() }
+        let b = try hosts.serve(1)
+        defer { b.stop() }
+        let c = try hosts.serve(2)
+        defer { c.stop() }
+        let pass = try hosts.run(0, ["pass", Self.hex(b.descriptor), Self.hex(c.descriptor)], descriptors: [b.descriptor, c.descriptor])
+        #expect(pass.program.waitForExit(timeout: 60) == 0, "\(pass.program.output) \(pass.program.errorOutput)")
+        #expect(waitUntil(timeout: 30) { c.line(starting: "GOT ") != nil }, "\(c.program.output)")
+        #expect(c.line(starting: "GOT ")?.hasPrefix("via ") == true)
+    }
+
+    @Test("S-NET-3: a link taken down while both processes live (a partition): heartbeats find the peer dead within their bound, and the waiting request fails with connectionLost")
+    func partitionIsFoundByHeartbeats() throws {
+        let hosts = try Hosts()
+        defer { hosts.remove() }
+        let b = try hosts.serve(1)
+        defer {
+            kill(b.program.pid, SIGCONT)
+            b.stop()
+        }
+        let hold = try hosts.run(0, ["hold", Self.hex(b.descriptor)], descriptors: [b.descriptor])
+        #expect(waitUntil(timeout: 60) { hold.line(starting: "WAITING") != nil }, "\(hold.program.output) \(hold.program.errorOutput)")
+        let cut = MonotonicClock.now()
+        if let namespaces = hosts.namespaces {
+            try namespaces.setLink(1, up: false)
+        } else {
+            kill(b.program.pid, SIGSTOP)  // over loopback: the peer goes silent, its connection stays
+        }
+        #expect(hold.program.waitForExit(timeout: 60) == 1)
+        let elapsed = MonotonicClock.now() - cut
+        #expect(hold.line(starting: "ERROR ")?.hasPrefix("connectionLost") == true, "\(hold.program.output)")
+        // The bound (1.25 × the heartbeat timeout) and slack for a loaded
+        // machine under ThreadSanitizer; the connection stays open, so only
+        // heartbeats can tell.
+        #expect(elapsed < NetworkHub.heartbeatTimeoutNanoseconds * 5 / 4 + 3_000_000_000, "\(elapsed / 1_000_000) ms")
+    }
+
+    @Test("S-NET-3: a process SIGKILLed on its host: the waiting request on another host fails with connectionLost, at once (its kernel closed the connection)")
+    func killedProcess() throws {
+        let hosts = try Hosts()
+        defer { hosts.remove() }
+        let b = try hosts.serve(1)
+        defer { b.stop() }
+        let hold = try hosts.run(0, ["hold", Self.hex(b.descriptor)], descriptors: [b.descriptor])
+        #expect(waitUntil(timeout: 60) { hold.line(starting: "WAITING") != nil }, "\(hold.program.output) \(hold.program.errorOutput)")
+        let killed = MonotonicClock.now()
+        b.program.killAndReap()
+        #expect(hold.program.waitForExit(timeout: 60) == 1)
+        #expect(hold.line(starting: "ERROR ")?.hasPrefix("connectionLost") == true, "\(hold.program.output)")
+        let elapsed = MonotonicClock.now() - killed
+        #expect(elapsed < NetworkHub.heartbeatTimeoutNanoseconds * 5 / 4 + 3_000_000_000, "\(elapsed / 1_000_000) ms")
+    }
+
+    @Test("S-NET-1, S-NET-5: a process restarted at the same address on its host: the other host's old send right fails, and nothing sent through it reaches the new process")
+    func restartedProcessGetsNothingOld() throws {
+        let hosts = try Hosts()
+        defer { hosts.remove() }
+        let port: UInt16 = 7400 + UInt16(getpid() % 500)
+        let first = try hosts.serve(1, port: port)
+        let call = try hosts.run(0, ["call", Self.hex(first.descriptor), "100000", "old-", "50"], descriptors: [first.descriptor])
+        defer { call.program.killAndReap() }
+        #expect(waitUntil(timeout: 60) { call.lines(starting: "REPLY ").count >= 2 }, "\(call.program.output) \(call.program.errorOutput)")
+        first.program.killAndReap()
+        let second = try hosts.serve(1, port: port)
+        defer { second.stop() }
+        #expect(call.program.waitForExit(timeout: 60) == 1, "the old right went on: \(call.program.output.suffix(200))")
+        #expect(call.line(starting: "ERROR ")?.hasPrefix("connectionLost") == true, "\(call.program.output.suffix(300))")
+        #expect(second.lines(starting: "REQ ").isEmpty, "the new process got \(second.lines(starting: "REQ "))")
+    }
+}
