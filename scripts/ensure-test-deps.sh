@@ -16,3 +16,11 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
     echo "installing Chromium for the timeline tests: ${SUDO:+sudo }apt-get install -y chromium" >&2
     { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y chromium; } >&2
 fi
+
+# The tests across machines make hosts of network namespaces (TCPHostsTests):
+# iproute2 (ip netns, veth, bridge) and util-linux (unshare). Installed when
+# missing and we are root; without root they run over loopback and say so.
+if [ "$(id -u)" -eq 0 ] && { ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; }; then
+    echo "installing iproute2 and util-linux for the tests across machines" >&2
+    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y iproute2 util-linux; } >&2
+fi

@@ -35,6 +35,7 @@ final class NetworkKeysFixture: Sendable {
         writeAuthorizedKeys(except: [Self.unlistedChild])
         try! NetworkKeys.useKeyFile(at: parentKey)
         NetworkKeys.useAuthorizedKeysFile(at: authorizedKeysPath)
+        atexit { PortProcess.removeTree(NetworkKeysFixture.shared.directory) }
     }
 
     /// Rewrites the authorized-keys file (by rename, as an operator's tool
