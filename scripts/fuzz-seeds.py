@@ -136,7 +136,10 @@ def main():
         "tap-frame-count": tap_batches(message(frame(tap_header()))),
         "tap-short-header": tap_batches(tap_batch(tap_header()[:40])),
         "tap-bad-magic": tap_batches(tap_batch(tap_header(magic=b"RLKX"))),
-        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=2))),
+        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=3))),
+        # Version 2: a tcp port's remote peer (name kind 5), and kind 5 in version 1.
+        "tap-v2-peer": tap_batches(tap_batch(tap_header(names + [tap_name(5, 1, "tcp://10.0.0.1:7400 instance 000102")], 2, version=2), two)),
+        "tap-v1-peer": tap_batches(tap_batch(tap_header([tap_name(5, 1, "tcp://10.0.0.1:7400")]))),
         "tap-bad-header-size": tap_batches(tap_batch(tap_header(header_size=200))),
         "tap-bad-record-size": tap_batches(tap_batch(tap_header(record_size=40))),
         "tap-record-count-mismatch": tap_batches(tap_batch(tap_header((), 2), tap_record(1))),

@@ -86,7 +86,7 @@ struct LiveView {
             line.middle = [(event.mode ?? "-", nil)]
             line.tail.append((Self.duration(duration), "33"))
         } else {
-            line.names = [event.source ?? "-", event.destination]
+            line.names = [Self.named(event.source ?? "-", peer: event.sourcePeer), Self.named(event.destination, peer: event.destinationPeer)]
             line.middle = [(layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil)]
             line.components = components(of: event)
         }
@@ -119,6 +119,13 @@ struct LiveView {
 
     /// Bytes as text, `.` for what does not print (as `tcpdump -X` shows
     /// them beside the hex).
+    /// A port's name, with where it is over tcp: "name@tcp://host:port"
+    /// (its process's instance is in the recording and `--json`).
+    static func named(_ name: String, peer: String?) -> String {
+        guard let peer, let endpoint = peer.split(separator: " ").first else { return name }
+        return endpoint == "connecting" ? name + "@(connecting only)" : name + "@" + endpoint
+    }
+
     static func printable(_ bytes: [UInt8]) -> String {
         String(bytes.map { $0 >= 0x20 && $0 < 0x7F ? Character(UnicodeScalar($0)) : "." })
     }

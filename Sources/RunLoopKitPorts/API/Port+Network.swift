@@ -52,3 +52,14 @@ extension Port {
         return resolve(address)
     }
 }
+
+extension Port {
+    /// What this process's tcp endpoints dropped instead of handing to a
+    /// port, per reason (S-NET-1, S-PORT-7): messages meant for another
+    /// process instance (`wrongInstance`: for a process that listened at
+    /// the address before), for a port id this process has no tcp port
+    /// with, or with no destination (`noSuchPort`), and malformed ones
+    /// (their reasons, as a port counts them). Logged as a port's drops
+    /// are, under the name "tcp endpoint". Any thread.
+    public static var tcpEndpointDropCounts: PortDropCounts { NetworkHub.shared.drops.counts }
+}

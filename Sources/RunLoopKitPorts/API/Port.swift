@@ -221,6 +221,14 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         state.withLock { $0.registeredNames.first ?? $0.lookedUpName } ?? "\(address.pid)/\(address.portID)"
     }
 
+    /// For a send right to a tcp port of another process, its peer as the
+    /// tap names it: the endpoint (or that it only connects) and the
+    /// instance; nil otherwise.
+    var tapRemotePeer: String? {
+        guard let endpoint = address.tcpEndpoint, !address.isInThisProcess else { return nil }
+        return "\(endpoint.listener ?? "connecting only") instance \(endpoint.instance)"
+    }
+
     /// Two ports are equal when they name the same port: a send right equals the port it sends to.
     public static func == (lhs: Port, rhs: Port) -> Bool { lhs.address == rhs.address }
     /// Hashes the port's address, consistently with `==`.

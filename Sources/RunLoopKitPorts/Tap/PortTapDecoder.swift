@@ -14,6 +14,7 @@ public struct PortTapDecoder: Sendable {
         var ports: [UInt32: String] = [:]
         var threads: [UInt32: String] = [:]
         var reasons: [UInt32: String] = [:]
+        var peers: [UInt32: String] = [:]
         var process: String?
     }
 
@@ -51,7 +52,7 @@ public struct PortTapDecoder: Sendable {
         guard header.count >= TapWireFormat.headerBytes else { throw .shortHeader(header.count) }
         guard Self.read(UInt32.self, header, TapWireFormat.Offset.magic) == TapWireFormat.magic else { throw .badMagic }
         let version = Self.read(UInt16.self, header, TapWireFormat.Offset.version)
-        guard version == TapWireFormat.version else { throw .unsupportedVersion(version) }
+        guard version >= TapWireFormat.oldestReadVersion && version <= TapWireFormat.version else { throw .unsupportedVersion(version) }
         let headerSize = Int(Self.read(UInt16.self, header, TapWireFormat.Offset.headerSize))
         guard headerSize >= TapWireFormat.headerBytes, headerSize <= header.count else { throw .badHeaderSize(headerSize) }
         // Larger records (a later minor revision) are read by their first 80 bytes.
@@ -65,7 +66,7 @@ public struct PortTapDecoder: Sendable {
         let key = ProcessKey(pid: pid, started: started)
         var table = names[key] ?? Names()
         let nameCount = Int(Self.read(UInt32.self, header, TapWireFormat.Offset.nameCount))
-        try Self.readNames(UnsafeRawBufferPointer(rebasing: header[headerSize...]), count: nameCount, into: &table)
+        try Self.readNames(UnsafeRawBufferPointer(rebasing: header[headerSize...]), count: nameCount, version: version, into: &table)
 
         var events: [PortTapEvent] = []
         events.reserveCapacity(recordCount)
@@ -81,7 +82,9 @@ public struct PortTapDecoder: Sendable {
             dropped: Self.read(UInt64.self, header, TapWireFormat.Offset.dropped), events: events)
     }
 
-    private static func readNames(_ bytes: UnsafeRawBufferPointer, count: Int, into table: inout Names) throws(PortTapFormatError) {
+    private static func readNames(
+        _ bytes: UnsafeRawBufferPointer, count: Int, version: UInt16, into table: inout Names
+    ) throws(PortTapFormatError) {
         var offset = 0
         for _ in 0..<count {
             guard bytes.count - offset >= TapWireFormat.nameEntryBytes else { throw .badName(offset: offset) }
@@ -96,7 +99,8 @@ public struct PortTapDecoder: Sendable {
             case .thread: table.threads[id] = name
             case .reason: table.reasons[id] = name
             case .process: table.process = name
-            case nil: throw .badName(offset: offset)
+            case .remotePeer where version >= 2: table.peers[id] = name
+            case .remotePeer, nil: throw .badName(offset: offset)
             }
             offset = start + length
         }
@@ -127,7 +131,8 @@ public struct PortTapDecoder: Sendable {
             portCount: Int(read(UInt16.self, record, 54)), dataBytes: Int(clamping: read(UInt64.self, record, 40)),
             head: Array(record[64..<64 + headLength]), trace: trace == 0 ? nil : trace,
             reason: reason == 0 ? nil : names.reasons[reason] ?? "reason \(reason)",
-            inPlace: flags & UInt8(RLKTapFlags.inPlace) != 0)
+            inPlace: flags & UInt8(RLKTapFlags.inPlace) != 0,
+            destinationPeer: names.peers[destination], sourcePeer: source == 0 ? nil : names.peers[source])
     }
 
     /// A loop record (docs/tap-format.md, "Loop records"): the mode in

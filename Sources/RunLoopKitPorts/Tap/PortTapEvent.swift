@@ -99,6 +99,11 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// Set by a reader whose reorder window this event missed: it is shown
     /// after events later than it.
     public var late: Bool?
+    /// For a port reached over tcp, its remote peer: the endpoint (or
+    /// "connecting only") and the process's instance (tap format 2).
+    public var destinationPeer: String?
+    /// The reply port's remote peer, as `destinationPeer`.
+    public var sourcePeer: String?
 
     /// An event with every field given; `PortTapDecoder` makes these.
     public init(
@@ -106,8 +111,11 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         monotonicTime: Int64, time: Int64, tid: Int32, thread: String,
         destination: String, source: String? = nil, msgid: UInt32,
         componentCount: Int = 0, portCount: Int = 0, dataBytes: Int = 0, head: [UInt8] = [],
-        trace: UInt64? = nil, reason: String? = nil, inPlace: Bool = false
+        trace: UInt64? = nil, reason: String? = nil, inPlace: Bool = false,
+        destinationPeer: String? = nil, sourcePeer: String? = nil
     ) {
+        self.destinationPeer = destinationPeer
+        self.sourcePeer = sourcePeer
         self.kind = kind
         self.seq = seq
         self.pid = pid
@@ -151,6 +159,8 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         case duration = "duration_ns"
         case mode, callout, origin
         case passNumber = "pass"
+        case destinationPeer = "destination_peer"
+        case sourcePeer = "source_peer"
     }
 
     /// Reads a record; one of another version, or not a record, throws.
@@ -196,6 +206,8 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         callout = try container.decodeIfPresent(String.self, forKey: .callout)
         origin = try container.decodeIfPresent(String.self, forKey: .origin)
         passNumber = try container.decodeIfPresent(UInt64.self, forKey: .passNumber)
+        destinationPeer = try container.decodeIfPresent(String.self, forKey: .destinationPeer)
+        sourcePeer = try container.decodeIfPresent(String.self, forKey: .sourcePeer)
     }
 
     /// Writes the record: the trace id as hexadecimal text (ids pass 2^53,
@@ -229,6 +241,8 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         try container.encodeIfPresent(callout, forKey: .callout)
         try container.encodeIfPresent(origin, forKey: .origin)
         try container.encodeIfPresent(passNumber, forKey: .passNumber)
+        try container.encodeIfPresent(destinationPeer, forKey: .destinationPeer)
+        try container.encodeIfPresent(sourcePeer, forKey: .sourcePeer)
     }
 
     /// Bytes as lower-case hexadecimal, two digits each.

@@ -23,6 +23,9 @@ final class TapNames: @unchecked Sendable {
         case thread = 2
         case reason = 3
         case process = 4
+        /// The remote peer of a port reached over tcp (tap format 2): its
+        /// endpoint and its process's instance.
+        case remotePeer = 5
     }
 
     private struct State {
@@ -61,6 +64,7 @@ final class TapNames: @unchecked Sendable {
     private func announce(_ port: Port) -> UInt32 {
         let generation = port.tapNameGeneration.load(ordering: .acquiring)
         let label = port.tapLabel
+        let peer = port.tapRemotePeer
         return state.withLock { state in
             var id = UInt32(truncatingIfNeeded: port.tapIdentity.load(ordering: .acquiring))
             if id == 0 {
@@ -68,6 +72,7 @@ final class TapNames: @unchecked Sendable {
                 state.nextPortID &+= 1
             }
             Self.append(.port, id: id, name: label, to: &state)
+            if let peer { Self.append(.remotePeer, id: id, name: peer, to: &state) }
             // Stored once the name is in the table, so that no record can
             // name the id before it.
             port.tapIdentity.store(UInt64(generation) << 32 | UInt64(id), ordering: .releasing)

@@ -9,7 +9,10 @@ internal import CLinuxSupport
 enum TapWireFormat {
     /// "RLKT", read as a little-endian UInt32.
     static let magic: UInt32 = 0x544B_4C52
-    static let version: UInt16 = 1
+    /// Version 2 adds names of kind 5 (a tcp port's remote peer); a reader
+    /// reads both.
+    static let version: UInt16 = 2
+    static let oldestReadVersion: UInt16 = 1
     static let headerBytes = 64
     static let recordBytes = Int(RLK_TAP_RECORD_SIZE)
     static let headBytes = Int(RLK_TAP_HEAD_CAPACITY)

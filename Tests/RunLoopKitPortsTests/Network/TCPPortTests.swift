@@ -160,6 +160,45 @@ struct TCPPortTests {
         #expect(inbox.messages.allSatisfy { $0.msgid == 1 }, "\(inbox.messages.map(\.msgid))")
     }
 
+    @Test("S-NET-1, S-PORT-7: an authorized peer's messages for another instance, for no such port, and malformed ones are dropped and counted by the endpoint, and its good message after them arrives")
+    func endpointDropsWhatItCannotRoute() throws {
+        let inbox = try IPCInbox("tcp-drops", transport: Self.loopback)
+        defer { inbox.close() }
+        let endpoint = try #require(inbox.port.address.tcpEndpoint)
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let dealer = try context.makeSocket(.dealer)
+        defer { dealer.close() }
+        let me = ProcessInstance(high: 7, low: 8)
+        try dealer.setRoutingID(Data(WireFormat.instanceBytes(me)))
+        // This process's own key: always authorized.
+        try dealer.setCurveClient(try NetworkKeys.keyPair(), serverKey: try #require(endpoint.serverKey))
+        try dealer.connect(try #require(endpoint.listener))
+        func message(to destination: WireFormat.Destination, msgid: UInt32) -> [UInt8] {
+            var frame = [UInt8](repeating: 0, count: 128)
+            let size = frame.withUnsafeMutableBytes { buffer in
+                WireFormat.writePacked(into: buffer, msgid: msgid, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
+                                       replyDescriptor: nil, traceID: nil, destination: destination)
+            }
+            return Array(frame[..<size])
+        }
+        let before = Port.tcpEndpointDropCounts
+        let frames: [[UInt8]] = [
+            WireFormat.encodeControl(.hello(from: me, expecting: .current)),
+            message(to: .init(instance: ProcessInstance(high: 1, low: 1), portID: inbox.port.address.portID), msgid: 1),
+            message(to: .init(instance: .current, portID: 999_999), msgid: 2),
+            Array("not a message at all".utf8),
+            message(to: .init(instance: .current, portID: inbox.port.address.portID), msgid: 3),
+        ]
+        for frame in frames { _ = try frame.withUnsafeBytes { try dealer.send($0) } }
+        #expect(inbox.wait(forCount: 1, timeout: 30))
+        #expect(inbox.messages.map(\.msgid) == [3])
+        let after = Port.tcpEndpointDropCounts
+        #expect(after[.wrongInstance] == before[.wrongInstance] + 1)
+        #expect(after[.noSuchPort] == before[.noSuchPort] + 1)
+        #expect(after[.badMagic] == before[.badMagic] + 1)
+    }
+
     @Test("S-NET-3: a peer killed while a request waits on it: the request fails with connectionLost naming the peer's instance and address, within the heartbeat bound, and the send right is invalid")
     func killedPeerFailsWaitingRequests() async throws {
         let peer = try NetworkPeerProcess.serve(child: 1)

@@ -6,6 +6,7 @@
 import Foundation
 import Testing
 import RunLoopKit
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
 
 @Suite("The tap's batch format and its decoder")
@@ -52,13 +53,51 @@ struct PortTapDecoderTests {
         #expect(second.events.map(\.kind) == [.sendFailed] && second.events[0].reason == "timedOut" && second.events[0].thread == "worker")
     }
 
+    @Test("S-TAP-1, S-NET-1: a version-2 batch names a tcp port's remote peer (kind 5): the events to and from that port carry it, and version-1 batches still decode")
+    func remotePeerNames() throws {
+        var decoder = PortTapDecoder()
+        let batch = try decoder.decode(try Self.batches("tap-v2-peer")[0])
+        #expect(batch.events.count == 2)
+        #expect(batch.events[0].destination == "service")
+        #expect(batch.events[0].destinationPeer == "tcp://10.0.0.1:7400 instance 000102")
+        #expect(batch.events[1].source == "reply" && batch.events[1].sourcePeer == nil)
+        var old = PortTapDecoder()
+        #expect(try old.decode(try Self.batches("tap-valid")[0]).events.allSatisfy { $0.destinationPeer == nil })
+    }
+
+    @Test("S-TAP-1, S-NET-1: a send right to a tcp port of another process is announced with its remote peer (a name of kind 5 with the port's id): its endpoint and instance; a port of this process has none")
+    func tcpRightIsAnnouncedWithItsPeer() throws {
+        let instance = ProcessInstance(high: 1, low: 2)
+        let right = Port(sendRightTo: PortAddress(
+            pid: 9, startTime: 1, portID: 4,
+            route: .tcp(TCPTransport.Endpoint(instance: instance, listener: "tcp://10.9.9.9:7400", serverKey: nil))))
+        let local = try Port(transport: .inproc)
+        defer { local.invalidate() }
+        let names = TapNames()
+        let rightID = names.id(of: right)
+        let localID = names.id(of: local)
+        let (bytes, count) = names.encoded(from: 0)
+        var entries: [(kind: UInt8, id: UInt32, name: String)] = []
+        var offset = bytes.startIndex
+        for _ in 0..<count {
+            let length = Int(bytes[offset + 2]) | Int(bytes[offset + 3]) << 8
+            let id = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + 4 + $1]) << (8 * $1) }
+            entries.append((bytes[offset], id, String(decoding: bytes[(offset + 8)..<(offset + 8 + length)], as: UTF8.self)))
+            offset += 8 + length
+        }
+        #expect(entries.contains { $0.kind == 5 && $0.id == rightID && $0.name == "tcp://10.9.9.9:7400 instance \(instance)" })
+        #expect(!entries.contains { $0.kind == 5 && $0.id == localID })
+        #expect(entries.filter { $0.kind == 1 }.count == 2)
+    }
+
     @Test("S-TAP-1: every malformed batch is refused with its own typed error, and a refused batch's names are not kept")
     func malformedBatchesAreRefused() throws {
         let expected: [(String, PortTapFormatError)] = [
             ("tap-frame-count", .frameCount(1)),
             ("tap-short-header", .shortHeader(40)),
             ("tap-bad-magic", .badMagic),
-            ("tap-unsupported-version", .unsupportedVersion(2)),
+            ("tap-unsupported-version", .unsupportedVersion(3)),
+            ("tap-v1-peer", .badName(offset: 0)),
             ("tap-bad-header-size", .badHeaderSize(200)),
             ("tap-bad-record-size", .badRecordSize(40)),
             ("tap-record-count-mismatch", .recordCountMismatch(records: 2, bytes: 80)),
@@ -85,13 +124,15 @@ struct PortTapDecoderTests {
         var event = PortTapEvent(
             kind: .deliver, seq: 12, pid: 7, started: 99, process: "p", monotonicTime: 5, time: 1_700_000_000_000_000_005,
             tid: 8, thread: "dispatch-default", destination: "a/b", source: "c", msgid: 3, componentCount: 2,
-            portCount: 1, dataBytes: 4, head: [0, 1, 0xFE, 0xFF], trace: UInt64.max - 1, reason: nil, inPlace: true)
+            portCount: 1, dataBytes: 4, head: [0, 1, 0xFE, 0xFF], trace: UInt64.max - 1, reason: nil, inPlace: true,
+            destinationPeer: "tcp://10.0.0.1:7400 instance 00ff")
         event.latency = 1_500
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let line = String(decoding: try encoder.encode(event), as: UTF8.self)
         #expect(line.contains(#""trace":"fffffffffffffffe""#) && line.contains(#""head_hex":"0001feff""#) && line.contains(#""destination":"a/b""#))
         #expect(line.contains(#""latency_ns":1500"#) && line.contains(#""version":1"#))
+        #expect(line.contains(#""destination_peer":"tcp://10.0.0.1:7400 instance 00ff""#))
         #expect(try JSONDecoder().decode(PortTapEvent.self, from: Data(line.utf8)) == event)
         let other = line.replacingOccurrences(of: #""version":1"#, with: #""version":2"#)
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(PortTapEvent.self, from: Data(other.utf8)) }
