@@ -19,6 +19,11 @@
 //   rlk-net-peer hold <descriptor in hex>
 //       A request (msgid 4) the peer never answers: prints "WAITING", then
 //       how it ended ("ERROR <case> <text>", exit 1).
+//   rlk-net-peer flood <descriptor in hex>
+//       One request (then prints "CONNECTED"), then sends 64 KiB messages
+//       (msgid 5) with a 200 ms deadline until one
+//       finds no room, prints "FULL <sent>", and returns from main: the
+//       exit then waits for what was accepted at most the exit bound.
 //   rlk-net-peer call <descriptor in hex> <count> [payload] [pause ms]
 //       <count> requests (msgid 1) to that port, each carrying the payload
 //       and "n", a pause apart; prints "REPLY n" for each, then "DONE"; on
@@ -122,6 +127,23 @@ func pass(descriptor: String, other: String) throws {
     say("PASSED")
 }
 
+func flood(descriptor: String) throws {
+    let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
+    _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 10)
+    say("CONNECTED")
+    let block = Data(repeating: 0x42, count: 64 << 10)
+    var sent = 0
+    while true {
+        do {
+            try remote.send(msgid: 5, components: [.data(block)], before: Date() + 0.2)
+            sent += 1
+        } catch .timedOut {
+            break
+        }
+    }
+    say("FULL \(sent)")
+}
+
 func hold(descriptor: String) throws {
     let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
     _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 10)
@@ -139,6 +161,8 @@ do {
         try exchange(descriptor: arguments[2], bind: arguments[3])
     case "pass" where arguments.count >= 4:
         try pass(descriptor: arguments[2], other: arguments[3])
+    case "flood" where arguments.count >= 3:
+        try flood(descriptor: arguments[2])
     case "hold" where arguments.count >= 3:
         try hold(descriptor: arguments[2])
     case "call" where arguments.count >= 4:

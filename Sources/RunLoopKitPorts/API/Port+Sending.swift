@@ -42,8 +42,6 @@ extension Port {
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
-                // U-SEND-CHANNEL (docs/unsafe-sites.md).
-                destination: channel._withUnsafeGuaranteedRef(\.destination),
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
@@ -67,8 +65,6 @@ extension Port {
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
-                // U-SEND-CHANNEL (docs/unsafe-sites.md).
-                destination: channel._withUnsafeGuaranteedRef(\.destination),
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
@@ -96,9 +92,11 @@ extension Port {
         try channel.withGuaranteedReference { (channel) throws(PortError) in
             guard let size = encoder.packedSize else {
                 return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
+                    if channel.isNetwork { return try channel.sendOverNetwork(frames, deadline: deadline) }
                     try channel.send(frames, deadline: deadline, destination: self)
                 }
             }
+            if channel.isNetwork { return try channel.sendOverNetwork(packedSize: size, deadline: deadline, write: write) }
             try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
         }
     }

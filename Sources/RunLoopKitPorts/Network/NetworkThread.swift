@@ -149,12 +149,12 @@ final class NetworkThread: @unchecked Sendable {
             }
             return
         }
-        let header: WireFormat.Header
-        do { header = try WireFormat.readHeader(first) } catch {
+        let destination: WireFormat.Destination?
+        do { destination = try WireFormat.destination(ofHeader: first) } catch {
             hub.drops.record(PortDropReason(error), "tcp: \(error)")
             return hub.drops.emitPending()
         }
-        guard let destination = header.destination else {
+        guard let destination else {
             hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries version 3)")
             return hub.drops.emitPending()
         }

@@ -125,9 +125,12 @@ enum PortRoute: Hashable, Sendable {
     /// The route of a new local port made with `transport`.
     static func local(_ transport: Port.Transport, portID: UInt64, process: ProcessIdentity) throws(PortError) -> PortRoute {
         switch transport {
-        case .inproc: .inproc
-        case .ipc: .ipc(try IPCTransport.newEndpoint(portID: portID, process: process))
-        case let .tcp(configuration): .tcp(try TCPTransport.newEndpoint(configuration))
+        case .inproc:
+            return .inproc
+        case .ipc:
+            return .ipc(try IPCTransport.newEndpoint(portID: portID, process: process))
+        case let .tcp(configuration):
+            return .tcp(try TCPTransport.newEndpoint(configuration))
         }
     }
 

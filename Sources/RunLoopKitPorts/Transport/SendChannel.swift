@@ -23,6 +23,9 @@ final class SendChannel: @unchecked Sendable {
     let destination: WireFormat.Destination?
     /// The destination's tcp endpoint; nil on inproc and ipc.
     private let network: TCPTransport.Endpoint?
+    /// `network != nil`, as one byte: what every send tests first
+    /// (`Port.send`, which then takes `sendOverNetwork`).
+    let isNetwork: Bool
     // Internal (not private) only so that a test can see whether it is held
     // when invalidation handlers run (they must run with it released).
     let lock = Lock()
@@ -86,6 +89,7 @@ final class SendChannel: @unchecked Sendable {
             network = nil
             destination = nil
         }
+        isNetwork = network != nil
         framePool = FramePool(
             bufferBytes: Self.pooledFrameBytes, maxBuffers: Self.pooledFrames,
             smallestFrameBytes: route.flushesAtExit ? 1 : FramePool.inlineFrameBytes + 1)
@@ -145,11 +149,6 @@ final class SendChannel: @unchecked Sendable {
     func send(
         packedSize: Int, deadline: SendDeadline, destination: Port, write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
-        if network != nil {
-            return try withConnection(deadline: deadline) { (connection) throws(PortError) in
-                try connection.send(packedSize: packedSize, deadline: deadline, port: address.description, write: write)
-            }
-        }
         try withSocket(deadline: deadline) { (socket) throws(PortError) in
             var waitUntil: UInt64?  // read the first time there is no room
             do {
@@ -165,11 +164,6 @@ final class SendChannel: @unchecked Sendable {
 
     /// Sends a large message as its frames (`MessageEncoder.withMultipartFrames`).
     func send(_ frames: OutgoingFrames, deadline: SendDeadline, destination: Port) throws(PortError) {
-        if network != nil {
-            return try withConnection(deadline: deadline) { (connection) throws(PortError) in
-                try connection.send(frames, deadline: deadline, port: address.description)
-            }
-        }
         try withSocket(deadline: deadline) { (socket) throws(PortError) in
             var waitUntil: UInt64?
             try sendMultipart(frames, on: socket, until: &waitUntil, deadline: deadline, destination: destination)
@@ -193,6 +187,40 @@ final class SendChannel: @unchecked Sendable {
         // `closeForExit`, which takes the lock, lets it go), so a send
         // needs no retain and release of it.
         try connectedSocket().withGuaranteedReference(body)
+    }
+
+    /// A packed message over tcp: written as version 2 after room for the
+    /// extension area, then made version 3 naming the destination
+    /// (`WireFormat.extendPacked`), so that inproc and ipc sends pay
+    /// nothing for tcp.
+    @inline(never)
+    func sendOverNetwork(
+        packedSize: Int, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        let destination = destination!
+        let gap = WireFormat.destinationExtensionSize
+        try withConnection(deadline: deadline) { (connection) throws(PortError) in
+            try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address.description) { buffer in
+                write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
+                WireFormat.extendPacked(buffer, destination: destination)
+            }
+        }
+    }
+
+    /// A large message over tcp: its header frame made version 3.
+    @inline(never)
+    func sendOverNetwork(_ frames: OutgoingFrames, deadline: SendDeadline) throws(PortError) {
+        let header = WireFormat.extendedMultipartHeader(frames.header, destination: destination!)
+        // withUnsafeBytes rethrows untyped errors: the typed one travels in a Result.
+        let outcome: Result<Void, PortError> = header.withUnsafeBytes { bytes in
+            let extended = OutgoingFrames(header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor)
+            return Result { () throws(PortError) in
+                try withConnection(deadline: deadline) { (connection) throws(PortError) in
+                    try connection.send(extended, deadline: deadline, port: address.description)
+                }
+            }
+        }
+        try outcome.get()
     }
 
     /// Runs `body` with the tcp connection to the destination's process,

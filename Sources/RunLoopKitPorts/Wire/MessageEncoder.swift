@@ -4,8 +4,7 @@
 /// wire format's limits and sizes it, once; then writes it, packed into one
 /// frame (version 2) when it fits in `WireFormat.packLimit`, else as a header
 /// frame followed by a frame per component and the reply port's descriptor
-/// (version 1); a tcp message, which names its destination, in version 3
-/// (either form, with the destination in its extension area).
+/// (version 1).
 ///
 /// Whether each port can travel to the destination is a port rule, not a
 /// wire rule: the caller's `check` says, called for each port on the one
@@ -22,8 +21,6 @@ struct MessageEncoder {
     let msgid: UInt32
     /// Present when the sender's tap is on.
     let traceID: UInt64?
-    /// A tcp message's destination (version 3); nil for inproc and ipc.
-    let destination: WireFormat.Destination?
     let replyDescriptor: [UInt8]?
     /// The packed frame's size; nil for a message over `WireFormat.packLimit`,
     /// which goes as a frame per component instead of being copied into one.
@@ -33,7 +30,6 @@ struct MessageEncoder {
     /// over a limit, and what `check` throws for a port.
     init(
         msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
-        destination: WireFormat.Destination? = nil,
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         guard components.count <= WireFormat.maxComponents else {
@@ -41,7 +37,7 @@ struct MessageEncoder {
         }
         // Every frame counts towards the limit, the header and descriptors
         // too, as the receiver counts them (docs/wire-format.md, "Limits").
-        var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil, destination: destination)
+        var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         // By index, each component read in place: a `for component in
         // components` would copy each one out, retaining and releasing its
         // Data or Port.
@@ -59,29 +55,28 @@ struct MessageEncoder {
             }
         }
         try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
-                      replyPort: replyPort, traceID: traceID, destination: destination, checkingPorts: check)
+                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
     }
 
     /// A message of one data component, `dataCount` bytes given as they
     /// are (`Port.send(msgid:bytes:replyPort:before:)`).
     init(
         msgid: UInt32, dataCount: Int, replyPort: Port?, traceID: UInt64?,
-        destination: WireFormat.Destination? = nil,
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         guard dataCount <= WireFormat.maxFrameBytes else {
             throw .messageTooLarge("a data component of \(dataCount) bytes, over the limit of \(WireFormat.maxFrameBytes)")
         }
-        let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil, destination: destination) + dataCount
+        let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
         try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
-                      replyPort: replyPort, traceID: traceID, destination: destination, checkingPorts: check)
+                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
     }
 
     /// What both ways in share: the reply port checked and counted, the
     /// limit on the whole, the packed size.
     private init(
         msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
-        destination: WireFormat.Destination?, checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         var totalBytes = bytesBeforeReplyPort
         // Switched on, not bound with `if let`: a binding copies the Port
@@ -101,7 +96,6 @@ struct MessageEncoder {
         let packedSize = WireFormat.packedSize(frameBytes: totalBytes, records: records + (replyDescriptor == nil ? 0 : 1))
         self.msgid = msgid
         self.traceID = traceID
-        self.destination = destination
         self.replyDescriptor = replyDescriptor
         self.packedSize = packedSize <= WireFormat.packLimit ? packedSize : nil
     }
@@ -110,15 +104,13 @@ struct MessageEncoder {
     /// `components` are the ones the encoder was made with.
     func writePacked(_ components: [PortMessage.Component], into buffer: UnsafeMutableRawBufferPointer) {
         _ = WireFormat.writePacked(
-            into: buffer, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID,
-            destination: destination)
+            into: buffer, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID)
     }
 
     /// Writes the packed frame of a message of one data component, `bytes`
     /// (the encoder made with `dataCount: bytes.count`).
     func writePacked(bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) {
-        _ = WireFormat.writePacked(
-            into: buffer, msgid: msgid, bytes: bytes, replyDescriptor: replyDescriptor, traceID: traceID, destination: destination)
+        _ = WireFormat.writePacked(into: buffer, msgid: msgid, bytes: bytes, replyDescriptor: replyDescriptor, traceID: traceID)
     }
 
     /// Calls `send` with the frames of a message over the pack limit: its
@@ -127,10 +119,10 @@ struct MessageEncoder {
     func withMultipartFrames<R>(
         _ components: [PortMessage.Component], _ send: (OutgoingFrames) throws(PortError) -> R
     ) throws(PortError) -> R {
-        let size = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil, destination: destination)
+        let size = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
         return try withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { (buffer) throws(PortError) -> R in
             let written = WireFormat.writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
-                                                 components: components, traceID: traceID, destination: destination)
+                                                 components: components, traceID: traceID)
             return try send(OutgoingFrames(
                 header: UnsafeRawBufferPointer(rebasing: buffer[..<written]), components: components,
                 replyDescriptor: replyDescriptor))

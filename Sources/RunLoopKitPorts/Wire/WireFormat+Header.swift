@@ -10,21 +10,19 @@ extension WireFormat {
         let portID: UInt64
     }
 
-    /// The header's size for `componentCount` components; with a
-    /// destination, version 3's extension area holding it.
-    static func headerSize(componentCount: Int, traced: Bool, destination: Destination? = nil) -> Int {
+    /// The header's size for `componentCount` components.
+    static func headerSize(componentCount: Int, traced: Bool) -> Int {
         headerFixedSize + componentCount + (traced ? traceIDSize : 0)
-            + (destination == nil ? 0 : extensionLengthSize + extensionFieldHeaderSize + destinationFieldSize)
     }
 
     /// Writes the header into `buffer` (at least `headerSize` bytes);
     /// returns the size used.
     static func writeHeader(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
-        components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false, destination: Destination? = nil
+        components: [PortMessage.Component], traceID: UInt64? = nil, packed: Bool = false
     ) -> Int {
         let size = writeHeader(into: buffer, msgid: msgid, hasReplyPort: hasReplyPort, dataComponents: components.count,
-                               traceID: traceID, packed: packed, destination: destination)
+                               traceID: traceID, packed: packed)
         for index in components.indices where components[index].isPort {
             buffer[headerFixedSize + index] = kindPort
         }
@@ -32,43 +30,76 @@ extension WireFormat {
     }
 
     /// Writes the header of a message of `dataComponents` components, all
-    /// data; returns the size used. With a destination it is version 3,
-    /// whose extension area holds it.
+    /// data; returns the size used.
     static func writeHeader(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, hasReplyPort: Bool,
-        dataComponents count: Int, traceID: UInt64?, packed: Bool, destination: Destination? = nil
+        dataComponents count: Int, traceID: UInt64?, packed: Bool
     ) -> Int {
         buffer[0] = headerMagic.0
         buffer[1] = headerMagic.1
         buffer[2] = headerMagic.2
         buffer[3] = headerMagic.3
-        buffer[4] = destination != nil ? extendedVersion : packed ? packedVersion : version
+        buffer[4] = packed ? packedVersion : version
         buffer[5] = (hasReplyPort ? flagHasReplyPort : 0) | (traceID == nil ? 0 : flagHasTraceID)
-            | (destination != nil && !packed ? flagMultipart : 0)
         buffer.storeBytes(of: UInt16(count).littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: msgid.littleEndian, toByteOffset: 8, as: UInt32.self)
         for index in 0..<count { buffer[headerFixedSize + index] = kindData }
-        var offset = headerFixedSize + count
-        if let traceID {
-            buffer.storeBytes(of: traceID.littleEndian, toByteOffset: offset, as: UInt64.self)
-            offset += traceIDSize
+        guard let traceID else { return headerFixedSize + count }
+        buffer.storeBytes(of: traceID.littleEndian, toByteOffset: headerFixedSize + count, as: UInt64.self)
+        return headerFixedSize + count + traceIDSize
+    }
+
+    // MARK: - Version 3 (tcp)
+
+    /// The extension area a tcp message carries: its length, one field
+    /// header and the destination.
+    static let destinationExtensionSize = extensionLengthSize + extensionFieldHeaderSize + destinationFieldSize
+
+    /// The size of the header (without extension) that `bytes`, a version-1
+    /// or -2 header frame written by this side, starts with.
+    private static func writtenHeaderSize(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
+        return headerSize(componentCount: count, traced: bytes[5] & flagHasTraceID != 0)
+    }
+
+    /// Makes the packed (version-2) frame written at
+    /// `buffer[destinationExtensionSize...]` a version-3 one in `buffer`:
+    /// its header moves to the start, marked version 3, and the extension
+    /// area with `destination` fills the gap before the records, which stay
+    /// where they were written. How a tcp send writes its frame, so that
+    /// inproc and ipc sends pay nothing for tcp.
+    static func extendPacked(_ buffer: UnsafeMutableRawBufferPointer, destination: Destination) {
+        let written = UnsafeRawBufferPointer(rebasing: buffer[destinationExtensionSize...])
+        let size = writtenHeaderSize(written)
+        buffer.baseAddress!.copyMemory(from: written.baseAddress!, byteCount: size)
+        buffer[4] = extendedVersion
+        writeExtension(destination, into: buffer, at: size)
+    }
+
+    /// A multipart (version-1) header frame as version 3: the same header,
+    /// marked version 3 and multipart, then the extension area.
+    static func extendedMultipartHeader(_ header: UnsafeRawBufferPointer, destination: Destination) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: header.count + destinationExtensionSize)
+        bytes.withUnsafeMutableBytes { buffer in
+            buffer.baseAddress!.copyMemory(from: header.baseAddress!, byteCount: header.count)
+            buffer[4] = extendedVersion
+            buffer[5] |= flagMultipart
+            writeExtension(destination, into: buffer, at: header.count)
         }
-        guard let destination else { return offset }
-        return writeExtension(destination, into: buffer, at: offset)
+        return bytes
     }
 
     /// Version 3's extension area holding one field, the destination.
-    private static func writeExtension(_ destination: Destination, into buffer: UnsafeMutableRawBufferPointer, at start: Int) -> Int {
+    private static func writeExtension(_ destination: Destination, into buffer: UnsafeMutableRawBufferPointer, at start: Int) {
         let fieldBytes = extensionFieldHeaderSize + destinationFieldSize
         buffer.storeBytes(of: UInt32(fieldBytes).littleEndian, toByteOffset: start, as: UInt32.self)
-        var offset = start + extensionLengthSize
+        let offset = start + extensionLengthSize
         buffer.storeBytes(of: fieldDestination.littleEndian, toByteOffset: offset, as: UInt16.self)
         buffer.storeBytes(of: UInt16(destinationFieldSize).littleEndian, toByteOffset: offset + 2, as: UInt16.self)
-        offset += extensionFieldHeaderSize
-        buffer.storeBytes(of: destination.instance.high.littleEndian, toByteOffset: offset, as: UInt64.self)
-        buffer.storeBytes(of: destination.instance.low.littleEndian, toByteOffset: offset + 8, as: UInt64.self)
-        buffer.storeBytes(of: destination.portID.littleEndian, toByteOffset: offset + 16, as: UInt64.self)
-        return offset + destinationFieldSize
+        let field = offset + extensionFieldHeaderSize
+        buffer.storeBytes(of: destination.instance.high.littleEndian, toByteOffset: field, as: UInt64.self)
+        buffer.storeBytes(of: destination.instance.low.littleEndian, toByteOffset: field + 8, as: UInt64.self)
+        buffer.storeBytes(of: destination.portID.littleEndian, toByteOffset: field + 16, as: UInt64.self)
     }
 
     struct Header {
@@ -84,8 +115,6 @@ extension WireFormat {
         let hasPortComponent: Bool
         /// Present when the sender's tap was on.
         let traceID: UInt64?
-        /// Version 3's destination field, if it had one.
-        var destination: Destination? = nil
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
         /// Components, then the reply port's descriptor if there is one.
         var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
@@ -115,26 +144,47 @@ extension WireFormat {
             throw .badMagic
         }
         let versionByte = bytes[4]
-        guard versionByte >= version && versionByte <= extendedVersion else { throw .unsupportedVersion(versionByte) }
+        guard versionByte == version || versionByte == packedVersion else {
+            // Version 3 (tcp) apart, so that inproc and ipc pay nothing for it.
+            if versionByte == extendedVersion { return try readExtendedHeader(bytes) }
+            throw .unsupportedVersion(versionByte)
+        }
+        let isPacked = versionByte == packedVersion
         let flags = bytes[5]
-        let isExtended = versionByte == extendedVersion
-        guard flags & ~(isExtended ? knownFlags | flagMultipart : knownFlags) == 0 else { throw .unknownFlags(flags) }
-        let isPacked = isExtended ? flags & flagMultipart == 0 : versionByte == packedVersion
+        guard flags & ~knownFlags == 0 else { throw .unknownFlags(flags) }
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         guard count <= maxComponents else { throw .tooManyComponents(count) }
         let traced = flags & flagHasTraceID != 0
-        var size = headerSize(componentCount: count, traced: traced)
-        var destination: Destination?
-        if isExtended {
-            guard bytes.count >= size + extensionLengthSize else {
-                throw .shortFrame("header: \(bytes.count) bytes, no room for the extension area's length")
-            }
-            (size, destination) = try readExtension(bytes, at: size)
-        }
+        let size = headerSize(componentCount: count, traced: traced)
         // A packed frame goes on with its records; a multipart header ends here.
         guard isPacked ? bytes.count >= size : bytes.count == size else {
-            throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")\(isExtended ? " and its extension area" : "")")
+            throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
         }
+        return try header(bytes, flags: flags, count: count, isPacked: isPacked, size: size)
+    }
+
+    /// Version 3: its flags may say multipart, and an extension area
+    /// follows the fixed fields.
+    @inline(never)
+    private static func readExtendedHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
+        let flags = bytes[5]
+        guard flags & ~(knownFlags | flagMultipart) == 0 else { throw .unknownFlags(flags) }
+        let isPacked = flags & flagMultipart == 0
+        let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
+        guard count <= maxComponents else { throw .tooManyComponents(count) }
+        let size = try readExtension(bytes, at: headerSize(componentCount: count, traced: flags & flagHasTraceID != 0)).end
+        guard isPacked ? bytes.count >= size : bytes.count == size else {
+            throw .shortFrame("header: \(bytes.count) bytes for \(count) components and an extension area")
+        }
+        return try header(bytes, flags: flags, count: count, isPacked: isPacked, size: size)
+    }
+
+    /// The header whose fixed fields were checked: its kinds read (each
+    /// one checked), its msgid and trace id.
+    @inline(__always)
+    private static func header(
+        _ bytes: UnsafeRawBufferPointer, flags: UInt8, count: Int, isPacked: Bool, size: Int
+    ) throws(DecodeError) -> Header {
         let msgid = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         var hasPortComponent = false
         for index in 0..<count {
@@ -142,11 +192,20 @@ extension WireFormat {
             guard kind == kindData || kind == kindPort else { throw .unknownComponentKind(kind) }
             hasPortComponent = hasPortComponent || kind == kindPort
         }
-        let traceID = traced
+        let traceID = flags & flagHasTraceID != 0
             ? UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: headerFixedSize + count, as: UInt64.self)) : nil
         return Header(msgid: msgid, hasReplyPort: flags & flagHasReplyPort != 0, componentCount: count,
-                      isPacked: isPacked, size: size, hasPortComponent: hasPortComponent, traceID: traceID,
-                      destination: destination)
+                      isPacked: isPacked, size: size, hasPortComponent: hasPortComponent, traceID: traceID)
+    }
+
+    /// The destination field of a message's header frame (version 3), or
+    /// nil for an earlier version or none; throws what `readHeader` throws.
+    /// What the network thread routes by (kept out of `Header`, which every
+    /// delivery copies).
+    static func destination(ofHeader bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Destination? {
+        let header = try readHeader(bytes)
+        guard bytes[4] == extendedVersion else { return nil }
+        return try readExtension(bytes, at: headerSize(componentCount: header.componentCount, traced: header.traceID != nil)).destination
     }
 
     /// Reads version 3's extension area at `start` (its length is there):
@@ -158,6 +217,9 @@ extension WireFormat {
     private static func readExtension(
         _ bytes: UnsafeRawBufferPointer, at start: Int
     ) throws(DecodeError) -> (end: Int, destination: Destination?) {
+        guard bytes.count >= start + extensionLengthSize else {
+            throw .shortFrame("header: \(bytes.count) bytes, no room for the extension area's length")
+        }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
         guard length <= maxExtensionBytes else { throw .badExtension("\(length) bytes, over the limit of \(maxExtensionBytes)") }
         let areaStart = start + extensionLengthSize

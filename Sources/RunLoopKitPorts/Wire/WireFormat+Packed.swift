@@ -7,16 +7,15 @@ extension WireFormat {
     static func packedSize(frameBytes: Int, records: Int) -> Int { frameBytes + records * recordLengthSize }
 
     /// Writes a whole message in the packed form into `buffer` (at least
-    /// `packedSize` bytes): the header with version 2 (3 with a
-    /// destination), then each component
+    /// `packedSize` bytes): the header with version 2, then each component
     /// and the reply port's descriptor as a length and its bytes. Returns
     /// the size used. A port component's record is its port's descriptor.
     static func writePacked(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, components: [PortMessage.Component],
-        replyDescriptor: [UInt8]?, traceID: UInt64?, destination: Destination? = nil
+        replyDescriptor: [UInt8]?, traceID: UInt64?
     ) -> Int {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
-                                 components: components, traceID: traceID, packed: true, destination: destination)
+                                 components: components, traceID: traceID, packed: true)
         // Each record writes at the offset the previous one returns: no
         // variable captured by a closure, which would take a dynamic
         // exclusivity check per record. By index, each component read in
@@ -38,10 +37,10 @@ extension WireFormat {
     /// (what `writePacked` writes for `[.data(bytes)]`); returns the size used.
     static func writePacked(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, bytes: UnsafeRawBufferPointer,
-        replyDescriptor: [UInt8]?, traceID: UInt64?, destination: Destination? = nil
+        replyDescriptor: [UInt8]?, traceID: UInt64?
     ) -> Int {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil, dataComponents: 1,
-                                 traceID: traceID, packed: true, destination: destination)
+                                 traceID: traceID, packed: true)
         offset = writeRecord(bytes, into: buffer, at: offset)
         if let replyDescriptor {
             let at = offset

@@ -142,14 +142,10 @@ struct TCPPortTests {
         try dealer.setRoutingID(Data(WireFormat.instanceBytes(ProcessInstance(high: 1, low: 2))))
         try dealer.connect(endpoint)
         let destination = WireFormat.Destination(instance: .current, portID: inbox.port.address.portID)
-        var frame = [UInt8](repeating: 0, count: 256)
-        let size = frame.withUnsafeMutableBytes { buffer in
-            WireFormat.writePacked(into: buffer, msgid: 5, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
-                                   replyDescriptor: nil, traceID: nil, destination: destination)
-        }
+        let frame = RawWire.tcpMessage(to: destination, msgid: 5)
         let hello = WireFormat.encodeControl(.hello(from: ProcessInstance(high: 1, low: 2), expecting: .current))
         _ = try hello.withUnsafeBytes { try dealer.send($0, dontWait: true) }
-        _ = try frame[..<size].withUnsafeBytes { try dealer.send($0, dontWait: true) }
+        _ = try frame.withUnsafeBytes { try dealer.send($0, dontWait: true) }
         // A listed peer's message through the same endpoint arrives; the plain one never does.
         let friend = try NetworkPeerProcess.call(child: 3, inbox.port.descriptor, count: 1)
         #expect(friend.program.waitForExit(timeout: 60) == 0, "\(friend.program.output)")
@@ -175,12 +171,7 @@ struct TCPPortTests {
         try dealer.setCurveClient(try NetworkKeys.keyPair(), serverKey: try #require(endpoint.serverKey))
         try dealer.connect(try #require(endpoint.listener))
         func message(to destination: WireFormat.Destination, msgid: UInt32) -> [UInt8] {
-            var frame = [UInt8](repeating: 0, count: 128)
-            let size = frame.withUnsafeMutableBytes { buffer in
-                WireFormat.writePacked(into: buffer, msgid: msgid, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
-                                       replyDescriptor: nil, traceID: nil, destination: destination)
-            }
-            return Array(frame[..<size])
+            RawWire.tcpMessage(to: destination, msgid: msgid)
         }
         let before = Port.tcpEndpointDropCounts
         let frames: [[UInt8]] = [
@@ -197,6 +188,32 @@ struct TCPPortTests {
         #expect(after[.wrongInstance] == before[.wrongInstance] + 1)
         #expect(after[.noSuchPort] == before[.noSuchPort] + 1)
         #expect(after[.badMagic] == before[.badMagic] + 1)
+    }
+
+    @Test("S-NET-2: a capture of the traffic between two processes shows no plaintext payload with CURVE, and shows it with plain text (the capture's control)", arguments: [false, true])
+    func trafficIsEncrypted(plain: Bool) throws {
+        let peer = try NetworkPeerProcess.serve(child: 1, plain: plain)
+        defer { peer.stop() }
+        let address = try peer.descriptor.withUnsafeBytes { try WireFormat.decodeDescriptor($0) }
+        let endpoint = try #require(address.tcpEndpoint)
+        let listener = try #require(endpoint.listener)
+        let (_, target) = try #require(TCPTransport.hostAndPort(listener))
+        let relay = try TCPRelay(to: target)
+        defer { relay.close() }
+        // The peer's port, as reached through the relay that records the bytes.
+        let throughRelay = WireFormat.encodeDescriptor(PortAddress(
+            pid: address.pid, startTime: address.startTime, portID: address.portID,
+            route: .tcp(TCPTransport.Endpoint(instance: endpoint.instance, listener: "tcp://127.0.0.1:\(relay.port)", serverKey: endpoint.serverKey))))
+        let marker = "PLAINTEXT-MARKER-7f3a"
+        let client = try NetworkPeerProcess.call(child: 2, throughRelay, count: 3, payload: marker)
+        #expect(client.program.waitForExit(timeout: 60) == 0, "\(client.program.output) \(client.program.errorOutput)")
+        #expect(client.lines(starting: "REPLY ").count == 3)
+        let captured = relay.captured()
+        #expect(captured.count > 300, "the relay saw \(captured.count) bytes")
+        let needle = Array(marker.utf8)
+        let seen = captured.count >= needle.count
+            && (0...(captured.count - needle.count)).contains { captured[$0..<($0 + needle.count)].elementsEqual(needle) }
+        #expect(seen == plain, plain ? "plain text: the payload must show (the capture works)" : "CURVE: the payload showed in the capture")
     }
 
     @Test("S-NET-3: a peer killed while a request waits on it: the request fails with connectionLost naming the peer's instance and address, within the heartbeat bound, and the send right is invalid")
@@ -250,6 +267,26 @@ struct TCPPortTests {
         // heartbeat's; the slack is scheduling.
         #expect(elapsed >= NetworkHub.heartbeatTimeoutNanoseconds / 2, "found dead too soon: \(elapsed / 1_000_000) ms")
         #expect(elapsed < bound + 2_000_000_000, "\(elapsed / 1_000_000) ms")
+    }
+
+    @Test("S-NET-3, S-PORT-4: a process whose tcp peer stopped reading (SIGSTOP, its queue full) exits within the exit bound, and logs what it could not write")
+    func exitIsBoundedWhateverThePeerDoes() throws {
+        let peer = try NetworkPeerProcess.serve(child: 2)
+        defer {
+            kill(peer.program.pid, SIGCONT)
+            peer.stop()
+        }
+        let flooder = try NetworkPeerProcess.start(["flood", NetworkPeerProcess.hex(peer.descriptor)], child: 3)
+        #expect(waitUntil(timeout: 60) { flooder.line(starting: "CONNECTED") != nil }, "\(flooder.program.errorOutput)")
+        // The peer stops reading; the flood fills its queues and the kernel's.
+        kill(peer.program.pid, SIGSTOP)
+        #expect(waitUntil(timeout: 120) { flooder.line(starting: "FULL ") != nil }, "\(flooder.program.errorOutput)")
+        let full = MonotonicClock.now()
+        #expect(flooder.program.waitForExit(timeout: 60) == 0)
+        let elapsed = MonotonicClock.now() - full
+        // The exit bound (2 s) and slack for a loaded machine under ThreadSanitizer.
+        #expect(elapsed < ExitBound.defaultNanoseconds + 3_000_000_000, "\(elapsed / 1_000_000) ms")
+        #expect(flooder.program.errorOutput.contains("exit: tcp connections still held unwritten messages"), "\(flooder.program.errorOutput.suffix(400))")
     }
 
     @Test("S-NET-1, S-NET-3: a process restarted at the same address never gets what is sent to the old one's send rights: they fail, and a new right from the new process works")

@@ -21,7 +21,7 @@ struct WireFormatVersion3Tests {
         pid: 4242, startTime: 987654, portID: 3,
         route: .tcp(TCPTransport.Endpoint(instance: owner, listener: "tcp://10.0.0.1:7400", serverKey: serverKey)))
 
-    @Test("S-NET-1, S-NET-5: the version-3 descriptor and packed message are what RunLoopKit writes, byte for byte, and read back to the same port, destination and records")
+    @Test("S-NET-1, S-NET-5: the version-3 descriptor and packed message are what RunLoopKit writes (a packed frame extended as a tcp send extends it), byte for byte, and read back to the same port, destination and records")
     func documentExamples() throws {
         let descriptor = try #require(try WireFormatTests.documentExample(heading: "## Example, a version-3 descriptor").first)
         #expect(WireFormat.encodeDescriptor(Self.exampleAddress) == descriptor)
@@ -31,15 +31,11 @@ struct WireFormatVersion3Tests {
 
         let packed = try #require(try WireFormatTests.documentExample(heading: "## Example, packed version 3 (tcp)").first)
         let target = WireFormat.Destination(instance: Self.destination, portID: 5)
-        var written = [UInt8](repeating: 0, count: packed.count)
-        let size = written.withUnsafeMutableBytes { buffer in
-            WireFormat.writePacked(into: buffer, msgid: 7, components: [.data(Data("hi".utf8))],
-                                   replyDescriptor: descriptor, traceID: nil, destination: target)
-        }
-        #expect(size == packed.count)
+        let written = RawWire.tcpMessage(to: target, msgid: 7, data: Array("hi".utf8), replyDescriptor: descriptor)
         #expect(written == packed)
         let header = try packed.withUnsafeBytes { try WireFormat.readHeader($0) }
-        #expect(header.isPacked && header.msgid == 7 && header.hasReplyPort && header.destination == target)
+        #expect(header.isPacked && header.msgid == 7 && header.hasReplyPort)
+        #expect(try packed.withUnsafeBytes { try WireFormat.destination(ofHeader: $0) } == target)
         #expect(try WireFormatDecodingTests.packedRecords(packed, header: header) == [Array("hi".utf8), descriptor])
     }
 
@@ -60,8 +56,19 @@ struct WireFormatVersion3Tests {
             let outcome = input.withUnsafeBytes { WireFuzzing.run($0) }
             #expect(outcome.decodedMessages == 1 && outcome.refusedMessages == 0, "\(outcome.errors)")
         }
-        let header = try inputs[2][0].withUnsafeBytes { try WireFormat.readHeader($0) }
-        #expect(header.destination == WireFormat.Destination(instance: Self.destination, portID: 5))
+        #expect(try inputs[2][0].withUnsafeBytes { try WireFormat.destination(ofHeader: $0) }
+                == WireFormat.Destination(instance: Self.destination, portID: 5))
+    }
+
+    @Test("S-NET-5: a multipart header extended for tcp reads back as version 3, multipart, with its destination")
+    func multipartHeaderExtended() throws {
+        let header = Array(RawWire.header(version: 1, flags: 1, msgid: 9, kinds: [0, 1]))
+        let target = WireFormat.Destination(instance: Self.destination, portID: 77)
+        let extended = header.withUnsafeBytes { WireFormat.extendedMultipartHeader($0, destination: target) }
+        #expect(extended.count == header.count + 32)
+        let read = try extended.withUnsafeBytes { try WireFormat.readHeader($0) }
+        #expect(!read.isPacked && read.msgid == 9 && read.hasReplyPort && read.componentCount == 2 && read.size == extended.count)
+        #expect(try extended.withUnsafeBytes { try WireFormat.destination(ofHeader: $0) } == target)
     }
 
     @Test("S-NET-1: malformed version-3 descriptors are refused as badDescriptor")
