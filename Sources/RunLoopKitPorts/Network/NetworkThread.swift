@@ -242,7 +242,7 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     private func readEvents(of connection: TCPConnection) {
-        guard case let .dialled(_, monitor) = connection.kind else { return }
+        guard let monitor = connection.monitor else { return }
         while let event = try? monitor.next(dontWait: true) {
             let reason: String? = switch event.kind {
             case .disconnected: "the peer disconnected, or its heartbeats stopped"
@@ -294,7 +294,7 @@ final class NetworkThread: @unchecked Sendable {
         }
         for connection in dialled where connection.brokenError == nil {
             add(connection.socketLock.withLock { defer { connection.socket.releaseOwnership() }; return try? connection.socket.fileDescriptor })
-            if case let .dialled(_, monitor) = connection.kind { add(try? monitor.fileDescriptor) }
+            if let monitor = connection.monitor { add(try? monitor.fileDescriptor) }
         }
         if let held, let socket = forwarders[held.portID]?.socket { add(try? socket.fileDescriptor) }
         _ = poll(&descriptors, nfds_t(descriptors.count), held == nil ? 250 : 20)
