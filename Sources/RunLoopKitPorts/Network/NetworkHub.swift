@@ -49,6 +49,9 @@ final class NetworkHub: @unchecked Sendable {
     }
 
     let state = Locked(State())
+    /// Bumped whenever a listener or connection comes or goes: the network
+    /// thread reads its lists of sockets again only then.
+    let generation = Atomic<UInt64>(0)
 
     // MARK: - Bounds
 
@@ -106,6 +109,7 @@ final class NetworkHub: @unchecked Sendable {
             try startZAPHandler(&state)
             let made = try TCPListener(configuration, context: context, keys: keys)
             state.listeners[key] = made
+            generation.wrappingAdd(1, ordering: .releasing)
             return made
         }
         startThread()
@@ -159,6 +163,7 @@ final class NetworkHub: @unchecked Sendable {
             let made = try dial(listener, instance: endpoint.instance, serverKey: endpoint.serverKey, keys: keys)
             state.connections[endpoint.instance] = made
             state.open[ObjectIdentifier(made)] = made
+            generation.wrappingAdd(1, ordering: .releasing)
             return made
         }
         startThread()
@@ -191,6 +196,7 @@ final class NetworkHub: @unchecked Sendable {
     func accepted(_ connection: TCPConnection) {
         state.withLock { state in
             state.open[ObjectIdentifier(connection)] = connection
+            generation.wrappingAdd(1, ordering: .releasing)
             if let live = state.connections[connection.peer], live.brokenError == nil { return }
             state.connections[connection.peer] = connection
         }
@@ -215,11 +221,12 @@ final class NetworkHub: @unchecked Sendable {
         state.withLock { state in
             if state.connections[connection.peer] === connection { state.connections[connection.peer] = nil }
             state.open[ObjectIdentifier(connection)] = nil
+            generation.wrappingAdd(1, ordering: .releasing)
         }
         connection.close(lingerMilliseconds: 0)
         if first { Self.logger.info("tcp: the connection to \(connection.peerDescription) broke: \(reason)") }
         PortRegistry.shared.connectionLost(to: connection.peer) { port in
-            connection.lostError(for: port) ?? .connectionLost(port: port, peer: connection.peerDescription, reason: reason)
+            connection.lostError(for: port.address) ?? .connectionLost(port: port.description, peer: connection.peerDescription, reason: reason)
         }
     }
 

@@ -36,6 +36,9 @@ final class NetworkThread: @unchecked Sendable {
     /// An inproc PUSH per port messages were forwarded to.
     private var forwarders: [UInt64: (port: WeakPortReference, socket: Socket)] = [:]
     private var lastHousekeeping: UInt64 = 0
+    private var listeners: [TCPListener] = []
+    private var dialled: [TCPConnection] = []
+    private var socketsGeneration = UInt64.max
     /// Messages read from one socket before the others get a turn.
     private static let batch = 64
 
@@ -64,9 +67,7 @@ final class NetworkThread: @unchecked Sendable {
         while true {
             let deadline = stopDeadline.load(ordering: .acquiring)
             if deadline != 0 { return closeEverything(lingerUntil: deadline) }
-            let (listeners, dialled) = hub.state.withLock { state in
-                (Array(state.listeners.values), state.open.values.filter(\.isDialled))
-            }
+            let (listeners, dialled) = sockets()
             var busy = false
             if !retryHeld() {
                 for listener in listeners { busy = readMessages(from: listener.socket, lock: listener.lock, listener: listener) || busy }
@@ -79,6 +80,19 @@ final class NetworkThread: @unchecked Sendable {
             housekeeping(dialled)
             if !busy { waitForInput(listeners, dialled) }
         }
+    }
+
+    /// The listeners and dialled connections, read again from the hub only
+    /// when its generation moved (a socket came or went).
+    private func sockets() -> ([TCPListener], [TCPConnection]) {
+        let current = hub.generation.load(ordering: .acquiring)
+        if current != socketsGeneration {
+            socketsGeneration = current
+            (listeners, dialled) = hub.state.withLock { state in
+                (Array(state.listeners.values), state.open.values.filter(\.isDialled))
+            }
+        }
+        return (listeners, dialled)
     }
 
     // MARK: - Reading

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
@@ -56,6 +57,9 @@ final class TCPConnection: @unchecked Sendable {
         var clientKey: String?
     }
     private let state = Locked(State())
+    /// What every send reads first, without the lock: 0 while the
+    /// handshake runs, 1 ready, 2 broken (`state` has the details).
+    private let status = Atomic<UInt8>(0)
 
     /// The frame a packed message is written into when it is sent, from
     /// a pool, as a send channel does (`SendChannel.framePool`).
@@ -84,6 +88,7 @@ final class TCPConnection: @unchecked Sendable {
             $0.clientKey = clientKey
             $0.isReady = true
         }
+        status.store(1, ordering: .releasing)
         readiness.fill(.success(()))
     }
 
@@ -91,7 +96,7 @@ final class TCPConnection: @unchecked Sendable {
     var socket: Socket { dialledSocket ?? listener!.socket }
 
     var isDialled: Bool { dialledSocket != nil }
-    var isReady: Bool { state.withLock { $0.isReady } }
+    var isReady: Bool { status.load(ordering: .acquiring) == 1 }
     var brokenError: PortError? { state.withLock { $0.broken } }
     var acceptedDescriptor: Int32 { state.withLock { $0.descriptor } }
     var clientKey: String? { state.withLock { $0.clientKey } }
@@ -110,6 +115,7 @@ final class TCPConnection: @unchecked Sendable {
         let first: Bool = state.withLock { state in
             guard state.broken == nil, !state.isReady else { return false }
             state.isReady = true
+            status.store(1, ordering: .releasing)
             return true
         }
         if first { readiness.fill(.success(())) }
@@ -124,6 +130,7 @@ final class TCPConnection: @unchecked Sendable {
         let first: Bool = state.withLock { state in
             guard state.broken == nil else { return false }
             state.broken = error
+            status.store(2, ordering: .releasing)
             return true
         }
         if first { readiness.fill(.failure(error)) }
@@ -133,25 +140,26 @@ final class TCPConnection: @unchecked Sendable {
     /// The error a send to `port` fails with once the connection broke:
     /// `.unreachable` if it never got ready (no connection was ever made,
     /// S-PORT-4), else `.connectionLost`.
-    func lostError(for port: String) -> PortError? {
+    func lostError(for port: PortAddress) -> PortError? {
+        guard status.load(ordering: .acquiring) == 2 else { return nil }
         let (broken, wasReady) = state.withLock { ($0.broken, $0.isReady) }
         guard case let .connectionLost(_, peer, reason)? = broken else { return nil }
-        if !wasReady { return .unreachable(port, reason: "no connection to \(peer): \(reason)") }
-        return .connectionLost(port: port, peer: peer, reason: reason)
+        if !wasReady { return .unreachable(port.description, reason: "no connection to \(peer): \(reason)") }
+        return .connectionLost(port: port.description, peer: peer, reason: reason)
     }
 
     /// Waits until the peer said who it is, at most until the tcp
     /// connection bound from the connection's start (S-PORT-4): a send
     /// never waits longer for a connection, whatever its deadline.
-    func waitUntilReady(port: String) throws(PortError) {
+    func waitUntilReady(port: PortAddress) throws(PortError) {
         if isReady { return }
         let bound = NetworkHub.connectionBoundNanoseconds
         switch readiness.wait(until: startedAt &+ bound) {
         case .success?: return
-        case .failure?: throw lostError(for: port) ?? .unreachable(port, reason: "the connection to \(peerDescription) failed")
+        case .failure?: throw lostError(for: port) ?? .unreachable(port.description, reason: "the connection to \(peerDescription) failed")
         case nil:
             breakDown("no connection within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound))))")
-            throw .unreachable(port, reason: "no connection to \(peerDescription) within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound)))): nothing answers there, the handshake did not finish, or the keys do not match")
+            throw .unreachable(port.description, reason: "no connection to \(peerDescription) within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound)))): nothing answers there, the handshake did not finish, or the keys do not match")
         }
     }
 
@@ -162,7 +170,7 @@ final class TCPConnection: @unchecked Sendable {
     /// socket lock released meanwhile, so that the network thread goes on
     /// reading), and fails at once once the connection broke.
     func send(
-        packedSize: Int, deadline: SendDeadline, port: String, write: (UnsafeMutableRawBufferPointer) -> Void
+        packedSize: Int, deadline: SendDeadline, port: PortAddress, write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
         try waitUntilReady(port: port)
         var waitUntil: UInt64?
@@ -179,7 +187,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Sends a large message as its frames, as `send(packedSize:…)` does.
-    func send(_ frames: OutgoingFrames, deadline: SendDeadline, port: String) throws(PortError) {
+    func send(_ frames: OutgoingFrames, deadline: SendDeadline, port: PortAddress) throws(PortError) {
         try waitUntilReady(port: port)
         var waitUntil: UInt64?
         while true {
@@ -224,7 +232,7 @@ final class TCPConnection: @unchecked Sendable {
     /// connection broke; afterwards wakes the network thread if the socket
     /// has input, since a send may have taken the readiness signal the
     /// network thread waits for (ZMQ_FD is edge-triggered).
-    private func withSocket<R>(port: String, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
+    private func withSocket<R>(port: PortAddress, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
         socketLock.lock()
         defer {
             socket.releaseOwnership()
@@ -239,7 +247,7 @@ final class TCPConnection: @unchecked Sendable {
     /// An accepted connection's messages start with the peer's routing id.
     /// False when there is no room; a peer gone (EHOSTUNREACH, the
     /// ROUTER's "mandatory" refusal) breaks the connection.
-    private func sendRoutingFrame(on socket: Socket, port: String) throws(PortError) -> Bool {
+    private func sendRoutingFrame(on socket: Socket, port: PortAddress) throws(PortError) -> Bool {
         if isDialled { return true }
         do throws(ZMQError) {
             return try Self.send(routingID, on: socket, more: true)
@@ -264,13 +272,13 @@ final class TCPConnection: @unchecked Sendable {
     /// No room: waits up to `validityCheckMilliseconds` at a time for the
     /// socket to take a message, with the lock released, until the
     /// deadline (read from the clock the first time only).
-    private func waitForRoom(port: String, until waitUntil: inout UInt64?, deadline: SendDeadline) throws(PortError) {
+    private func waitForRoom(port: PortAddress, until waitUntil: inout UInt64?, deadline: SendDeadline) throws(PortError) {
         if let error = lostError(for: port) { throw error }
         let until = waitUntil ?? deadline.instant()
         waitUntil = until
         let now = MonotonicClock.now()
         guard now < until else {
-            throw .timedOut(TimeoutError(operation: "send to port \(port) over tcp to \(peerDescription): its queue stayed full"))
+            throw .timedOut(TimeoutError(operation: "send to port \(port.description) over tcp to \(peerDescription): its queue stayed full"))
         }
         let descriptor: Int32? = socketLock.withLock {
             defer { socket.releaseOwnership() }

@@ -80,7 +80,7 @@ final class TCPListener: @unchecked Sendable {
                 var raw = ipv4.pointee.sin_addr
                 return inet_ntop(AF_INET, &raw, &text, socklen_t(text.count)) != nil
             }
-            if found { return String(cString: text) }
+            if found { return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
         }
         return "127.0.0.1"
     }

@@ -107,14 +107,14 @@ final class PortRegistry: Sendable {
 
     /// A tcp connection to `instance` broke: every send right to its ports
     /// becomes invalid (S-NET-3), for the reason `error` gives.
-    func connectionLost(to instance: ProcessInstance, error: (String) -> PortError) {
+    func connectionLost(to instance: ProcessInstance, error: (Port) -> PortError) {
         let ports: [Port] = tables.withLock { tables in
             let matching = tables.remote.filter { $0.key.tcpEndpoint?.instance == instance }
             for key in matching.keys { tables.remote[key] = nil }
             return matching.values.compactMap(\.port)
         }
         for port in ports {
-            port.invalidate(because: error(port.description))
+            port.invalidate(because: error(port))
         }
     }
 

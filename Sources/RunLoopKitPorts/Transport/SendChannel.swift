@@ -200,7 +200,7 @@ final class SendChannel: @unchecked Sendable {
         let destination = destination!
         let gap = WireFormat.destinationExtensionSize
         try withConnection(deadline: deadline) { (connection) throws(PortError) in
-            try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address.description) { buffer in
+            try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
                 write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
                 WireFormat.extendPacked(buffer, destination: destination)
             }
@@ -216,7 +216,7 @@ final class SendChannel: @unchecked Sendable {
             let extended = OutgoingFrames(header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor)
             return Result { () throws(PortError) in
                 try withConnection(deadline: deadline) { (connection) throws(PortError) in
-                    try connection.send(extended, deadline: deadline, port: address.description)
+                    try connection.send(extended, deadline: deadline, port: address)
                 }
             }
         }
@@ -235,7 +235,7 @@ final class SendChannel: @unchecked Sendable {
         if let unreachable { throw unreachable }
         if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
         if let connection {
-            if let error = connection.lostError(for: address.description) { throw error }
+            if let error = connection.lostError(for: address) { throw error }
             return try body(connection)
         }
         if let problem = route.reachabilityProblem(address) {

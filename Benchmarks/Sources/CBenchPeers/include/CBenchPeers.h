@@ -132,6 +132,27 @@ void bench_zmq_link_close(bench_zmq_link *link);
 /// told to quit or until `idle_timeout_ms` passes with no traffic. Returns 0.
 int bench_zmq_child_serve(const char *pair_endpoint, const char *push_endpoint, const char *ack_endpoint, int idle_timeout_ms);
 
+// MARK: - Raw libzmq: two processes over tcp
+
+typedef struct bench_zmq_tcp_link bench_zmq_tcp_link;
+/// Parent side: a ROUTER bound at tcp://127.0.0.1 on a port the system
+/// picks (ZMQ_ROUTER_MANDATORY), a CURVE server when `curve` (its key pair
+/// made here; `server_public` receives its 40 Z85 characters and a NUL),
+/// the bound endpoint in `endpoint` (at least 64 bytes). NULL on failure.
+bench_zmq_tcp_link *bench_zmq_tcp_link_open(int curve, char *endpoint, char *server_public);
+/// Waits for the child's hello (its routing id); 0 or an error.
+int bench_zmq_tcp_link_wait_ready(bench_zmq_tcp_link *link, int timeout_ms);
+/// Round trips through the child's DEALER, which echoes; as bench_zmq_link_pingpong.
+int bench_zmq_tcp_link_pingpong(bench_zmq_tcp_link *link, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms);
+/// `count` 64-byte messages to the child, an end marker, and its count back.
+int bench_zmq_tcp_link_throughput(bench_zmq_tcp_link *link, int count, uint64_t *elapsed_ns, int timeout_ms);
+/// Tells the child to exit, and closes everything.
+void bench_zmq_tcp_link_close(bench_zmq_tcp_link *link);
+/// Child side: a DEALER connected to `endpoint` (a CURVE client of
+/// `server_public` unless it is empty) that says hello, echoes pings and
+/// counts data until told to quit or `idle_timeout_ms` passes quietly.
+int bench_zmq_tcp_child_serve(const char *endpoint, const char *server_public, int idle_timeout_ms);
+
 // MARK: - The OS floor
 
 /// Ping-pong between the calling thread and one other thread through two

@@ -12,6 +12,7 @@ enum ChildRoles {
         static let pingKeepingReplyPort: UInt32 = 3  // as ping, but the child keeps the reply port referenced
         static let data: UInt32 = 10       // counted
         static let endOfBatch: UInt32 = 11 // answered with the count since the last one (8 bytes, little-endian)
+        static let tcpPorts: UInt32 = 12   // answered with up to 250 of the child's tcp ports, from the index in its data (UInt32)
         static let quit: UInt32 = 99       // answered, then the child exits
     }
 
@@ -31,8 +32,11 @@ enum ChildRoles {
         case "zmq-peer" where rest.count == 3:
             // Gives up after 60 s without traffic.
             return bench_zmq_child_serve(rest[0], rest[1], rest[2], 60_000) == 0 ? 0 : 1
-        case "rlk-peer" where rest.count == 1:
-            return RLKPeerChild.serve(name: rest[0])
+        case "zmq-tcp-peer" where rest.count == 2:
+            return bench_zmq_tcp_child_serve(rest[0], rest[1] == "-" ? "" : rest[1], 60_000) == 0 ? 0 : 1
+        case "rlk-peer" where rest.count == 1 || rest.count == 3:
+            let tcp = rest.count == 3 ? RLKPeerChild.TCPPorts(security: rest[1] == "plain" ? .plainText : .curve, count: Int(rest[2]) ?? 1) : nil
+            return RLKPeerChild.serve(name: rest[0], tcp: tcp)
         case "measure":
             return MeasureChild.run(rest)
         case "memory" where rest.count == 2:

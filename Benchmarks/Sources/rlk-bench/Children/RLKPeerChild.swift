@@ -17,16 +17,29 @@ enum RLKPeerChild {
         var lastActivity = monotonicNanoseconds()
     }
 
+    /// The tcp ports a child serves besides its ipc port: `count` of them
+    /// behind one endpoint on 127.0.0.1, the parent fetching them with
+    /// `tcpPorts` requests over ipc.
+    struct TCPPorts {
+        let security: TCPEndpoint.Security
+        let count: Int
+    }
+
     /// Without a message for this long, the child exits.
     static let idleLimitSeconds = 60.0
 
-    static func serve(name: String) -> Int32 {
+    static func serve(name: String, tcp: TCPPorts? = nil) -> Int32 {
         let loop = RunLoop.current
         let tally = Tally()
         let port: Port
+        var tcpPorts: [Port] = []
         do {
             port = try Port(transport: .ipc)
-            port.setMessageHandler { message in
+            for _ in 0..<(tcp?.count ?? 0) {
+                tcpPorts.append(try Port(transport: .tcp(.listening(on: "127.0.0.1", security: tcp!.security))))
+            }
+            let served = tcpPorts
+            let handler: @Sendable (PortMessage) -> Void = { message in
                 tally.lastActivity = monotonicNanoseconds()
                 do {
                     switch message.msgid {
@@ -45,6 +58,12 @@ enum RLKPeerChild {
                         tally.count = 0
                         let bytes = withUnsafeBytes(of: &count) { Data($0) }
                         try message.replyPort?.send(msgid: ChildRoles.Msgid.endOfBatch, components: [.data(bytes)], before: Date() + 10)
+                    case ChildRoles.Msgid.tcpPorts:
+                        let from = message.dataComponents.first.map { data in
+                            data.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))) }
+                        } ?? 0
+                        let ports = served.dropFirst(from).prefix(250).map { PortMessage.Component.port($0) }
+                        try message.replyPort?.send(msgid: ChildRoles.Msgid.tcpPorts, components: ports, before: Date() + 10)
                     case ChildRoles.Msgid.quit:
                         try? message.replyPort?.send(msgid: ChildRoles.Msgid.quit, before: Date() + 1)
                         loop.stop()
@@ -55,7 +74,12 @@ enum RLKPeerChild {
                     FileHandleOut.error("rlk-peer: reply failed: \(error)")
                 }
             }
+            port.setMessageHandler(handler)
             try port.schedule(in: loop, forMode: .default)
+            for tcpPort in tcpPorts {
+                tcpPort.setMessageHandler(handler)
+                try tcpPort.schedule(in: loop, forMode: .default)
+            }
             try PortNameServer.register(port, name: name)
             // Checks every 5 s; the wake-up costs the measurements nothing visible.
             let watchdog = try Timer(timeInterval: 5, repeats: true) { _ in
@@ -71,6 +95,7 @@ enum RLKPeerChild {
         }
         loop.runUntilStopped()
         port.invalidate()
+        for tcpPort in tcpPorts { tcpPort.invalidate() }
         return 0
     }
 }

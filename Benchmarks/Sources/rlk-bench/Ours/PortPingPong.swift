@@ -5,6 +5,15 @@ import RunLoopKit
 /// process, or a child process) answers on the reply port; the ping port's
 /// handler records the round trip and sends the next. This is
 /// Examples/pingpong with a sample per round trip.
+/// Which port the next ping goes to; touched on the ping thread only.
+final class Turn: @unchecked Sendable {
+    private var index = 0
+    func next(_ count: Int) -> Int {
+        index = (index + 1) % count
+        return index
+    }
+}
+
 final class PortPingPong: Contender {
     let label: String
     private let transport: Port.Transport
@@ -16,6 +25,8 @@ final class PortPingPong: Contender {
     /// The msgid of the pings (the rlk-peer child answers 1 and 3 differently).
     private let pingMsgid: UInt32
     private let placement: Placement
+    /// Ports the pings go to in turn, instead of the echo's one port.
+    private let spread: (() -> [Port])?
 
     private var pingThread: LoopThread?
     private var pingPort: Port?
@@ -24,7 +35,9 @@ final class PortPingPong: Contender {
 
     init(label: String, transport: Port.Transport, iterations: Int, warmup: Int, timeout: Double,
          placement: Placement, pingMsgid: UInt32 = ChildRoles.Msgid.ping,
+         spread: (() -> [Port])? = nil,
          makeEcho: @escaping () throws -> (port: Port, release: () -> Void)) {
+        self.spread = spread
         self.pingMsgid = pingMsgid
         self.placement = placement
         self.label = label
@@ -66,6 +79,10 @@ final class PortPingPong: Contender {
         let recorder = self.recorder
         let destination = echo.port
         let msgid = pingMsgid
+        if let spread {
+            try port.schedule(in: thread.runLoop!, forMode: .default)
+            return setSpreadingHandler(on: port, over: spread(), msgid: msgid)
+        }
         // The handler holds the ping port weakly: tearDown's invalidate then
         // frees it.
         port.setMessageHandler { [weak port] message in
@@ -82,6 +99,27 @@ final class PortPingPong: Contender {
             }
         }
         try port.schedule(in: thread.runLoop!, forMode: .default)
+    }
+
+    /// The handler of a spread ping-pong: each ping to the next port in
+    /// turn (apart, so that the one-port rows' handler stays as it was).
+    private func setSpreadingHandler(on port: Port, over destinations: [Port], msgid: UInt32) {
+        let recorder = self.recorder
+        let turn = Turn()
+        port.setMessageHandler { [weak port] message in
+            let now = monotonicNanoseconds()
+            guard recorder.record(now - recorder.mark) else {
+                recorder.done.open()
+                return
+            }
+            recorder.mark = monotonicNanoseconds()
+            do {
+                try destinations[turn.next(destinations.count)].send(
+                    msgid: msgid, components: message.components, replyPort: port, before: .distantFuture)
+            } catch {
+                recorder.fail("ping send failed: \(error)")
+            }
+        }
     }
 
     func measure() throws -> [Double] {

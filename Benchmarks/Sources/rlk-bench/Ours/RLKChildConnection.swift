@@ -6,16 +6,27 @@ import RunLoopKit
 /// command line; the child registers it with PortNameServer in the run's
 /// private runtime directory, and this process looks it up).
 final class RLKChildConnection {
+    /// Where the scenario sends: the child's ipc port, or its first tcp port.
     let port: Port
+    /// The child's tcp ports, when asked for (`tcp`).
+    let tcpPorts: [Port]
+    private let ipcPort: Port
     private let child: ChildProcess
 
-    init(tag: String, cpu: Int32) throws {
+    /// `tcp`: the child also serves that many tcp ports behind one
+    /// endpoint on 127.0.0.1, CURVE or plain text, fetched over ipc.
+    init(tag: String, cpu: Int32, tcp: (security: TCPEndpoint.Security, count: Int)? = nil) throws {
         let name = "rlk-bench-\(getpid())-\(tag)"
-        let child = try ChildProcess(role: "rlk-peer", cpu: cpu, arguments: [name])
+        let tcpArguments = tcp.map { [$0.security == .plainText ? "plain" : "curve", "\($0.count)"] } ?? []
+        let child = try ChildProcess(role: "rlk-peer", cpu: cpu, arguments: [name] + tcpArguments)
         do {
-            port = try PortNameServer.lookup(name, timeout: .seconds(10))
+            ipcPort = try PortNameServer.lookup(name, timeout: .seconds(10))
             // One answered request: the child's loop is serving.
-            _ = try port.sendRequest(msgid: ChildRoles.Msgid.endOfBatch, sendTimeout: 10, receiveTimeout: 10)
+            _ = try ipcPort.sendRequest(msgid: ChildRoles.Msgid.endOfBatch, sendTimeout: 10, receiveTimeout: 10)
+            tcpPorts = try Self.fetchTCPPorts(from: ipcPort, count: tcp?.count ?? 0)
+            port = tcpPorts.first ?? ipcPort
+            // A first message over tcp makes the connection (CURVE's handshake included).
+            if tcp != nil { _ = try port.sendRequest(msgid: ChildRoles.Msgid.endOfBatch, sendTimeout: 10, receiveTimeout: 10) }
         } catch {
             child.finish(within: 0)
             throw BenchError("the rlk-peer child did not come up: \(error)")
@@ -23,9 +34,25 @@ final class RLKChildConnection {
         self.child = child
     }
 
+    private static func fetchTCPPorts(from port: Port, count: Int) throws -> [Port] {
+        var ports: [Port] = []
+        while ports.count < count {
+            var from = UInt32(ports.count).littleEndian
+            let reply = try port.sendRequest(
+                msgid: ChildRoles.Msgid.tcpPorts, components: [.data(withUnsafeBytes(of: &from) { Data($0) })],
+                sendTimeout: 10, receiveTimeout: 10)
+            let batch = reply.components.compactMap { component -> Port? in
+                if case let .port(port) = component { port } else { nil }
+            }
+            guard !batch.isEmpty else { throw BenchError("the child gave \(ports.count) of \(count) tcp ports") }
+            ports += batch
+        }
+        return ports
+    }
+
     /// Asks the child to quit, then reaps it (killing it after 3 s).
     func close() {
-        _ = try? port.sendRequest(msgid: ChildRoles.Msgid.quit, sendTimeout: 1, receiveTimeout: 1)
+        _ = try? ipcPort.sendRequest(msgid: ChildRoles.Msgid.quit, sendTimeout: 1, receiveTimeout: 1)
         child.finish(within: 3)
     }
 }
@@ -35,20 +62,28 @@ final class RLKChildConnection {
 /// end-of-batch request; the batch ends when the child's answer (with the
 /// count it saw) arrives. One sample per batch, in messages per second.
 final class RLKProcessFlood: Contender {
-    let label = "RunLoopKit Port (ipc, to a child process)"
+    let label: String
     private let count: Int
     private let timeout: Double
     private let placement: Placement
+    /// Over tcp to one of the child's tcp ports, CURVE or plain; else ipc.
+    private let tcp: TCPEndpoint.Security?
     private var connection: RLKChildConnection?
 
-    init(count: Int, timeout: Double, placement: Placement) {
+    init(count: Int, timeout: Double, placement: Placement, tcp: TCPEndpoint.Security? = nil) {
         self.count = count
         self.timeout = timeout
         self.placement = placement
+        self.tcp = tcp
+        label = switch tcp {
+        case nil: "RunLoopKit Port (ipc, to a child process)"
+        case .curve?: "RunLoopKit Port (tcp, CURVE, to a child process)"
+        case .plainText?: "RunLoopKit Port (tcp, plain text, to a child process)"
+        }
     }
 
     func setUp() throws {
-        connection = try RLKChildConnection(tag: "sink", cpu: placement.second)
+        connection = try RLKChildConnection(tag: "sink", cpu: placement.second, tcp: tcp.map { ($0, 1) })
     }
 
     func measure() throws -> [Double] {

@@ -118,37 +118,60 @@ final class RawZMQFanInThreads: Contender {
     }
 }
 
-/// Raw libzmq between two processes over ipc: this process binds a PAIR, a
+/// Raw libzmq between two processes. Over ipc this process binds a PAIR, a
 /// PUSH and an acknowledgement PULL in the run directory; a child
 /// (`rlk-bench --child zmq-peer`) connects, echoes the PAIR and counts what
-/// the PUSH sends. Round trips or throughput, depending on `mode`.
+/// the PUSH sends. Over tcp, in RunLoopKit's tcp shape, this process binds a
+/// ROUTER on loopback (a CURVE server when asked), a child (`--child
+/// zmq-tcp-peer`) connects a DEALER, says hello, echoes pings and counts
+/// data. Round trips or throughput, depending on `mode`.
 final class RawZMQProcessPeer: Contender {
     enum Mode { case roundTrip(iterations: Int, warmup: Int), throughput(count: Int) }
+    enum Transport { case ipc, tcp(curve: Bool) }
 
     let label: String
     private let mode: Mode
+    private let transport: Transport
     private let timeoutMilliseconds: Int32
     private let placement: Placement
     private var link: OpaquePointer?
+    private var tcpLink: OpaquePointer?
     private var child: ChildProcess?
 
-    init(label: String, mode: Mode, timeout: Double, placement: Placement) {
+    init(label: String, mode: Mode, transport: Transport = .ipc, timeout: Double, placement: Placement) {
         self.label = label
         self.mode = mode
+        self.transport = transport
         self.placement = placement
         timeoutMilliseconds = Int32(timeout * 1000)
     }
 
     func setUp() throws {
-        let pair = RunDirectory.ipcEndpoint("zmq-pair.sock")
-        let push = RunDirectory.ipcEndpoint("zmq-push.sock")
-        let acks = RunDirectory.ipcEndpoint("zmq-acks.sock")
-        guard let link = bench_zmq_link_open(pair, push, acks) else {
-            throw BenchError("binding the raw libzmq ipc sockets failed: \(String(cString: strerror(errno)))")
+        switch transport {
+        case .ipc:
+            let pair = RunDirectory.ipcEndpoint("zmq-pair.sock")
+            let push = RunDirectory.ipcEndpoint("zmq-push.sock")
+            let acks = RunDirectory.ipcEndpoint("zmq-acks.sock")
+            guard let link = bench_zmq_link_open(pair, push, acks) else {
+                throw BenchError("binding the raw libzmq ipc sockets failed: \(String(cString: strerror(errno)))")
+            }
+            self.link = link
+            child = try ChildProcess(role: "zmq-peer", cpu: placement.second, arguments: [pair, push, acks])
+            try checkC(bench_zmq_link_wait_ready(link, 10_000), "waiting for the zmq-peer child")
+        case let .tcp(curve):
+            var endpoint = [CChar](repeating: 0, count: 64)
+            var serverPublic = [CChar](repeating: 0, count: 41)
+            guard let link = bench_zmq_tcp_link_open(curve ? 1 : 0, &endpoint, &serverPublic) else {
+                throw BenchError("binding the raw libzmq tcp ROUTER failed: \(String(cString: strerror(errno)))")
+            }
+            tcpLink = link
+            func text(_ characters: [CChar]) -> String {
+                String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            child = try ChildProcess(role: "zmq-tcp-peer", cpu: placement.second,
+                                     arguments: [text(endpoint), curve ? text(serverPublic) : "-"])
+            try checkC(bench_zmq_tcp_link_wait_ready(link, 10_000), "waiting for the zmq-tcp-peer child")
         }
-        self.link = link
-        child = try ChildProcess(role: "zmq-peer", cpu: placement.second, arguments: [pair, push, acks])
-        try checkC(bench_zmq_link_wait_ready(link, 10_000), "waiting for the zmq-peer child")
     }
 
     func measure() throws -> [Double] {
@@ -160,26 +183,39 @@ final class RawZMQProcessPeer: Contender {
     }
 
     private func measurePinned() throws -> [Double] {
-        guard let link else { throw BenchError("not set up") }
+        guard link != nil || tcpLink != nil else { throw BenchError("not set up") }
         switch mode {
         case let .roundTrip(iterations, warmup):
             var samples = [UInt64](repeating: 0, count: iterations)
-            try checkC(bench_zmq_link_pingpong(link, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds),
-                       "\(label) ping-pong")
+            let result = if let link {
+                bench_zmq_link_pingpong(link, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds)
+            } else {
+                bench_zmq_tcp_link_pingpong(tcpLink, Int32(warmup), Int32(iterations), &samples, timeoutMilliseconds)
+            }
+            try checkC(result, "\(label) ping-pong")
             return samples.map { Double($0) / 1000 }
         case let .throughput(count):
             var elapsed: UInt64 = 0
-            try checkC(bench_zmq_link_throughput(link, Int32(count), &elapsed, timeoutMilliseconds), "\(label) throughput")
+            let result = if let link {
+                bench_zmq_link_throughput(link, Int32(count), &elapsed, timeoutMilliseconds)
+            } else {
+                bench_zmq_tcp_link_throughput(tcpLink, Int32(count), &elapsed, timeoutMilliseconds)
+            }
+            try checkC(result, "\(label) throughput")
             return [Double(count) / (Double(elapsed) / 1e9)]
         }
     }
 
     func tearDown() {
         if let link { bench_zmq_link_close(link) }
+        if let tcpLink { bench_zmq_tcp_link_close(tcpLink) }
         link = nil
+        tcpLink = nil
         child?.finish(within: 3)
         child = nil
-        for name in ["zmq-pair.sock", "zmq-push.sock", "zmq-acks.sock"] { unlink(RunDirectory.path + "/" + name) }
+        if case .ipc = transport {
+            for name in ["zmq-pair.sock", "zmq-push.sock", "zmq-acks.sock"] { unlink(RunDirectory.path + "/" + name) }
+        }
     }
 }
 

@@ -113,6 +113,8 @@ let allScenarios: [any Scenario] = [
     RequestRoundTripInproc(),
     RoundTripIPC(),
     ThroughputIPC(),
+    RoundTripTCP(),
+    ThroughputTCP(),
     PerformRoundTrip(),
     ActorHop(),
     PerformThroughput(),

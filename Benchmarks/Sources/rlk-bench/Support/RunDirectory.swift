@@ -31,6 +31,10 @@ enum RunDirectory {
         made = path
         bench_set_cleanup_directory(path)
         setenv("RUNLOOPKIT_RUNTIME_DIR", path, 1)
+        // The tcp scenarios' keys: made here for the run (both processes
+        // share them, as one user's processes on one host do), never in
+        // the user's own configuration directory.
+        setenv("XDG_CONFIG_HOME", path, 1)
     }
 
     /// Removes `/tmp/rlk-bench-<pid>-*` directories of this user whose
