@@ -61,6 +61,30 @@ struct TCPPortTests {
         #expect(target.line(starting: "GOT ") == "via \(relay.program.pid)")
     }
 
+    @Test("S-NET-1, S-PORT-2: an inproc or ipc port cannot travel to a tcp port of another process: the send fails at once with componentNotTransferable and sends nothing; a tcp port can")
+    func onlyTCPPortsTravelOverTCP() async throws {
+        let peer = try NetworkPeerProcess.serve(child: 0)
+        defer { peer.stop() }
+        let remote = try peer.sendRight()
+        for transport in [Port.Transport.inproc, .ipc] {
+            let local = try Port(transport: transport)
+            defer { local.invalidate() }
+            do {
+                try remote.send(msgid: 3, components: [.port(local)], before: Date() + 10)
+                Issue.record("a \(transport) port was sent over tcp")
+            } catch {
+                #expect(error.caseName == "componentNotTransferable", "\(error)")
+                #expect(error.description.contains("another host"), "\(error)")
+            }
+        }
+        #expect(remote.isValid)
+        let inbox = try IPCInbox("tcp-carried", transport: .tcp(.connectingOnly))
+        defer { inbox.close() }
+        _ = try await remote.request(msgid: 2, components: [.port(inbox.port)], timeout: .seconds(20))
+        #expect(await inbox.arrival(ofCount: 1))
+        #expect(peer.line(starting: "GOT ") == nil, "nothing of the refused sends arrived")
+    }
+
     @Test("S-NET-1, S-PORT-8: a port of a process that only connects, with no connection to this one, fails at its first send, at once")
     func connectingOnlyPortWithoutConnectionIsUnreachable() throws {
         let stranger = ProcessInstance(high: 0x1234, low: 0x5678)
