@@ -55,10 +55,13 @@ public final class ZAPHandler: @unchecked Sendable {
     private static let pollMilliseconds: Int32 = 100
 
     /// Binds the handler in `context` and starts serving.
+    /// - Parameters:
+    ///   - context: the context whose secured sockets the handler serves.
+    ///   - threadName: the handler thread's name (15 bytes at most are
+    ///     kept), as `/proc/<pid>/task/<tid>/comm` shows it.
+    ///   - authorize: decides each request, on the handler's thread.
     /// - Throws: ``ZMQError``: `EADDRINUSE` if the context has a handler
     ///   already, `ETERM` if it is terminating.
-    /// - Parameter threadName: the handler thread's name (15 bytes at most
-    ///   are kept), as `/proc/<pid>/task/<tid>/comm` shows it.
     public init(
         context: ZMQContext, threadName: String = ZAPHandler.threadName,
         authorize: @escaping @Sendable (Request) -> Decision
