@@ -210,9 +210,6 @@ final class NetworkHub: @unchecked Sendable {
         return .unreachable(address.description, reason: "its process (instance \(endpoint.instance)) only connects, and has no connection to this one")
     }
 
-    /// Asked while a send waits: the connections say for themselves.
-    func lostConnection(to instance: ProcessInstance, port: String) -> PortError? { nil }
-
     /// `connection` broke: every send right to its peer's ports is invalid
     /// from now on (S-NET-3), with the reason; its socket is closed.
     /// Network thread.

@@ -18,8 +18,6 @@ enum TCPTransport {
         /// `tcp://host:port`, as descriptors carry it.
         let listener: String?
         let serverKey: CurveKey?
-
-        var isPlainText: Bool { listener != nil && serverKey == nil }
     }
 
     /// The descriptor's security byte.

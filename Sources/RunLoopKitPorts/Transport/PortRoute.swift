@@ -217,7 +217,7 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: nil  // a local port's invalidation reaches its send rights directly
         case let .ipc(endpoint): IPCTransport.vanished(address, endpoint, described: description)
-        case let .tcp(endpoint): NetworkHub.shared.lostConnection(to: endpoint.instance, port: description)
+        case .tcp: nil  // a tcp send waits in its connection, which fails it when it breaks (`TCPConnection`)
         }
     }
 }
