@@ -12,6 +12,9 @@ internal import Synchronization
 /// while let event = try monitor.next(dontWait: true) { print(event.kind, event.endpoint) }
 /// ```
 ///
+/// Events are reported from the monitor's start only: make it before the
+/// watched socket binds or connects, or a quick handshake's events are lost.
+///
 /// Thread rules: made on the watched socket's owner thread (libzmq starts
 /// the monitor through the watched socket); then the monitor's own PAIR
 /// socket belongs to whoever reads it (``Socket``'s ownership rules), and

@@ -40,9 +40,22 @@ struct NetworkTests {
         }
 
         func client(_ keys: CurveKeyPair?, serverKey: CurveKey? = nil) throws -> Socket {
+            try client(keys, serverKey: serverKey, beforeConnecting: { _ in })
+        }
+
+        /// A client with a monitor of its own, watching before it connects:
+        /// a monitor added after `connect` can miss the handshake's events.
+        func monitoredClient(_ keys: CurveKeyPair?) throws -> (socket: Socket, monitor: SocketMonitor) {
+            var monitor: SocketMonitor?
+            let socket = try client(keys, serverKey: nil) { monitor = try SocketMonitor(watching: $0, in: self.context) }
+            return (socket, monitor!)
+        }
+
+        private func client(_ keys: CurveKeyPair?, serverKey: CurveKey?, beforeConnecting: (Socket) throws -> Void) throws -> Socket {
             let dealer = try context.makeSocket(.dealer)
             if let keys { try dealer.setCurveClient(keys, serverKey: serverKey ?? self.keys.publicKey) }
             try dealer.setReceiveTimeout(milliseconds: hangGuardMilliseconds)
+            try beforeConnecting(dealer)
             try dealer.connect(endpoint)
             return dealer
         }
@@ -99,9 +112,8 @@ struct NetworkTests {
     @Test func anUnlistedClientIsRefusedAndTheMonitorSaysWhy() throws {
         let server = try Server(allowed: [])
         defer { server.close() }
-        let stranger = try server.client(try CurveKeyPair.generate())
+        let (stranger, strangerMonitor) = try server.monitoredClient(try CurveKeyPair.generate())
         defer { stranger.close() }
-        let strangerMonitor = try SocketMonitor(watching: stranger, in: server.context)
         defer { strangerMonitor.close() }
         _ = try stranger.send(Data("let me in".utf8), dontWait: true)
         #expect(try server.waitFor(.handshakeFailedAuth) != nil)
