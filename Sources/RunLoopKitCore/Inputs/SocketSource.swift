@@ -51,6 +51,10 @@ public final class SocketSource: @unchecked Sendable {
     private let inputCheck: (@Sendable () -> Bool)?
     @usableFromInline let valid = Atomic<Bool>(true)
     package let binding = LoopBinding()
+    /// A helper of the library's own (the ports' network reader): it keeps
+    /// no run going (S-RUN-1 counts only the user's sources) and its
+    /// handler says itself whether it handled an event.
+    let isAuxiliary: Bool
 
     /// The epoll token that identifies this source in its loop's wait sets.
     let token: UInt64 = SocketSource.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -76,6 +80,7 @@ public final class SocketSource: @unchecked Sendable {
         // ownership check.
         socketDescriptor = Result { () throws(ZMQError) -> Int32 in try socket.fileDescriptor }
         inputCheck = nil
+        isAuxiliary = false
         socket.releaseOwnership()
     }
 
@@ -91,6 +96,18 @@ public final class SocketSource: @unchecked Sendable {
         self.handler = handler
         socketDescriptor = .success(pollDescriptor)
         inputCheck = hasInput
+        isAuxiliary = false
+    }
+
+    /// An auxiliary source on a file descriptor (`isAuxiliary`), called
+    /// while it is readable. `package`: the ports' network reader is one.
+    package init(auxiliaryOn fileDescriptor: Int32, handler: @escaping @Sendable () -> CalloutBatch.Outcome) {
+        endpoint = .fileDescriptor(fileDescriptor)
+        socketDescriptor = nil
+        inputCheck = nil
+        order = 0
+        isAuxiliary = true
+        self.handler = { _, _ in handler() }
     }
 
     /// A source on a file descriptor, called while it is readable. The source
@@ -99,6 +116,7 @@ public final class SocketSource: @unchecked Sendable {
         endpoint = .fileDescriptor(fileDescriptor)
         socketDescriptor = nil
         inputCheck = nil
+        isAuxiliary = false
         self.order = order
         self.handler = { source, _ in handler(source, fileDescriptor); return .handlerRan }
     }

@@ -25,8 +25,11 @@ struct ModeState {
         timers = TimerHeap(id: timerHeapID, ordersByInstant: mode != .common)
     }
 
-    /// S-RUN-1: observers alone do not keep a run going.
-    var hasSourcesOrTimers: Bool { !customSources.isEmpty || !socketSources.isEmpty || !timers.isEmpty }
+    /// S-RUN-1: observers alone do not keep a run going, nor the library's
+    /// auxiliary sources (`SocketSource.isAuxiliary`).
+    var hasSourcesOrTimers: Bool {
+        !customSources.isEmpty || !timers.isEmpty || socketSources.contains { !$0.isAuxiliary }
+    }
 
     /// Adds `item` where its kind is kept; false if it was there already.
     mutating func insert<Item: ModeItem>(_ item: Item) -> Bool { Item.insert(item, into: &self) }

@@ -324,6 +324,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         // once must not both pass a check and then trap in RunLoop.add.
         guard source.binding.bind(to: loop) else { throw .scheduledOnAnotherLoop(description) }
         do { try loop.add(source, forMode: mode) } catch { throw .runLoop(error) }
+        // A tcp port's loop reads the tcp sockets itself in this mode.
+        if address.reach == .network { NetworkHub.shared.portScheduled(on: loop, forMode: mode) }
     }
 
     /// Receives on `thread`'s loop in the common modes (where a LoopThread's

@@ -32,6 +32,11 @@ final class NetworkHub: @unchecked Sendable {
     /// What the endpoint dropped: messages for another instance or for no
     /// port, and malformed ones it could not route.
     let drops = DropAccount(portName: "tcp endpoint")
+    /// Every tcp port's forwarder, shared by the sockets' readers.
+    let forwarders = PortForwarders()
+    /// Loops whose network reader is scheduled: while there is one, the
+    /// network thread leaves reading to them (`NetworkThread`).
+    let activeReaders = Atomic<Int>(0)
     /// Wakes the network thread (an eventfd).
     let wakeDescriptor: Int32 = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
 
@@ -46,6 +51,8 @@ final class NetworkHub: @unchecked Sendable {
         var authorized: AuthorizedKeys?
         var thread: NetworkThread?
         var exiting = false
+        /// The network reader of each loop that serves tcp ports.
+        var readers: [ObjectIdentifier: LoopNetworkReader] = [:]
     }
 
     let state = Locked(State())
@@ -109,6 +116,7 @@ final class NetworkHub: @unchecked Sendable {
             try startZAPHandler(&state)
             let made = try TCPListener(configuration, context: context, keys: keys)
             state.listeners[key] = made
+            for reader in state.readers.values { reader.watch(made.inbound.pollDescriptor) }
             generation.wrappingAdd(1, ordering: .releasing)
             return made
         }
@@ -163,6 +171,7 @@ final class NetworkHub: @unchecked Sendable {
             let made = try dial(listener, instance: endpoint.instance, serverKey: endpoint.serverKey, keys: keys)
             state.connections[endpoint.instance] = made
             state.open[ObjectIdentifier(made)] = made
+            if let inbound = made.inbound { for reader in state.readers.values { reader.watch(inbound.pollDescriptor) } }
             generation.wrappingAdd(1, ordering: .releasing)
             return made
         }
@@ -174,14 +183,16 @@ final class NetworkHub: @unchecked Sendable {
     private func dial(_ listener: String, instance: ProcessInstance, serverKey: CurveKey?, keys: CurveKeyPair?) throws(PortError) -> TCPConnection {
         do {
             let socket = try context.makeSocket(.dealer)
+            let lock = Lock()
             try Self.applyConnectionOptions(to: socket)
             try socket.setRoutingID(Data(WireFormat.instanceBytes(.current)))
             if listener.contains("[") { try socket.setIPv6(true) }
             if let serverKey, let keys { try socket.setCurveClient(keys, serverKey: serverKey) }
             let monitor = try SocketMonitor(watching: socket, in: context)
             try socket.connect(listener)
-            let connection = TCPConnection(dialling: socket, monitor: monitor, peer: instance, address: listener)
             socket.releaseOwnership()
+            let inbound = try TCPInbound(hub: self, socket: socket, socketLock: lock)
+            let connection = TCPConnection(dialling: socket, lock: lock, inbound: inbound, monitor: monitor, peer: instance, address: listener)
             // Queued until the connection is made: the first frame the peer reads.
             _ = try connection.sendControl(WireFormat.encodeControl(.hello(from: .current, expecting: instance)))
             if serverKey == nil { Self.logger.warning("tcp: connecting to \(listener) in PLAIN TEXT, as its descriptor says") }
@@ -225,6 +236,72 @@ final class NetworkHub: @unchecked Sendable {
         PortRegistry.shared.connectionLost(to: connection.peer) { port in
             connection.lostError(for: port.address) ?? .connectionLost(port: port.description, peer: connection.peerDescription, reason: reason)
         }
+    }
+
+    // MARK: - Readers
+
+    /// Every socket's reading side: the listeners' and the dialled connections'.
+    func allInbounds() -> [TCPInbound] {
+        state.withLock { state in
+            state.listeners.values.map(\.inbound) + state.open.values.compactMap(\.inbound)
+        }
+    }
+
+    /// A tcp port was scheduled on `loop` in `mode`: the loop reads the
+    /// process's tcp sockets in that mode from now on (`LoopNetworkReader`).
+    func portScheduled(on loop: RunLoop, forMode mode: RunLoop.Mode) {
+        let key = ObjectIdentifier(loop)
+        let reader: LoopNetworkReader? = state.withLock { state in
+            guard !state.exiting else { return nil }
+            if let existing = state.readers[key], existing.loop === loop, existing.source.isValid {
+                return existing.modes.insert(mode).inserted ? existing : nil
+            }
+            if let stale = state.readers[key] { retire(stale) }
+            let made = LoopNetworkReader(hub: self, loop: loop)
+            made.modes.insert(mode)
+            for listener in state.listeners.values { made.watch(listener.inbound.pollDescriptor) }
+            for connection in state.open.values { if let inbound = connection.inbound { made.watch(inbound.pollDescriptor) } }
+            state.readers[key] = made
+            activeReaders.wrappingAdd(1, ordering: .releasing)
+            return made
+        }
+        guard let reader else { return }
+        do throws(RunLoopError) { try loop.add(reader.source, forMode: mode) } catch {
+            Self.logger.error("tcp: a loop cannot read tcp sockets itself (\(error)); the network thread forwards its messages")
+            state.withLock { state in
+                guard state.readers[key] === reader else { return }
+                state.readers[key] = nil
+                retire(reader)
+            }
+            return
+        }
+        // What arrived before the reader watched is read at its first pass.
+        reader.signal()
+    }
+
+    /// Readers whose loop is gone, dropped. Network thread.
+    func pruneReaders() {
+        state.withLock { state in
+            for (key, reader) in state.readers where reader.loop == nil || !reader.source.isValid {
+                state.readers[key] = nil
+                retire(reader)
+            }
+        }
+    }
+
+    /// A reader out of service: its source invalidated (it holds the only
+    /// other reference), counted out. State lock held.
+    private func retire(_ reader: LoopNetworkReader) {
+        reader.source.invalidate()
+        activeReaders.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// A sender found input on a socket it sent on, and may have taken the
+    /// signal its readers wait for: they are told to read.
+    func inputWaiting() {
+        if activeReaders.load(ordering: .acquiring) == 0 { return wakeNetworkThread() }
+        let readers = state.withLock { Array($0.readers.values) }
+        for reader in readers { reader.signal() }
     }
 
     // MARK: - The network thread

@@ -5,20 +5,15 @@ import Synchronization
 import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
-/// The thread that reads every tcp socket of the process (`NetworkHub`):
-/// each listener's ROUTER and each dialled DEALER, and their monitors. A
-/// message is checked (its destination must be this instance and a tcp
-/// port of this process) and forwarded, frames unchanged and uncopied, to
-/// its port's own queue over inproc, where the port's loop reads it as it
-/// reads any message: per-port order, the port's batch and its mode
-/// holding (S-SRC1-2) stay as they are. A connection's end is learned
-/// here, from its monitor (a disconnect, a heartbeat missed, a handshake
-/// refused) or from the tcp connection bound (S-NET-3).
-///
-/// A port whose queue is full holds up every tcp message into this process
-/// behind it (head-of-line blocking): the thread reads nothing more until
-/// the port has room, and the senders feel it as back-pressure, each for
-/// its own deadline (docs/design.md, "Across machines").
+/// The thread that watches every tcp socket of the process (`NetworkHub`):
+/// it learns of a connection's end from its monitor (a disconnect, a
+/// heartbeat missed, a handshake refused) or from the tcp connection bound
+/// (S-NET-3), and keeps the authorized keys current. It reads the sockets
+/// (`TCPInbound`) when no loop does: while a loop serves tcp ports, its
+/// own network reader reads them (`LoopNetworkReader`), and this thread
+/// reads only a socket a reader left held up by a full port, and, every
+/// quarter of a second, whatever no loop has read (a hello while every
+/// reading loop is busy, or runs another mode).
 final class NetworkThread: @unchecked Sendable {
     private unowned let hub: NetworkHub
     /// Filled when the thread has closed its sockets and ended.
@@ -27,14 +22,6 @@ final class NetworkThread: @unchecked Sendable {
     private static let logger = Logger(label: "RunLoopKit.Network")
 
     // Network thread only, from here on.
-    /// The frames of the message being read, reused.
-    private var frames: [Message] = [Message()]
-    private var frameCount = 0
-    /// A message whose port had no room, with its port: nothing more is
-    /// read until it is forwarded.
-    private var held: (frames: [Message], count: Int, portID: UInt64)?
-    /// An inproc PUSH per port messages were forwarded to.
-    private var forwarders: [UInt64: (port: WeakPortReference, socket: Socket)] = [:]
     private var lastHousekeeping: UInt64 = 0
     private var listeners: [TCPListener] = []
     private var dialled: [TCPConnection] = []
@@ -68,17 +55,25 @@ final class NetworkThread: @unchecked Sendable {
             let deadline = stopDeadline.load(ordering: .acquiring)
             if deadline != 0 { return closeEverything(lingerUntil: deadline) }
             let (listeners, dialled) = sockets()
-            var busy = false
-            if !retryHeld() {
-                for listener in listeners { busy = readMessages(from: listener.socket, lock: listener.lock, listener: listener) || busy }
-                for connection in dialled where connection.brokenError == nil {
-                    busy = readMessages(from: connection.socket, lock: connection.socketLock, dialled: connection) || busy
-                }
-            }
+            let inbounds = listeners.map(\.inbound) + dialled.compactMap(\.inbound)
+            let loopsRead = hub.activeReaders.load(ordering: .acquiring) > 0
             for listener in listeners { readEvents(of: listener) }
             for connection in dialled { readEvents(of: connection) }
-            housekeeping(dialled)
-            if !busy { waitForInput(listeners, dialled) }
+            // Every quarter of a second, what no reading loop took is read here.
+            let fallback = housekeeping(dialled) && loopsRead
+            var busy = false
+            for inbound in inbounds {
+                let wasHolding = inbound.isHolding.load(ordering: .acquiring)
+                guard !loopsRead || wasHolding || fallback else { continue }
+                let outcome = inbound.read(limit: Self.batch)
+                if !loopsRead {
+                    busy = outcome == .more || busy
+                } else if outcome == .more || (wasHolding && outcome != .held) {
+                    // Messages are left, and no signal will announce them: the loops read on.
+                    hub.inputWaiting()
+                }
+            }
+            if !busy { waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead) }
         }
     }
 
@@ -93,154 +88,6 @@ final class NetworkThread: @unchecked Sendable {
             }
         }
         return (listeners, dialled)
-    }
-
-    // MARK: - Reading
-
-    /// Reads up to `batch` messages from `socket`; true if it stopped at the batch's end.
-    private func readMessages(from socket: Socket, lock: Lock, listener: TCPListener? = nil, dialled: TCPConnection? = nil) -> Bool {
-        for _ in 0..<Self.batch {
-            if held != nil { return false }
-            let received: Bool = lock.withLock {
-                defer { socket.releaseOwnership() }
-                return receiveMessage(from: socket)
-            }
-            guard received else { return false }
-            if let listener { handleAccepted(from: listener) } else if let dialled { handle(from: dialled, frames: 0..<frameCount) }
-        }
-        return true
-    }
-
-    private func receiveMessage(from socket: Socket) -> Bool {
-        frameCount = 0
-        do {
-            guard try socket.receive(into: frames[0], dontWait: true) else { return false }
-            frameCount = 1
-            while frames[frameCount - 1].hasMore {
-                if frameCount == frames.count { frames.append(Message()) }
-                _ = try socket.receive(into: frames[frameCount], dontWait: true)
-                frameCount += 1
-            }
-            return true
-        } catch {
-            if !error.isContextTerminated { Self.logger.error("tcp: receive failed: \(error)") }
-            return false
-        }
-    }
-
-    /// A message on a listener: [routing id, frames…]. A hello makes the
-    /// peer's connection known; anything else is for a port.
-    private func handleAccepted(from listener: TCPListener) {
-        guard frameCount >= 2 else { return }
-        let routingID = Array(frames[0].unsafeBytes)
-        let first = frames[1].unsafeBytes
-        if WireFormat.isControl(first) {
-            guard case let .hello(from, _)? = try? WireFormat.decodeControl(first), routingID == WireFormat.instanceBytes(from) else {
-                hub.drops.record(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
-                return
-            }
-            let connection = TCPConnection(
-                acceptedBy: listener, routingID: routingID, peer: from,
-                address: frames[1].property("Peer-Address") ?? "(unknown address)",
-                descriptor: frames[1].sourceDescriptor ?? -1, clientKey: frames[1].property("User-Id"))
-            hub.accepted(connection)
-            _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
-            return
-        }
-        handle(from: nil, frames: 1..<frameCount)
-    }
-
-    /// A message for a port (frames `range`), or a dialled connection's welcome.
-    private func handle(from dialled: TCPConnection?, frames range: Range<Int>) {
-        let first = frames[range.lowerBound].unsafeBytes
-        if WireFormat.isControl(first) {
-            guard let dialled, case let .welcome(from)? = try? WireFormat.decodeControl(first) else {
-                hub.drops.record(.badMagic, "a control frame that is not a welcome")
-                return
-            }
-            if !dialled.welcomed(by: from) && dialled.brokenError != nil {
-                hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now")
-            }
-            return
-        }
-        let destination: WireFormat.Destination?
-        do { destination = try WireFormat.destination(ofHeader: first) } catch {
-            hub.drops.record(PortDropReason(error), "tcp: \(error)")
-            return hub.drops.emitPending()
-        }
-        guard let destination else {
-            hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries version 3)")
-            return hub.drops.emitPending()
-        }
-        guard destination.instance == .current else {
-            hub.drops.record(.wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
-            return hub.drops.emitPending()
-        }
-        forward(range, to: destination.portID)
-    }
-
-    /// Sends the frames on to the port's own queue; holds them if it is full.
-    private func forward(_ range: Range<Int>, to portID: UInt64) {
-        guard let socket = forwarder(for: portID) else {
-            hub.drops.record(.noSuchPort, "tcp: a message for port \(portID), which this process does not have (closed, or not a tcp port)")
-            return hub.drops.emitPending()
-        }
-        if send(frames[range], on: socket) { return }
-        // No room: the frames move out, so that reading can reuse its own.
-        let kept = range.map { index -> Message in
-            let message = Message()
-            frames[index].moveContent(to: message)
-            return message
-        }
-        held = (kept, kept.count, portID)
-    }
-
-    /// Sends the first frame without waiting; once libzmq took it, the rest
-    /// follow (libzmq takes a multipart message whole). Each frame's
-    /// content moves to libzmq, nothing copied.
-    private func send(_ message: ArraySlice<Message>, on socket: Socket) -> Bool {
-        let first = message.startIndex
-        do {
-            guard try socket.send(message[first], more: message.count > 1, dontWait: true) else { return false }
-            for index in (first + 1)..<message.endIndex { try socket.send(message[index], more: index < message.endIndex - 1) }
-        } catch {
-            Self.logger.error("tcp: forwarding to a port failed: \(error)")
-        }
-        return true
-    }
-
-    /// Tries the held message again; true while it is still held.
-    private func retryHeld() -> Bool {
-        guard let (message, count, portID) = held else { return false }
-        guard let socket = forwarder(for: portID) else {
-            held = nil
-            hub.drops.record(.noSuchPort, "tcp: port \(portID) closed while a message for it waited for room")
-            hub.drops.emitPending()
-            return false
-        }
-        if send(message[0..<count], on: socket) { held = nil }
-        return held != nil
-    }
-
-    /// The inproc PUSH to a live tcp port of this process, made on first use.
-    private func forwarder(for portID: UInt64) -> Socket? {
-        if let known = forwarders[portID] {
-            if let port = known.port.port, port.isValid { return known.socket }
-            known.socket.close()
-            forwarders[portID] = nil
-            return nil
-        }
-        guard let port = PortRegistry.shared.localPort(portID), port.isValid, port.address.reach == .network else { return nil }
-        do {
-            let socket = try ZMQContext.shared.makeSocket(.push)
-            try socket.setSendHighWaterMark(SendChannel.highWaterMark)
-            try socket.connect(port.address.inprocEndpoint)
-            forwarders[portID] = (WeakPortReference(port), socket)
-            return socket
-        } catch {
-            Self.logger.error("tcp: cannot reach port \(portID) in this process: \(error)")
-            return nil
-        }
     }
 
     // MARK: - Connection events
@@ -266,24 +113,29 @@ final class NetworkThread: @unchecked Sendable {
             case .handshakeFailedNoDetail: "the handshake failed"
             default: nil
             }
-            if let reason, connection.brokenError == nil { hub.connectionBroke(connection, because: reason) }
+            guard let reason, connection.brokenError == nil else { continue }
+            // What the peer sent before it went is delivered, not closed away with the socket.
+            if let inbound = connection.inbound { while inbound.read(limit: Self.batch) == .more {} }
+            hub.connectionBroke(connection, because: reason)
         }
     }
 
-    /// Connections past the connection bound without a welcome break; the
-    /// authorized keys are read again if they changed, and the connections
-    /// of revoked keys closed.
-    private func housekeeping(_ dialled: [TCPConnection]) {
+    /// Connections past the connection bound without a welcome break; every
+    /// quarter of a second (then it returns true), loops gone lose their
+    /// readers, the authorized keys are read again if they changed, and the
+    /// connections of revoked keys closed.
+    private func housekeeping(_ dialled: [TCPConnection]) -> Bool {
         let now = MonotonicClock.now()
         for connection in dialled where connection.brokenError == nil && !connection.isReady
             && now &- connection.startedAt >= NetworkHub.connectionBoundNanoseconds {
             hub.connectionBroke(connection, because: "no connection within the tcp connection bound")
         }
-        guard now &- lastHousekeeping >= 250_000_000 else { return }
+        guard now &- lastHousekeeping >= 250_000_000 else { return false }
         lastHousekeeping = now
-        guard let authorized = hub.state.withLock({ $0.authorized }) else { return }
+        hub.pruneReaders()
+        guard let authorized = hub.state.withLock({ $0.authorized }) else { return true }
         let revoked = Set(authorized.refresh().map(\.z85))
-        guard !revoked.isEmpty else { return }
+        guard !revoked.isEmpty else { return true }
         let closing = hub.state.withLock { state in
             state.open.values.filter { !$0.isDialled && $0.clientKey.map(revoked.contains) == true }
         }
@@ -293,25 +145,28 @@ final class NetworkThread: @unchecked Sendable {
             shutdown(connection.acceptedDescriptor, Int32(SHUT_RDWR))
             hub.connectionBroke(connection, because: "its key was revoked")
         }
+        return true
     }
 
-    /// Sleeps until a socket may have input, the hub wakes the thread, or a
-    /// quarter of a second passes (housekeeping).
-    private func waitForInput(_ listeners: [TCPListener], _ dialled: [TCPConnection]) {
+    /// Sleeps until a socket may have input (when no loop reads them), a
+    /// held message's port has room, a monitor reports, the hub wakes the
+    /// thread, or a quarter of a second passes (housekeeping).
+    private func waitForInput(_ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool) {
         var descriptors = [pollfd(fd: hub.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
         func add(_ descriptor: Int32?) {
             if let descriptor { descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
         }
-        for listener in listeners {
-            add(listener.lock.withLock { defer { listener.socket.releaseOwnership() }; return try? listener.socket.fileDescriptor })
-            add(try? listener.monitor.fileDescriptor)
+        for listener in listeners { add(try? listener.monitor.fileDescriptor) }
+        for connection in dialled { if let monitor = connection.monitor { add(try? monitor.fileDescriptor) } }
+        var holding = false
+        for inbound in inbounds {
+            if watchingSockets { add(inbound.pollDescriptor) }
+            if inbound.isHolding.load(ordering: .acquiring) {
+                holding = true
+                add(inbound.heldPortDescriptor())
+            }
         }
-        for connection in dialled where connection.brokenError == nil {
-            add(connection.socketLock.withLock { defer { connection.socket.releaseOwnership() }; return try? connection.socket.fileDescriptor })
-            if let monitor = connection.monitor { add(try? monitor.fileDescriptor) }
-        }
-        if let held, let socket = forwarders[held.portID]?.socket { add(try? socket.fileDescriptor) }
-        _ = poll(&descriptors, nfds_t(descriptors.count), held == nil ? 250 : 20)
+        _ = poll(&descriptors, nfds_t(descriptors.count), holding ? 20 : 250)
         if descriptors[0].revents != 0 {
             var count: UInt64 = 0
             _ = read(hub.wakeDescriptor, &count, 8)
@@ -326,15 +181,7 @@ final class NetworkThread: @unchecked Sendable {
         }
         for connection in open { connection.close(lingerMilliseconds: linger) }
         for listener in listeners { listener.close(lingerMilliseconds: linger) }
-        for (_, forwarder) in forwarders { forwarder.socket.close() }
-        forwarders.removeAll()
+        hub.forwarders.closeAll()
         finished.fill(.success(()))
     }
-}
-
-/// A port the network thread forwards to, held weakly: a closed port's
-/// forwarder goes with it.
-struct WeakPortReference {
-    weak var port: Port?
-    init(_ port: Port) { self.port = port }
 }

@@ -31,6 +31,8 @@ final class TCPConnection: @unchecked Sendable {
     let dialledSocket: Socket?
     /// A dialled connection's monitor, which reports its fate.
     let monitor: SocketMonitor?
+    /// A dialled connection's reading side (an accepted one's is its listener's).
+    let inbound: TCPInbound?
     /// An accepted connection: the listener the peer connected to.
     let listener: TCPListener?
     /// An accepted connection's routing id, which its messages carry.
@@ -65,19 +67,22 @@ final class TCPConnection: @unchecked Sendable {
     /// a pool, as a send channel does (`SendChannel.framePool`).
     let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
 
-    init(dialling socket: Socket, monitor: SocketMonitor, peer: ProcessInstance, address: String) {
+    init(dialling socket: Socket, lock: Lock, inbound: TCPInbound, monitor: SocketMonitor, peer: ProcessInstance, address: String) {
         dialledSocket = socket
         self.monitor = monitor
+        self.inbound = inbound
         listener = nil
         routingID = []
         self.peer = peer
         remoteAddress = address
-        socketLock = Lock()
+        socketLock = lock
+        inbound.attach(dialled: self)
     }
 
     init(acceptedBy listener: TCPListener, routingID: [UInt8], peer: ProcessInstance, address: String, descriptor: Int32, clientKey: String?) {
         dialledSocket = nil
         monitor = nil
+        inbound = nil
         self.listener = listener
         self.routingID = routingID
         self.peer = peer
@@ -229,9 +234,9 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Runs `body` with the socket, its lock held, failing at once if the
-    /// connection broke; afterwards wakes the network thread if the socket
-    /// has input, since a send may have taken the readiness signal the
-    /// network thread waits for (ZMQ_FD is edge-triggered).
+    /// connection broke; afterwards has the socket read if it has input,
+    /// since a send may have taken the readiness signal its readers wait
+    /// for (ZMQ_FD is edge-triggered).
     private func withSocket<R>(port: PortAddress, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
         socketLock.lock()
         defer {
@@ -240,7 +245,7 @@ final class TCPConnection: @unchecked Sendable {
         }
         if let error = lostError(for: port) { throw error }
         let result = try body(socket)
-        if (try? socket.events.contains(.pollIn)) == true { NetworkHub.shared.wakeNetworkThread() }
+        if (try? socket.events.contains(.pollIn)) == true { NetworkHub.shared.inputWaiting() }
         return result
     }
 
@@ -299,5 +304,6 @@ final class TCPConnection: @unchecked Sendable {
             socket.close()
         }
         monitor.close()
+        inbound?.discardHeld()
     }
 }

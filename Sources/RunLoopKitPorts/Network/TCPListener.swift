@@ -16,6 +16,8 @@ final class TCPListener: @unchecked Sendable {
     let lock = Lock()
     /// Read by the network thread only.
     let monitor: SocketMonitor
+    /// The socket's reading side.
+    let inbound: TCPInbound
     /// What the ports' descriptors carry: `tcp://host:port`.
     let advertisedEndpoint: String
     /// The bound endpoint, as libzmq reports it.
@@ -47,12 +49,17 @@ final class TCPListener: @unchecked Sendable {
             socket.close()
             throw .unreachable(requested, reason: "cannot listen there: \(error)")
         }
+        do { inbound = try TCPInbound(hub: NetworkHub.shared, socket: socket, socketLock: lock) } catch {
+            socket.close()
+            throw .zeroMQ(error)
+        }
         boundEndpoint = socket.lastEndpoint ?? requested
         let port = TCPTransport.hostAndPort(boundEndpoint)?.port ?? configuration.port
         let host = configuration.advertisedHost ?? (Self.isWildcard(address) ? Self.firstNonLoopbackAddress() : address)
         advertisedEndpoint = TCPTransport.zeroMQEndpoint(host: host, port: port)
         serverKey = keys?.publicKey
         socket.releaseOwnership()
+        inbound.attach(listener: self)
         if keys == nil {
             Self.logger.warning("tcp endpoint \(boundEndpoint) listens in PLAIN TEXT, as asked (TCPEndpoint.Security.plainText): no encryption, and any client may connect")
         } else {
@@ -94,5 +101,6 @@ final class TCPListener: @unchecked Sendable {
             socket.close()
         }
         monitor.close()
+        inbound.discardHeld()
     }
 }

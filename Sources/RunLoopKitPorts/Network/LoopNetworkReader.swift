@@ -1,0 +1,109 @@
+internal import CLinuxSupport
+import Glibc
+import Synchronization
+@_spi(RunLoopKitInternals) import RunLoopKitCore
+
+/// Reads the process's tcp sockets on a loop that serves tcp ports: one per
+/// such loop, in every mode where one of its tcp ports was scheduled. A
+/// message for a port of this loop then reaches it without another
+/// thread's wake-up: the loop reads it from the tcp socket, forwards it to
+/// the port's queue and reads it from there in the same pass or the next
+/// (docs/design.md, "Across machines"). Messages for ports of other loops
+/// are forwarded to theirs, as the network thread would.
+///
+/// It waits on an epoll set of its own holding each tcp socket's ZMQ_FD
+/// (edge-triggered: a signal is an edge) and an eventfd, `again`, which it
+/// signals itself when it stopped at its batch with messages left (no
+/// signal would announce them). It is an auxiliary source: it keeps no run
+/// going and a pass that only forwarded handled no source (S-RUN-1, S-RUN-2).
+final class LoopNetworkReader: @unchecked Sendable {
+    private unowned let hub: NetworkHub
+    weak var loop: RunLoop?
+    /// The epoll set the loop watches.
+    let pollSet: Int32
+    /// Signalled when the sockets must be read though no edge says so.
+    let again: Int32
+    private(set) var source: SocketSource!
+    /// The modes the source was added to (under the hub's lock).
+    var modes: Set<RunLoop.Mode> = []
+
+    // The loop's thread only, from here on.
+    private var events = [epoll_event](repeating: epoll_event(), count: 16)
+    private var inbounds: [TCPInbound] = []
+    private var inboundsGeneration = UInt64.max
+    /// Messages read from one socket before the loop gets on with the pass.
+    private static let batch = 64
+
+    /// The loop's reader; made (its fds too) by the hub, which registers
+    /// every tcp socket in it.
+    init(hub: NetworkHub, loop: RunLoop) {
+        self.hub = hub
+        self.loop = loop
+        pollSet = epoll_create1(Int32(EPOLL_CLOEXEC))
+        again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")
+        watch(again)
+        source = SocketSource(auxiliaryOn: pollSet) { [weak self] in
+            self?.readSockets() ?? CalloutBatch.Outcome(handled: false, drained: true)
+        }
+    }
+
+    deinit {
+        Glibc.close(pollSet)
+        Glibc.close(again)
+    }
+
+    /// Adds `descriptor` to the epoll set, edge-triggered. Any thread.
+    func watch(_ descriptor: Int32) {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue | EPOLLET.rawValue
+        event.data.fd = descriptor
+        _ = epoll_ctl(pollSet, EPOLL_CTL_ADD, descriptor, &event)
+    }
+
+    /// Makes the loop read the sockets at its next pass. Any thread.
+    func signal() {
+        var one: UInt64 = 1
+        _ = write(again, &one, 8)
+    }
+
+    /// The source's handler: reads every socket that signalled (all of
+    /// them when `again` did), forwarding each message to its port.
+    private func readSockets() -> CalloutBatch.Outcome {
+        var readAll = false
+        var signalled: [Int32] = []
+        while true {
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
+            guard count > 0 else { break }
+            for index in 0..<Int(count) {
+                let descriptor = events[index].data.fd
+                if descriptor == again { readAll = true } else { signalled.append(descriptor) }
+            }
+            if Int(count) < events.count { break }
+        }
+        if readAll {
+            var value: UInt64 = 0
+            _ = read(again, &value, 8)
+        }
+        refreshInbounds()
+        var more = false, held = false
+        for inbound in inbounds where readAll || signalled.contains(inbound.pollDescriptor) {
+            switch inbound.read(limit: Self.batch) {
+            case .more: more = true
+            case .held: held = true
+            case .drained, .busy: break
+            }
+        }
+        if more { signal() }
+        // The network thread waits for the port's room and reads on.
+        if held { hub.wakeNetworkThread() }
+        return CalloutBatch.Outcome(handled: false, drained: true)
+    }
+
+    private func refreshInbounds() {
+        let current = hub.generation.load(ordering: .acquiring)
+        guard current != inboundsGeneration else { return }
+        inboundsGeneration = current
+        inbounds = hub.allInbounds()
+    }
+}

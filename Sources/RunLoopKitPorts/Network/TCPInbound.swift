@@ -1,0 +1,200 @@
+import Logging
+import Synchronization
+import ZeroMQ
+@_spi(RunLoopKitInternals) import RunLoopKitCore
+
+/// The reading side of one tcp socket of the process (a listener's ROUTER,
+/// or a dialled connection's DEALER): each message read is checked (its
+/// destination must be this instance and a tcp port of this process) and
+/// forwarded, frames unchanged and uncopied, to its port's own queue
+/// (`PortForwarders`), where the port's loop reads it as it reads any
+/// message: per-port order, the port's batch and its mode holding
+/// (S-SRC1-2) stay as they are. A hello or welcome is answered here.
+///
+/// Whoever reads calls `read(limit:)`: a loop's network reader
+/// (`LoopNetworkReader`), so that a message for a port of that loop
+/// reaches it without waking another thread, or the network thread
+/// (`NetworkThread`) when no loop reads, or when a reader stopped at a full
+/// port. One reader at a time; the socket's lock is taken per message, so
+/// senders interleave.
+///
+/// A port whose queue is full holds up every message behind it on this
+/// socket (head-of-line blocking): nothing more is read until the port has
+/// room, and the senders feel it as back-pressure, each for its own
+/// deadline (docs/design.md, "Across machines").
+final class TCPInbound: @unchecked Sendable {
+    /// What one `read` did.
+    enum Outcome {
+        /// The socket ran dry: its next message will signal ZMQ_FD again.
+        case drained
+        /// It stopped at its limit with messages left, which no signal will announce.
+        case more
+        /// A message waits for room in its port; nothing more is read until it goes.
+        case held
+        /// Another reader is reading: it reads until the socket runs dry.
+        case busy
+    }
+
+    private unowned let hub: NetworkHub
+    private let socket: Socket
+    private let socketLock: Lock
+    /// ZMQ_FD, read once: what readers watch.
+    let pollDescriptor: Int32
+    /// True while a message waits for room (the network thread watches it then).
+    let isHolding = Atomic<Bool>(false)
+    private static let logger = Logger(label: "RunLoopKit.Network")
+
+    // Under readerLock from here on.
+    private let readerLock = Lock()
+    /// The listener this socket is (accepted connections come from its
+    /// hellos), or the dialled connection it belongs to (its welcome).
+    private weak var listener: TCPListener?
+    private weak var dialled: TCPConnection?
+    /// The frames of the message being read, reused.
+    private var frames: [Message] = [Message()]
+    private var frameCount = 0
+    /// A message whose port had no room, with its port.
+    private var held: (frames: [Message], count: Int, portID: UInt64)?
+
+    /// Reads ZMQ_FD under `socketLock`.
+    init(hub: NetworkHub, socket: Socket, socketLock: Lock) throws(ZMQError) {
+        self.hub = hub
+        self.socket = socket
+        self.socketLock = socketLock
+        pollDescriptor = try socketLock.withLock { () throws(ZMQError) -> Int32 in
+            defer { socket.releaseOwnership() }
+            return try socket.fileDescriptor
+        }
+    }
+
+    func attach(listener: TCPListener) { readerLock.withLock { self.listener = listener } }
+    func attach(dialled connection: TCPConnection) { readerLock.withLock { self.dialled = connection } }
+
+    /// Reads up to `limit` messages and forwards each; any thread.
+    func read(limit: Int) -> Outcome {
+        guard readerLock.tryLock() else { return .busy }
+        defer { readerLock.unlock() }
+        if held != nil && !retryHeld() { return .held }
+        for _ in 0..<limit {
+            let received: Bool = socketLock.withLock {
+                defer { socket.releaseOwnership() }
+                return receiveMessage()
+            }
+            guard received else { return .drained }
+            if listener != nil { handleAccepted() } else { handle(frames: 0..<frameCount) }
+            if held != nil { return .held }
+        }
+        return .more
+    }
+
+    /// The held message's port queue's ZMQ_FD, to wait on for room.
+    func heldPortDescriptor() -> Int32? {
+        readerLock.withLock { held.flatMap { hub.forwarders.pollDescriptor(for: $0.portID) } }
+    }
+
+    private func receiveMessage() -> Bool {
+        frameCount = 0
+        do {
+            guard try socket.receive(into: frames[0], dontWait: true) else { return false }
+            frameCount = 1
+            while frames[frameCount - 1].hasMore {
+                if frameCount == frames.count { frames.append(Message()) }
+                _ = try socket.receive(into: frames[frameCount], dontWait: true)
+                frameCount += 1
+            }
+            return true
+        } catch {
+            // A socket closed meanwhile (its connection broke, or exit) reads as empty.
+            if !error.isContextTerminated && !socket.isClosed { Self.logger.error("tcp: receive failed: \(error)") }
+            return false
+        }
+    }
+
+    /// A message on a listener: [routing id, frames…]. A hello makes the
+    /// peer's connection known; anything else is for a port.
+    private func handleAccepted() {
+        guard frameCount >= 2, let listener else { return }
+        let routingID = Array(frames[0].unsafeBytes)
+        let first = frames[1].unsafeBytes
+        if WireFormat.isControl(first) {
+            guard case let .hello(from, _)? = try? WireFormat.decodeControl(first), routingID == WireFormat.instanceBytes(from) else {
+                hub.drops.record(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
+                return hub.drops.emitPending()
+            }
+            let connection = TCPConnection(
+                acceptedBy: listener, routingID: routingID, peer: from,
+                address: frames[1].property("Peer-Address") ?? "(unknown address)",
+                descriptor: frames[1].sourceDescriptor ?? -1, clientKey: frames[1].property("User-Id"))
+            hub.accepted(connection)
+            _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
+            return
+        }
+        handle(frames: 1..<frameCount)
+    }
+
+    /// A message for a port (frames `range`), or a dialled connection's welcome.
+    private func handle(frames range: Range<Int>) {
+        let first = frames[range.lowerBound].unsafeBytes
+        if WireFormat.isControl(first) {
+            guard let dialled, case let .welcome(from)? = try? WireFormat.decodeControl(first) else {
+                hub.drops.record(.badMagic, "a control frame that is not a welcome")
+                return hub.drops.emitPending()
+            }
+            if !dialled.welcomed(by: from) && dialled.brokenError != nil {
+                hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now")
+            }
+            return
+        }
+        let destination: WireFormat.Destination?
+        do { destination = try WireFormat.destination(ofHeader: first) } catch {
+            hub.drops.record(PortDropReason(error), "tcp: \(error)")
+            return hub.drops.emitPending()
+        }
+        guard let destination else {
+            hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries version 3)")
+            return hub.drops.emitPending()
+        }
+        guard destination.instance == .current else {
+            hub.drops.record(.wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
+            return hub.drops.emitPending()
+        }
+        switch hub.forwarders.forward(frames[range], to: destination.portID) {
+        case .sent: return
+        case .noSuchPort:
+            hub.drops.record(.noSuchPort, "tcp: a message for port \(destination.portID), which this process does not have (closed, or not a tcp port)")
+            hub.drops.emitPending()
+        case .full:
+            // No room: the frames move out, so that reading can reuse its own.
+            let kept = range.map { index -> Message in
+                let message = Message()
+                frames[index].moveContent(to: message)
+                return message
+            }
+            held = (kept, kept.count, destination.portID)
+            isHolding.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Tries the held message again; true once it is gone (sent, or its port closed).
+    private func retryHeld() -> Bool {
+        guard let (message, count, portID) = held else { return true }
+        switch hub.forwarders.forward(message[0..<count], to: portID) {
+        case .full: return false
+        case .sent: break
+        case .noSuchPort:
+            hub.drops.record(.noSuchPort, "tcp: port \(portID) closed while a message for it waited for room")
+            hub.drops.emitPending()
+        }
+        held = nil
+        isHolding.store(false, ordering: .releasing)
+        return true
+    }
+
+    /// At exit, or when the socket closes: a held message goes with it.
+    func discardHeld() {
+        readerLock.withLock {
+            held = nil
+            isHolding.store(false, ordering: .releasing)
+        }
+    }
+}

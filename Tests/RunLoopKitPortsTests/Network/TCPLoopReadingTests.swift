@@ -1,0 +1,129 @@
+// A loop that serves tcp ports reads the process's tcp sockets itself, and
+// forwards what is for other loops' ports (docs/design.md, "Across
+// machines"): these tests hold it to what a port promises whoever reads,
+// with `rlk-net-peer` children as the remote processes.
+import Dispatch
+import Glibc
+import RunLoopKit
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+import Testing
+
+@Suite("A loop reads tcp for its ports (S-NET-1, S-SRC1-2, S-RUN-1)", .serialized)
+struct TCPLoopReadingTests {
+    init() { _ = NetworkKeysFixture.shared }
+
+    /// A tcp port on loopback that logs each request's text and answers it.
+    static func answeringPort(_ log: EventLog) throws -> Port {
+        let port = try Port(transport: TCPPortTests.loopback)
+        port.setMessageHandler { message in
+            log.add(String(decoding: message.dataComponents.first ?? Data(), as: UTF8.self))
+            try? message.replyPort?.send(msgid: 1, components: message.components, before: Date() + 5)
+        }
+        return port
+    }
+
+    /// Blocks `thread`'s loop in a block until the returned semaphore is
+    /// signalled (60 s at most); returns once the loop is blocked.
+    static func block(_ thread: LoopThread) throws -> DispatchSemaphore {
+        let release = DispatchSemaphore(value: 0), blocked = DispatchSemaphore(value: 0)
+        try thread.perform {
+            blocked.signal()
+            _ = release.wait(timeout: .now() + 60)
+        }
+        guard blocked.wait(timeout: .now() + 10) == .success else { throw TestFailure("\(thread) did not run the blocking block") }
+        return release
+    }
+
+    @Test("S-SRC1-2, S-NET-1: requests over tcp for a port scheduled in a private mode wait while its loop runs another mode, and arrive in order once it runs the port's mode; S-RUN-1: once the port is removed, the mode finishes at once (the loop's tcp reading keeps no run going)")
+    func requestsWaitForThePortsModeAndTheReaderKeepsNoRunGoing() throws {
+        let log = EventLog()
+        let mode = RunLoop.Mode("tcp-private")
+        let (whileElsewhere, afterRemoval, elapsed) = try onNewThread { () -> ([String], RunLoop.RunResult, Double) in
+            let loop = RunLoop.current
+            let port = try Self.answeringPort(log)
+            defer { port.invalidate() }
+            try port.schedule(in: loop, forMode: mode)
+            let peer = try NetworkPeerProcess.call(child: 0, port.descriptor, count: 3, payload: "m")
+            defer { peer.stop() }
+            // The default mode runs (a timer keeps it going) long enough for
+            // the first request to reach this process: it must wait.
+            let tick = try Timer(timeInterval: 0.05, repeats: true) { _ in }
+            loop.add(tick, forMode: .default)
+            _ = loop.run(mode: .default, seconds: 1)
+            tick.invalidate()
+            let whileElsewhere = log.all
+            let deadline = Date() + 30
+            while log.count < 3 && Date() < deadline { _ = loop.run(mode: mode, seconds: 0.1) }
+            _ = waitUntil(timeout: 30) { peer.line(starting: "DONE") != nil || peer.hasExited }
+            port.remove(from: loop, forMode: mode)
+            let started = Date()
+            let result = loop.run(mode: mode, seconds: 10)
+            return (whileElsewhere, result, Date().timeIntervalSince(started))
+        }
+        #expect(whileElsewhere.isEmpty, "delivered while the loop ran another mode: \(whileElsewhere)")
+        #expect(log.all == ["m0", "m1", "m2"])
+        #expect(afterRemoval == .finished)
+        #expect(elapsed < 5, "the run should have finished at once, not run out its 10 s")
+    }
+
+    @Test("S-NET-1: a busy loop holds up no other loop's tcp port: while one loop is blocked, requests to a port of another loop are answered; the blocked loop's port gets its requests, in order, once it runs again")
+    func aBusyLoopHoldsUpNoOtherLoopsPort() throws {
+        let blockedLog = EventLog(), freeLog = EventLog()
+        let blockedThread = LoopThread(name: "tcp-blocked"), freeThread = LoopThread(name: "tcp-free")
+        try blockedThread.start()
+        try freeThread.start()
+        defer {
+            blockedThread.stop()
+            freeThread.stop()
+        }
+        let blockedPort = try Self.answeringPort(blockedLog), freePort = try Self.answeringPort(freeLog)
+        defer {
+            blockedPort.invalidate()
+            freePort.invalidate()
+        }
+        try blockedPort.schedule(on: blockedThread)
+        try freePort.schedule(on: freeThread)
+        let release = try Self.block(blockedThread)
+        let toBlocked = try NetworkPeerProcess.call(child: 0, blockedPort.descriptor, count: 2, payload: "b")
+        defer { toBlocked.stop() }
+        let toFree = try NetworkPeerProcess.call(child: 1, freePort.descriptor, count: 3, payload: "f")
+        defer { toFree.stop() }
+        #expect(waitUntil(timeout: 30) { toFree.line(starting: "DONE") != nil || toFree.hasExited })
+        #expect(toFree.lines(starting: "REPLY ") == ["f0", "f1", "f2"])
+        #expect(blockedLog.all.isEmpty, "the blocked loop handled \(blockedLog.all)")
+        release.signal()
+        #expect(waitUntil(timeout: 30) { toBlocked.line(starting: "DONE") != nil || toBlocked.hasExited })
+        #expect(blockedLog.all == ["b0", "b1"])
+        #expect(freeLog.all == ["f0", "f1", "f2"])
+    }
+
+    @Test("S-NET-1, S-PORT-4: a peer that connects while the only loop reading tcp is blocked still gets its connection, well within the tcp connection bound: the network thread answers what no loop reads")
+    func aConnectionIsMadeWhileEveryReadingLoopIsBusy() throws {
+        let log = EventLog()
+        let thread = LoopThread(name: "tcp-only-reader")
+        try thread.start()
+        defer { thread.stop() }
+        let port = try Self.answeringPort(log)
+        defer { port.invalidate() }
+        try port.schedule(on: thread)
+        let release = try Self.block(thread)
+        let known = Set(NetworkHub.shared.state.withLock { $0.open.keys })
+        let peerKey = NetworkKeysFixture.shared.children[2].publicKey.z85
+        let peer = try NetworkPeerProcess.call(child: 2, port.descriptor, count: 1, payload: "c")
+        defer { peer.stop() }
+        // The peer's hello is read and answered while the loop is blocked:
+        // its connection is known here, and it waits for its reply.
+        #expect(waitUntil(timeout: 10) {
+            NetworkHub.shared.state.withLock { state in
+                state.open.contains { !known.contains($0.key) && $0.value.clientKey == peerKey && $0.value.isReady }
+            }
+        })
+        #expect(log.all.isEmpty)
+        release.signal()
+        #expect(waitUntil(timeout: 30) { peer.line(starting: "DONE") != nil || peer.hasExited })
+        #expect(peer.lines(starting: "REPLY ") == ["c0"])
+        #expect(log.all == ["c0"])
+    }
+}
