@@ -19,11 +19,12 @@
 //   rlk-net-peer hold <descriptor in hex>
 //       A request (msgid 4) the peer never answers: prints "WAITING", then
 //       how it ended ("ERROR <case> <text>", exit 1).
-//   rlk-net-peer flood <descriptor in hex>
-//       One request (then prints "CONNECTED"), then sends 64 KiB messages
-//       (msgid 5) with a 200 ms deadline until one
-//       finds no room, prints "FULL <sent>", and returns from main: the
-//       exit then waits for what was accepted at most the exit bound.
+//   rlk-net-peer flood <descriptor in hex> [block bytes, 64 KiB unless given] [stay]
+//       One request (then prints "CONNECTED"), then sends messages of that
+//       size (msgid 5), each starting with its index (UInt64, little-endian),
+//       with a 200 ms deadline until one finds no room, prints "FULL <sent>",
+//       and returns from main: the exit then waits for what was accepted at
+//       most the exit bound. With "stay", it waits for SIGTERM first.
 //   rlk-net-peer call <descriptor in hex> <count> [payload] [pause ms]
 //       <count> requests (msgid 1) to that port, each carrying the payload
 //       and "n", a pause apart; prints "REPLY n" for each, then "DONE"; on
@@ -127,21 +128,38 @@ func pass(descriptor: String, other: String) throws {
     say("PASSED")
 }
 
-func flood(descriptor: String) throws {
+/// Sends blocks of `size` bytes, each starting with its index (UInt64,
+/// little-endian), until one waits 0.2 s for room; with `stay`, then waits
+/// for SIGTERM, so that what it accepted is all written before it exits.
+func flood(descriptor: String, size: Int, stay: Bool) throws {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
     let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
     _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 10)
     say("CONNECTED")
-    let block = Data(repeating: 0x42, count: 64 << 10)
+    let block = Data(repeating: 0x42, count: max(size, 8))
     var sent = 0
     while true {
+        let numbered = numbered(block, sent)
         do {
-            try remote.send(msgid: 5, components: [.data(block)], before: Date() + 0.2)
+            try remote.send(msgid: 5, components: [.data(numbered)], before: Date() + 0.2)
             sent += 1
         } catch .timedOut {
             break
         }
     }
     say("FULL \(sent)")
+    guard stay else { return }
+    var limit = timespec(tv_sec: 120, tv_nsec: 0)
+    _ = sigtimedwait(&signals, nil, &limit)
+}
+
+/// `block` with `index` (UInt64, little-endian) in its first 8 bytes.
+func numbered(_ block: Data, _ index: Int) -> Data {
+    var copy = block
+    copy.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(index).littleEndian, as: UInt64.self) }
+    return copy
 }
 
 func hold(descriptor: String) throws {
@@ -173,7 +191,16 @@ do {
     case "pass" where arguments.count >= 4:
         try onWorker { try pass(descriptor: arguments[2], other: arguments[3]) }
     case "flood" where arguments.count >= 3:
-        try onWorker { try flood(descriptor: arguments[2]) }
+        let size = arguments.count >= 4 ? Int(arguments[3]) ?? (64 << 10) : 64 << 10
+        let stay = arguments.count >= 5 && arguments[4] == "stay"
+        if stay {
+            // Blocked before any thread starts, so that every thread leaves SIGTERM to sigtimedwait.
+            var signals = sigset_t()
+            sigemptyset(&signals)
+            sigaddset(&signals, SIGTERM)
+            pthread_sigmask(SIG_BLOCK, &signals, nil)
+        }
+        try onWorker { try flood(descriptor: arguments[2], size: size, stay: stay) }
     case "hold" where arguments.count >= 3:
         try onWorker { try hold(descriptor: arguments[2]) }
     case "call" where arguments.count >= 4:

@@ -14,7 +14,7 @@ package struct LoopBinding: ~Copyable, Sendable {
 
     package init() {}
 
-    var loop: RunLoop? { bound.withLock { $0.loop } }
+    package var loop: RunLoop? { bound.withLock { $0.loop } }
 
     /// Binds to `loop`; false if the item already belongs to another live loop.
     package func bind(to loop: RunLoop) -> Bool {

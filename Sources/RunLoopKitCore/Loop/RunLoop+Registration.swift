@@ -221,3 +221,14 @@ extension RunLoop {
         }
     }
 }
+
+extension RunLoop {
+    /// Puts `source` on this loop's list of ready sources, as if epoll had
+    /// reported it: its next look needs no system call. On the loop's own
+    /// thread only (the list is that thread's). `package`: the ports'
+    /// network reader hands a tcp port its message this way.
+    package func markReady(_ source: SocketSource) {
+        assert(RunLoop.current === self, "RunLoopKit: markReady(_:) is for the loop's own thread")
+        waiter.readyList.append(source, confirmed: true)
+    }
+}

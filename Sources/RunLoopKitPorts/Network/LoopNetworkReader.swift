@@ -6,16 +6,16 @@ import Synchronization
 /// Reads the process's tcp sockets on a loop that serves tcp ports: one per
 /// such loop, in every mode where one of its tcp ports was scheduled. A
 /// message for a port of this loop then reaches it without another
-/// thread's wake-up: the loop reads it from the tcp socket, forwards it to
-/// the port's queue and reads it from there in the same pass or the next
-/// (docs/design.md, "Across machines"). Messages for ports of other loops
-/// are forwarded to theirs, as the network thread would.
+/// thread's wake-up or a system call: the loop reads it from the tcp
+/// socket, hands it to the port and marks the port ready, and delivers it
+/// at its next pass (docs/design.md, "Across machines"). Messages for
+/// ports of other loops are handed to theirs, whose readers mark them.
 ///
 /// It waits on an epoll set of its own holding each tcp socket's ZMQ_FD
 /// (edge-triggered: a signal is an edge) and an eventfd, `again`, which it
 /// signals itself when it stopped at its batch with messages left (no
 /// signal would announce them). It is an auxiliary source: it keeps no run
-/// going and a pass that only forwarded handled no source (S-RUN-1, S-RUN-2).
+/// going and a pass that only read handled no source (S-RUN-1, S-RUN-2).
 final class LoopNetworkReader: @unchecked Sendable {
     private unowned let hub: NetworkHub
     weak var loop: RunLoop?
@@ -26,6 +26,9 @@ final class LoopNetworkReader: @unchecked Sendable {
     private(set) var source: SocketSource!
     /// The modes the source was added to (under the hub's lock).
     var modes: Set<RunLoop.Mode> = []
+    /// Ports of this loop handed a message by another thread, to be marked
+    /// ready on this loop's thread.
+    private let pending = Locked<[SocketSource]>([])
 
     // The loop's thread only, from here on.
     private var events = [epoll_event](repeating: epoll_event(), count: 16)
@@ -61,14 +64,22 @@ final class LoopNetworkReader: @unchecked Sendable {
         _ = epoll_ctl(pollSet, EPOLL_CTL_ADD, descriptor, &event)
     }
 
+    /// Has `source`, a port of this loop handed a message by another
+    /// thread, marked ready on this loop. Any thread.
+    func markReady(_ source: SocketSource) {
+        pending.withLock { $0.append(source) }
+        signal()
+    }
+
     /// Makes the loop read the sockets at its next pass. Any thread.
     func signal() {
         var one: UInt64 = 1
         _ = write(again, &one, 8)
     }
 
-    /// The source's handler: reads every socket that signalled (all of
-    /// them when `again` did), forwarding each message to its port.
+    /// The source's handler: marks ready the ports other threads handed a
+    /// message, then reads every socket that signalled (all of them when
+    /// `again` did), handing each message to its port.
     private func readSockets() -> CalloutBatch.Outcome {
         var readAll = false
         var signalled: [Int32] = []
@@ -84,11 +95,16 @@ final class LoopNetworkReader: @unchecked Sendable {
         if readAll {
             var value: UInt64 = 0
             _ = read(again, &value, 8)
+            let handed = pending.withLock { sources in
+                defer { sources.removeAll(keepingCapacity: true) }
+                return sources
+            }
+            if let loop { for source in handed where source.binding.loop === loop { loop.markReady(source) } }
         }
         refreshInbounds()
         var more = false, held = false
         for inbound in inbounds where readAll || signalled.contains(inbound.pollDescriptor) {
-            switch inbound.read(limit: Self.batch) {
+            switch inbound.read(limit: Self.batch, by: self) {
             case .more: more = true
             case .held: held = true
             case .drained, .busy: break

@@ -10,7 +10,7 @@ import ZeroMQ
 /// ZeroMQ context, the ZAP handler that decides which clients its
 /// listeners accept (S-NET-2), its listeners (one per bind address), its
 /// connections (one per remote process), and the network thread that reads
-/// them all, forwards each message to its port, and learns of a
+/// them all when no loop does, hands each message to its port, and learns of a
 /// connection's end from its monitor (`NetworkThread`).
 ///
 /// Made on first use: a process that never uses tcp starts no thread and
@@ -32,11 +32,11 @@ final class NetworkHub: @unchecked Sendable {
     /// What the endpoint dropped: messages for another instance or for no
     /// port, and malformed ones it could not route.
     let drops = DropAccount(portName: "tcp endpoint")
-    /// Every tcp port's forwarder, shared by the sockets' readers.
-    let forwarders = PortForwarders()
     /// Loops whose network reader is scheduled: while there is one, the
     /// network thread leaves reading to them (`NetworkThread`).
     let activeReaders = Atomic<Int>(0)
+    /// Sockets whose reading side holds a message for a full port.
+    let holdingInbounds = Atomic<Int>(0)
     /// Wakes the network thread (an eventfd).
     let wakeDescriptor: Int32 = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
 
@@ -267,7 +267,7 @@ final class NetworkHub: @unchecked Sendable {
         }
         guard let reader else { return }
         do throws(RunLoopError) { try loop.add(reader.source, forMode: mode) } catch {
-            Self.logger.error("tcp: a loop cannot read tcp sockets itself (\(error)); the network thread forwards its messages")
+            Self.logger.error("tcp: a loop cannot read tcp sockets itself (\(error)); the network thread reads for it")
             state.withLock { state in
                 guard state.readers[key] === reader else { return }
                 state.readers[key] = nil
@@ -294,6 +294,20 @@ final class NetworkHub: @unchecked Sendable {
     private func retire(_ reader: LoopNetworkReader) {
         reader.source.invalidate()
         activeReaders.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// `source`, a port of `loop`, was handed a message by another thread:
+    /// the loop's reader marks it ready there. A loop without a reader (its
+    /// port scheduled in no mode it reads) finds the port's queue when the
+    /// port is scheduled again.
+    func markReady(_ source: SocketSource, on loop: RunLoop) {
+        state.withLock { $0.readers[ObjectIdentifier(loop)] }?.markReady(source)
+    }
+
+    /// A port's queue had been full and has room: the network thread, which
+    /// retries a held message, is woken if a socket holds one.
+    func roomMade() {
+        if holdingInbounds.load(ordering: .acquiring) > 0 { wakeNetworkThread() }
     }
 
     /// A sender found input on a socket it sent on, and may have taken the

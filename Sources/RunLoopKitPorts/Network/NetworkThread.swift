@@ -65,7 +65,7 @@ final class NetworkThread: @unchecked Sendable {
             for inbound in inbounds {
                 let wasHolding = inbound.isHolding.load(ordering: .acquiring)
                 guard !loopsRead || wasHolding || fallback else { continue }
-                let outcome = inbound.read(limit: Self.batch)
+                let outcome = inbound.read(limit: Self.batch, by: nil)
                 if !loopsRead {
                     busy = outcome == .more || busy
                 } else if outcome == .more || (wasHolding && outcome != .held) {
@@ -115,7 +115,7 @@ final class NetworkThread: @unchecked Sendable {
             }
             guard let reason, connection.brokenError == nil else { continue }
             // What the peer sent before it went is delivered, not closed away with the socket.
-            if let inbound = connection.inbound { while inbound.read(limit: Self.batch) == .more {} }
+            if let inbound = connection.inbound { while inbound.read(limit: Self.batch, by: nil) == .more {} }
             hub.connectionBroke(connection, because: reason)
         }
     }
@@ -158,14 +158,10 @@ final class NetworkThread: @unchecked Sendable {
         }
         for listener in listeners { add(try? listener.monitor.fileDescriptor) }
         for connection in dialled { if let monitor = connection.monitor { add(try? monitor.fileDescriptor) } }
-        var holding = false
-        for inbound in inbounds {
-            if watchingSockets { add(inbound.pollDescriptor) }
-            if inbound.isHolding.load(ordering: .acquiring) {
-                holding = true
-                add(inbound.heldPortDescriptor())
-            }
-        }
+        if watchingSockets { for inbound in inbounds { add(inbound.pollDescriptor) } }
+        // A held message is retried when its port makes room (`roomMade`
+        // wakes the thread), and every 20 ms besides.
+        let holding = hub.holdingInbounds.load(ordering: .acquiring) > 0
         _ = poll(&descriptors, nfds_t(descriptors.count), holding ? 20 : 250)
         if descriptors[0].revents != 0 {
             var count: UInt64 = 0
@@ -181,7 +177,6 @@ final class NetworkThread: @unchecked Sendable {
         }
         for connection in open { connection.close(lingerMilliseconds: linger) }
         for listener in listeners { listener.close(lingerMilliseconds: linger) }
-        hub.forwarders.closeAll()
         finished.fill(.success(()))
     }
 }

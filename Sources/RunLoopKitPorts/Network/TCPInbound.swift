@@ -6,10 +6,10 @@ import ZeroMQ
 /// The reading side of one tcp socket of the process (a listener's ROUTER,
 /// or a dialled connection's DEALER): each message read is checked (its
 /// destination must be this instance and a tcp port of this process) and
-/// forwarded, frames unchanged and uncopied, to its port's own queue
-/// (`PortForwarders`), where the port's loop reads it as it reads any
-/// message: per-port order, the port's batch and its mode holding
-/// (S-SRC1-2) stay as they are. A hello or welcome is answered here.
+/// handed, frames unchanged and uncopied, to its port (`PortDelivery`),
+/// whose loop delivers it as it delivers any message: per-port order, the
+/// port's batch and its mode holding (S-SRC1-2) stay as they are. A hello
+/// or welcome is answered here.
 ///
 /// Whoever reads calls `read(limit:)`: a loop's network reader
 /// (`LoopNetworkReader`), so that a message for a port of that loop
@@ -55,6 +55,7 @@ final class TCPInbound: @unchecked Sendable {
     private var frameCount = 0
     /// A message whose port had no room, with its port.
     private var held: (frames: [Message], count: Int, portID: UInt64)?
+    private var delivery = PortDelivery()
 
     /// Reads ZMQ_FD under `socketLock`.
     init(hub: NetworkHub, socket: Socket, socketLock: Lock) throws(ZMQError) {
@@ -70,26 +71,23 @@ final class TCPInbound: @unchecked Sendable {
     func attach(listener: TCPListener) { readerLock.withLock { self.listener = listener } }
     func attach(dialled connection: TCPConnection) { readerLock.withLock { self.dialled = connection } }
 
-    /// Reads up to `limit` messages and forwards each; any thread.
-    func read(limit: Int) -> Outcome {
+    /// Reads up to `limit` messages and hands each to its port; `reader`
+    /// is the loop reader reading, on its loop's thread, nil on the
+    /// network thread. Any thread.
+    func read(limit: Int, by reader: LoopNetworkReader?) -> Outcome {
         guard readerLock.tryLock() else { return .busy }
         defer { readerLock.unlock() }
-        if held != nil && !retryHeld() { return .held }
+        if held != nil && !retryHeld(by: reader) { return .held }
         for _ in 0..<limit {
             let received: Bool = socketLock.withLock {
                 defer { socket.releaseOwnership() }
                 return receiveMessage()
             }
             guard received else { return .drained }
-            if listener != nil { handleAccepted() } else { handle(frames: 0..<frameCount) }
+            if listener != nil { handleAccepted(by: reader) } else { handle(frames: 0..<frameCount, by: reader) }
             if held != nil { return .held }
         }
         return .more
-    }
-
-    /// The held message's port queue's ZMQ_FD, to wait on for room.
-    func heldPortDescriptor() -> Int32? {
-        readerLock.withLock { held.flatMap { hub.forwarders.pollDescriptor(for: $0.portID) } }
     }
 
     private func receiveMessage() -> Bool {
@@ -112,7 +110,7 @@ final class TCPInbound: @unchecked Sendable {
 
     /// A message on a listener: [routing id, frames…]. A hello makes the
     /// peer's connection known; anything else is for a port.
-    private func handleAccepted() {
+    private func handleAccepted(by reader: LoopNetworkReader?) {
         guard frameCount >= 2, let listener else { return }
         let routingID = Array(frames[0].unsafeBytes)
         let first = frames[1].unsafeBytes
@@ -129,11 +127,11 @@ final class TCPInbound: @unchecked Sendable {
             _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
             return
         }
-        handle(frames: 1..<frameCount)
+        handle(frames: 1..<frameCount, by: reader)
     }
 
     /// A message for a port (frames `range`), or a dialled connection's welcome.
-    private func handle(frames range: Range<Int>) {
+    private func handle(frames range: Range<Int>, by reader: LoopNetworkReader?) {
         let first = frames[range.lowerBound].unsafeBytes
         if WireFormat.isControl(first) {
             guard let dialled, case let .welcome(from)? = try? WireFormat.decodeControl(first) else {
@@ -158,8 +156,8 @@ final class TCPInbound: @unchecked Sendable {
             hub.drops.record(.wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
             return hub.drops.emitPending()
         }
-        switch hub.forwarders.forward(frames[range], to: destination.portID) {
-        case .sent: return
+        switch delivery.hand(frames[range], to: destination.portID, readBy: reader) {
+        case .delivered: return
         case .noSuchPort:
             hub.drops.record(.noSuchPort, "tcp: a message for port \(destination.portID), which this process does not have (closed, or not a tcp port)")
             hub.drops.emitPending()
@@ -172,29 +170,34 @@ final class TCPInbound: @unchecked Sendable {
             }
             held = (kept, kept.count, destination.portID)
             isHolding.store(true, ordering: .releasing)
+            hub.holdingInbounds.wrappingAdd(1, ordering: .releasing)
         }
     }
 
     /// Tries the held message again; true once it is gone (sent, or its port closed).
-    private func retryHeld() -> Bool {
+    private func retryHeld(by reader: LoopNetworkReader?) -> Bool {
         guard let (message, count, portID) = held else { return true }
-        switch hub.forwarders.forward(message[0..<count], to: portID) {
+        switch delivery.hand(message[0..<count], to: portID, readBy: reader) {
         case .full: return false
-        case .sent: break
+        case .delivered: break
         case .noSuchPort:
             hub.drops.record(.noSuchPort, "tcp: port \(portID) closed while a message for it waited for room")
             hub.drops.emitPending()
         }
+        releaseHeld()
+        return true
+    }
+
+    /// The held message is gone. Reader lock held.
+    private func releaseHeld() {
+        guard held != nil else { return }
         held = nil
         isHolding.store(false, ordering: .releasing)
-        return true
+        hub.holdingInbounds.wrappingSubtract(1, ordering: .releasing)
     }
 
     /// At exit, or when the socket closes: a held message goes with it.
     func discardHeld() {
-        readerLock.withLock {
-            held = nil
-            isHolding.store(false, ordering: .releasing)
-        }
+        readerLock.withLock { releaseHeld() }
     }
 }

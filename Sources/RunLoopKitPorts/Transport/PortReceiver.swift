@@ -40,6 +40,18 @@ final class PortReceiver: @unchecked Sendable {
     // emptiness) on every receive.
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var requeued: [IncomingFrames] = []
+    // Guarded by lock: messages a tcp socket's reader handed over
+    // (`hand`), oldest first from `handedHead`: they come after `frames`
+    // and before the socket, which carries only this process's own sends
+    // (docs/design.md, "Across machines"). Emptied holders are kept for
+    // reuse in `spareHolders`.
+    // U-RECEIVER-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var handed: [IncomingFrames] = []
+    @exclusivity(unchecked) private var handedHead = 0
+    /// How many handed messages wait: the one word the message path reads
+    /// when none do.
+    @exclusivity(unchecked) private var handedCount = 0
+    @exclusivity(unchecked) private var spareHolders: [IncomingFrames] = []
     // Guarded by lock: the message a batch reads in place
     // (`takeInPlaceMessage`), kept here between batches; a nested batch,
     // finding it taken, makes its own.
@@ -138,7 +150,7 @@ final class PortReceiver: @unchecked Sendable {
         lock.withLock {
             guard !isClosed else { return false }
             defer { socket.releaseOwnership() }
-            return !requeued.isEmpty || frames.isHolding || receiveFrames(into: frames)
+            return !requeued.isEmpty || frames.isHolding || handedCount > 0 || receiveFrames(into: frames)
         }
     }
 
@@ -168,6 +180,45 @@ final class PortReceiver: @unchecked Sendable {
         drops.emitPending()
     }
 
+    /// What `hand` did.
+    enum Handing { case queued, full, closed }
+
+    /// A tcp socket's reader hands over a message for this port (its
+    /// frames, moved, nothing copied), queued after what was handed before
+    /// (per-sender order: one sender's messages come over one socket, read
+    /// in order). Full at `highWaterMark` messages, as the socket is. Any
+    /// thread.
+    func hand(_ message: ArraySlice<Message>) -> Handing {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { return .closed }
+        guard handedCount < Int(Self.highWaterMark) else { return .full }
+        let holder = spareHolders.popLast() ?? IncomingFrames()
+        holder.take(message)
+        handed.append(holder)
+        handedCount += 1
+        return .queued
+    }
+
+    /// Moves the oldest handed message into `frames` (there is one). A
+    /// receiver that was full has room again: the network thread, which
+    /// waits for that, is told. Lock held.
+    @inline(never)
+    private func takeHanded(into frames: IncomingFrames) -> Bool {
+        let wasFull = handedCount >= Int(Self.highWaterMark)
+        let holder = handed[handedHead]
+        holder.move(to: frames)
+        spareHolders.append(holder)
+        handedHead += 1
+        handedCount -= 1
+        if handedHead == handed.count {
+            handed.removeAll(keepingCapacity: true)
+            handedHead = 0
+        }
+        if wasFull { NetworkHub.shared.roomMade() }
+        return true
+    }
+
     /// At process exit: removes the socket files without touching libzmq
     /// (which may be mid-shutdown), so that no file outlives the process.
     func unlinkFilesAtExit() {
@@ -181,6 +232,10 @@ final class PortReceiver: @unchecked Sendable {
             isClosed = true
             frames.clear()
             requeued.removeAll()
+            handed.removeAll()
+            handedHead = 0
+            handedCount = 0
+            spareHolders.removeAll()
             spareInPlaceMessage = nil
             decoder = MessageDecoder()
             socket.close()
@@ -223,7 +278,7 @@ final class PortReceiver: @unchecked Sendable {
                 guard batch.admission() == .admitted else { return .notAdmitted }
                 return decodeRequeued(into: &inbox)
             }
-            guard frames.isHolding || receiveFrames(into: frames) else {
+            guard frames.isHolding || (handedCount > 0 && takeHanded(into: frames)) || receiveFrames(into: frames) else {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }
@@ -275,7 +330,7 @@ final class PortReceiver: @unchecked Sendable {
             guard batch.admission() == .admitted else { return .notAdmitted }
             if !requeued.isEmpty { requeued.removeFirst().move(to: message.frames) } else { frames.move(to: message.frames) }
         } else {
-            guard receiveFrames(into: message.frames) else { return .empty }
+            guard (handedCount > 0 && takeHanded(into: message.frames)) || receiveFrames(into: message.frames) else { return .empty }
             guard batch.admission() == .admitted else {
                 // Rare: kept where the next receive looks first.
                 message.frames.move(to: frames)

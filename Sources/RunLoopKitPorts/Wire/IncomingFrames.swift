@@ -61,6 +61,21 @@ final class IncomingFrames {
         return true
     }
 
+    /// Holds the message received in `frames` (a tcp socket's reader's),
+    /// as `receive` would hold it: their contents move here, nothing is
+    /// copied, and the same frames are kept or only counted.
+    func take(_ frames: ArraySlice<Message>) {
+        clear()
+        guard let head = frames.first else { return }
+        head.moveContent(to: first)
+        firstArrived()
+        for frame in frames.dropFirst() {
+            let (slot, keep) = nextSlot()
+            frame.moveContent(to: slot)
+            arrived(slot, kept: keep)
+        }
+    }
+
     /// Holds the message whose frames `frames` gives, as `receive` would
     /// hold it had they arrived from a socket: the same frames kept, the
     /// same counted only. How the fuzzer and its corpus test feed the

@@ -126,4 +126,40 @@ struct TCPLoopReadingTests {
         #expect(peer.lines(starting: "REPLY ") == ["c0"])
         #expect(log.all == ["c0"])
     }
+
+    @Test("S-NET-1, S-PORT-4: a peer that floods a port whose loop is blocked fills what lies between them until its sends time out; once the loop runs, every message it sent arrives, none lost, in order")
+    func aFullPortHoldsItsSocketAndLosesNothing() throws {
+        let thread = LoopThread(name: "tcp-flooded")
+        try thread.start()
+        defer { thread.stop() }
+        let port = try Port(transport: TCPPortTests.loopback)
+        defer { port.invalidate() }
+        let received = Counter(), outOfOrder = Counter()
+        port.setMessageHandler { message in
+            if message.msgid == 5 {
+                // Every block carries its index in its first 8 bytes.
+                let index = message.dataComponents.first.map { data in
+                    data.withUnsafeBytes { Int(UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))) }
+                } ?? -1
+                if index != received.value { outOfOrder.increment() }
+                received.increment()
+            } else {
+                try? message.replyPort?.send(msgid: message.msgid, before: Date() + 5)
+            }
+        }
+        try port.schedule(on: thread)
+        let flooder = try NetworkPeerProcess.start(["flood", NetworkPeerProcess.hex(port.descriptor), "1024", "stay"], child: 3)
+        defer { flooder.stop() }
+        #expect(waitUntil(timeout: 30) { flooder.line(starting: "CONNECTED") != nil || flooder.hasExited })
+        let release = try Self.block(thread)
+        let beforeBlocking = received.value
+        #expect(waitUntil(timeout: 60) { flooder.line(starting: "FULL ") != nil || flooder.hasExited })
+        let sent = Int(flooder.line(starting: "FULL ") ?? "") ?? -1
+        #expect(sent > beforeBlocking)
+        #expect(received.value == beforeBlocking, "nothing is delivered while the loop is blocked")
+        release.signal()
+        #expect(waitUntil(timeout: 60) { received.value >= sent })
+        #expect(received.value == sent)
+        #expect(outOfOrder.value == 0)
+    }
 }
