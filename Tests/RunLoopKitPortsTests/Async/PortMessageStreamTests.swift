@@ -59,17 +59,31 @@ struct PortMessageStreamTests {
         // Now it reads, slowly at first, while more is sent: every message
         // arrives once and in order, and the buffer stays within its mark.
         let more = 3_000
-        async let laterSends = Self.flood(port, from: UInt32(sent), count: more, deadline: 30)
-        var next: UInt32 = 0
-        var outOfOrder = 0
-        for await message in stream {
-            if message.msgid != next { outOfOrder += 1 }
-            next = message.msgid + 1
-            if next < 200 { try await Task.sleep(for: .microseconds(200)) }
-            if Int(next) == sent + more { break }
+        // Each send may wait as long as the consumer is kept from running
+        // (the cooperative pool's threads are shared with the rest of the
+        // suite): a generous deadline, a safety net, not what is tested.
+        async let laterSends = Self.flood(port, from: UInt32(sent), count: more, deadline: 60)
+        let consumer = Task { () -> (next: UInt32, outOfOrder: Int) in
+            var next: UInt32 = 0
+            var outOfOrder = 0
+            for await message in stream {
+                if message.msgid != next { outOfOrder += 1 }
+                next = message.msgid + 1
+                if next < 200 { try? await Task.sleep(for: .microseconds(200)) }
+                if Int(next) == sent + more { break }
+            }
+            return (next, outOfOrder)
         }
+        // A safety net, not a bound: a message that never comes fails the
+        // test here instead of holding the suite forever.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(120))
+            consumer.cancel()
+        }
+        let (next, outOfOrder) = await consumer.value
+        watchdog.cancel()
         let (laterSent, laterError) = await laterSends
-        #expect(laterError == nil && laterSent == more)
+        #expect(laterError == nil && laterSent == more, "the later flood sent \(laterSent) of \(more), ending with \(String(describing: laterError))")
         #expect(Int(next) == sent + more && outOfOrder == 0, "read up to msgid \(next) of \(sent + more), \(outOfOrder) out of order")
         #expect(stream.peakBufferedCount <= buffering.highWatermark)
     }
