@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import RunLoopKit
 
 /// An `rlk-peer` child process and a send right to its named port: the
@@ -16,7 +17,9 @@ final class RLKChildConnection {
     /// `tcp`: the child also serves that many tcp ports behind one
     /// endpoint on 127.0.0.1, CURVE or plain text, fetched over ipc.
     init(tag: String, cpu: Int32, tcp: (security: TCPEndpoint.Security, count: Int)? = nil) throws {
-        let name = "rlk-bench-\(getpid())-\(tag)"
+        // A serial number too: two contenders of one scenario may share a
+        // tag, and the second child must not find the first one's name.
+        let name = "rlk-bench-\(getpid())-\(tag)-\(Self.nextSerial())"
         let tcpArguments = tcp.map { [$0.security == .plainText ? "plain" : "curve", "\($0.count)"] } ?? []
         let child = try ChildProcess(role: "rlk-peer", cpu: cpu, arguments: [name] + tcpArguments)
         do {
@@ -32,6 +35,15 @@ final class RLKChildConnection {
             throw BenchError("the rlk-peer child did not come up: \(error)")
         }
         self.child = child
+    }
+
+    private static let serials = Mutex(0)
+
+    private static func nextSerial() -> Int {
+        serials.withLock { serial in
+            serial += 1
+            return serial
+        }
     }
 
     private static func fetchTCPPorts(from port: Port, count: Int) throws -> [Port] {
