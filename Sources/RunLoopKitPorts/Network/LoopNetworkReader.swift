@@ -19,6 +19,9 @@ import Synchronization
 final class LoopNetworkReader: @unchecked Sendable {
     private unowned let hub: NetworkHub
     weak var loop: RunLoop?
+    /// The loop's identity, compared without a weak load: a reader reading
+    /// runs on its loop, which is therefore alive.
+    let loopID: ObjectIdentifier
     /// The epoll set the loop watches.
     let pollSet: Int32
     /// Signalled when the sockets must be read though no edge says so.
@@ -42,6 +45,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     init(hub: NetworkHub, loop: RunLoop) {
         self.hub = hub
         self.loop = loop
+        loopID = ObjectIdentifier(loop)
         pollSet = epoll_create1(Int32(EPOLL_CLOEXEC))
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")

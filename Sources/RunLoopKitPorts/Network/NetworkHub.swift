@@ -37,6 +37,9 @@ final class NetworkHub: @unchecked Sendable {
     let activeReaders = Atomic<Int>(0)
     /// Sockets whose reading side holds a message for a full port.
     let holdingInbounds = Atomic<Int>(0)
+    /// True while a socket's look for input after a send is owed
+    /// (`TCPInbound.lookAfterSend`): the network thread makes it.
+    let looksOwed = Atomic<Bool>(false)
     /// Wakes the network thread (an eventfd).
     let wakeDescriptor: Int32 = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
 
@@ -308,6 +311,12 @@ final class NetworkHub: @unchecked Sendable {
     /// retries a held message, is woken if a socket holds one.
     func roomMade() {
         if holdingInbounds.load(ordering: .acquiring) > 0 { wakeNetworkThread() }
+    }
+
+    /// A send skipped its look for input: the network thread is woken to
+    /// make it, unless it already watches for owed looks.
+    func lookOwed() {
+        if !looksOwed.exchange(true, ordering: .acquiringAndReleasing) { wakeNetworkThread() }
     }
 
     /// A sender found input on a socket it sent on, and may have taken the

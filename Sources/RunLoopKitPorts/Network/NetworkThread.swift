@@ -73,7 +73,8 @@ final class NetworkThread: @unchecked Sendable {
                     hub.inputWaiting()
                 }
             }
-            if !busy { waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead) }
+            let looksOwed = makeOwedLooks(inbounds)
+            if !busy { waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead, looksOwed: looksOwed) }
         }
     }
 
@@ -148,10 +149,23 @@ final class NetworkThread: @unchecked Sendable {
         return true
     }
 
+    /// Makes the looks for input that sends left owed and whose interval
+    /// has passed (`TCPInbound.lookAfterSend`); true while some stay owed,
+    /// and then the hub's flag stays up, so senders need not wake the thread.
+    private func makeOwedLooks(_ inbounds: [TCPInbound]) -> Bool {
+        guard hub.looksOwed.exchange(false, ordering: .acquiringAndReleasing) else { return false }
+        var owed = false
+        for inbound in inbounds where !inbound.makeOwedLook() { owed = true }
+        if owed { hub.looksOwed.store(true, ordering: .releasing) }
+        return owed
+    }
+
     /// Sleeps until a socket may have input (when no loop reads them), a
     /// held message's port has room, a monitor reports, the hub wakes the
     /// thread, or a quarter of a second passes (housekeeping).
-    private func waitForInput(_ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool) {
+    private func waitForInput(
+        _ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool, looksOwed: Bool
+    ) {
         var descriptors = [pollfd(fd: hub.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
         func add(_ descriptor: Int32?) {
             if let descriptor { descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
@@ -160,9 +174,10 @@ final class NetworkThread: @unchecked Sendable {
         for connection in dialled { if let monitor = connection.monitor { add(try? monitor.fileDescriptor) } }
         if watchingSockets { for inbound in inbounds { add(inbound.pollDescriptor) } }
         // A held message is retried when its port makes room (`roomMade`
-        // wakes the thread), and every 20 ms besides.
+        // wakes the thread), and every 20 ms besides; an owed look is made
+        // at the next millisecond.
         let holding = hub.holdingInbounds.load(ordering: .acquiring) > 0
-        _ = poll(&descriptors, nfds_t(descriptors.count), holding ? 20 : 250)
+        _ = poll(&descriptors, nfds_t(descriptors.count), looksOwed ? 1 : holding ? 20 : 250)
         if descriptors[0].revents != 0 {
             var count: UInt64 = 0
             _ = read(hub.wakeDescriptor, &count, 8)

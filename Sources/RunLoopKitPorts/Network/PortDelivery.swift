@@ -11,23 +11,31 @@ import ZeroMQ
 struct PortDelivery {
     enum Outcome { case delivered, full, noSuchPort }
 
-    /// The ports messages went to, by id, held weakly: a closed port goes.
-    private var known: [UInt64: WeakPortReference] = [:]
+    /// The ports messages went to, by id: the receiver held strongly (a
+    /// message's path touches no weak reference, whose loads and releases
+    /// go through the object's side table), the port weakly, for its
+    /// source and loop when its queue was empty. A closed receiver goes.
+    private var known: [UInt64: KnownPort] = [:]
     /// When `known` is next swept of closed ports (it doubles with the live ones).
     private var sweepAt = 1_024
 
     /// Hands `message` to port `portID`; `reader` is the loop reader
     /// reading, on its loop's thread (nil on the network thread).
     mutating func hand(_ message: ArraySlice<Message>, to portID: UInt64, readBy reader: LoopNetworkReader?) -> Outcome {
-        guard let port = port(portID), let receiver = port.receiver else { return .noSuchPort }
-        switch receiver.hand(message) {
-        case .closed: return .noSuchPort
+        guard let known = knownPort(portID) else { return .noSuchPort }
+        switch known.receiver.hand(message) {
+        case .closed:
+            self.known[portID] = nil
+            return .noSuchPort
         case .full: return .full
-        case .queued: break
+        case .queued(first: false): return .delivered
+        case .queued(first: true): break
         }
         // Not scheduled yet: its loop looks at its queue when it is.
-        guard let source = port.state.withLock({ $0.source }), let loop = source.binding.loop else { return .delivered }
-        if let reader, reader.loop === loop {
+        guard let port = known.port, let source = port.state.withLock({ $0.source }), let loop = source.binding.loop else {
+            return .delivered
+        }
+        if let reader, reader.loopID == ObjectIdentifier(loop) {
             loop.markReady(source)
         } else {
             NetworkHub.shared.markReady(source, on: loop)
@@ -36,24 +44,30 @@ struct PortDelivery {
     }
 
     /// The live tcp port `portID` of this process.
-    private mutating func port(_ portID: UInt64) -> Port? {
-        if let port = known[portID]?.port {
-            if port.isValid { return port }
-            known[portID] = nil
-            return nil
-        }
-        guard let port = PortRegistry.shared.localPort(portID), port.isValid, port.address.reach == .network else { return nil }
+    private mutating func knownPort(_ portID: UInt64) -> KnownPort? {
+        if let known = known[portID] { return known }
+        guard let port = PortRegistry.shared.localPort(portID), port.isValid, port.address.reach == .network,
+            let receiver = port.receiver
+        else { return nil }
         if known.count >= sweepAt {
-            known = known.filter { $0.value.port?.isValid == true }
+            known = known.filter { $0.value.receiver.isOpen }
             sweepAt = max(1_024, known.count * 2)
         }
-        known[portID] = WeakPortReference(port)
-        return port
+        let entry = KnownPort(receiver: receiver, port: port)
+        known[portID] = entry
+        return entry
     }
 }
 
-/// A port a socket's reader delivers to, held weakly.
-struct WeakPortReference {
+/// A port a socket's reader delivers to: its receiver, and the port itself
+/// held weakly. A class: a struct holding a weak reference is copied out
+/// of the dictionary with a trip to the port's side table every message.
+final class KnownPort {
+    let receiver: PortReceiver
     weak var port: Port?
-    init(_ port: Port) { self.port = port }
+
+    init(receiver: PortReceiver, port: Port) {
+        self.receiver = receiver
+        self.port = port
+    }
 }

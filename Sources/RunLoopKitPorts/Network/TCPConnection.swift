@@ -100,6 +100,9 @@ final class TCPConnection: @unchecked Sendable {
     /// The socket messages to the peer are sent on.
     var socket: Socket { dialledSocket ?? listener!.socket }
 
+    /// The socket's reading side: a dialled connection's own, an accepted one's listener's.
+    var readingSide: TCPInbound { inbound ?? listener!.inbound }
+
     var isDialled: Bool { dialledSocket != nil }
     var isReady: Bool { status.load(ordering: .acquiring) == 1 }
     var brokenError: PortError? { state.withLock { $0.broken } }
@@ -234,9 +237,9 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Runs `body` with the socket, its lock held, failing at once if the
-    /// connection broke; afterwards has the socket read if it has input,
+    /// connection broke; afterwards the socket is looked at for input,
     /// since a send may have taken the readiness signal its readers wait
-    /// for (ZMQ_FD is edge-triggered).
+    /// for (`TCPInbound.lookAfterSend`).
     private func withSocket<R>(port: PortAddress, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
         socketLock.lock()
         defer {
@@ -245,7 +248,7 @@ final class TCPConnection: @unchecked Sendable {
         }
         if let error = lostError(for: port) { throw error }
         let result = try body(socket)
-        if (try? socket.events.contains(.pollIn)) == true { NetworkHub.shared.inputWaiting() }
+        readingSide.lookAfterSend()
         return result
     }
 
@@ -287,6 +290,7 @@ final class TCPConnection: @unchecked Sendable {
         }
         let descriptor: Int32? = socketLock.withLock {
             defer { socket.releaseOwnership() }
+            guard !readingSide.lookForRoom() else { return nil }
             return try? socket.fileDescriptor
         }
         guard let descriptor else { return }

@@ -44,18 +44,32 @@ final class TCPInbound: @unchecked Sendable {
     let isHolding = Atomic<Bool>(false)
     private static let logger = Logger(label: "RunLoopKit.Network")
 
-    // Under readerLock from here on.
+    // Under readerLock from here on. The state a message touches is
+    // @exclusivity(unchecked): the lock makes each access exclusive.
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
     private let readerLock = Lock()
     /// The listener this socket is (accepted connections come from its
     /// hellos), or the dialled connection it belongs to (its welcome).
     private weak var listener: TCPListener?
     private weak var dialled: TCPConnection?
+    /// A listener's socket: its messages start with a routing id. (A weak
+    /// load per message would cost a trip to the listener's side table.)
+    private var isListener = false
     /// The frames of the message being read, reused.
-    private var frames: [Message] = [Message()]
-    private var frameCount = 0
+    @exclusivity(unchecked) private var frames: [Message] = [Message()]
+    @exclusivity(unchecked) private var frameCount = 0
     /// A message whose port had no room, with its port.
-    private var held: (frames: [Message], count: Int, portID: UInt64)?
-    private var delivery = PortDelivery()
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var held: (frames: [Message], count: Int, portID: UInt64)?
+    @exclusivity(unchecked) private var delivery = PortDelivery()
+
+    // Under socketLock, from here on: when a look for input after a send
+    // was last made, and whether a send since made none (`lookAfterSend`).
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var lookedAt: UInt64 = 0
+    @exclusivity(unchecked) private var lookOwed = false
+    /// Sends closer together than this share one look for input.
+    static let lookInterval: UInt64 = 50_000
 
     /// Reads ZMQ_FD under `socketLock`.
     init(hub: NetworkHub, socket: Socket, socketLock: Lock) throws(ZMQError) {
@@ -68,7 +82,12 @@ final class TCPInbound: @unchecked Sendable {
         }
     }
 
-    func attach(listener: TCPListener) { readerLock.withLock { self.listener = listener } }
+    func attach(listener: TCPListener) {
+        readerLock.withLock {
+            self.listener = listener
+            isListener = true
+        }
+    }
     func attach(dialled connection: TCPConnection) { readerLock.withLock { self.dialled = connection } }
 
     /// Reads up to `limit` messages and hands each to its port; `reader`
@@ -84,7 +103,7 @@ final class TCPInbound: @unchecked Sendable {
                 return receiveMessage()
             }
             guard received else { return .drained }
-            if listener != nil { handleAccepted(by: reader) } else { handle(frames: 0..<frameCount, by: reader) }
+            if isListener { handleAccepted(by: reader) } else { handle(frames: 0..<frameCount, by: reader) }
             if held != nil { return .held }
         }
         return .more
@@ -111,10 +130,11 @@ final class TCPInbound: @unchecked Sendable {
     /// A message on a listener: [routing id, frames…]. A hello makes the
     /// peer's connection known; anything else is for a port.
     private func handleAccepted(by reader: LoopNetworkReader?) {
-        guard frameCount >= 2, let listener else { return }
-        let routingID = Array(frames[0].unsafeBytes)
+        guard frameCount >= 2 else { return }
         let first = frames[1].unsafeBytes
         if WireFormat.isControl(first) {
+            guard let listener else { return }
+            let routingID = Array(frames[0].unsafeBytes)
             guard case let .hello(from, _)? = try? WireFormat.decodeControl(first), routingID == WireFormat.instanceBytes(from) else {
                 hub.drops.record(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
                 return hub.drops.emitPending()
@@ -194,6 +214,59 @@ final class TCPInbound: @unchecked Sendable {
         held = nil
         isHolding.store(false, ordering: .releasing)
         hub.holdingInbounds.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    // MARK: - After a send
+
+    /// After a send, socket lock held: a send may have taken the readiness
+    /// signal the socket's readers wait for (ZMQ_FD is edge-triggered, and
+    /// libzmq may process the socket's commands inside a send), so the
+    /// socket is looked at (ZMQ_EVENTS) and its readers told if it has
+    /// input. A look costs two system calls, as much as the rest of a send,
+    /// so sends closer together than `lookInterval` share one: a send that
+    /// skips it leaves it owed, and the network thread makes it within a
+    /// millisecond or two if no later send did (docs/design.md, "Across machines").
+    func lookAfterSend() {
+        let now = MonotonicClock.now()
+        if now &- lookedAt >= Self.lookInterval {
+            look(at: now)
+        } else if !lookOwed {
+            lookOwed = true
+            hub.lookOwed()
+        }
+    }
+
+    /// Network thread: makes this socket's owed look if its interval has
+    /// passed; false while it stays owed.
+    func makeOwedLook() -> Bool {
+        socketLock.lock()
+        defer {
+            socket.releaseOwnership()
+            socketLock.unlock()
+        }
+        guard lookOwed else { return true }
+        let now = MonotonicClock.now()
+        guard now &- lookedAt >= Self.lookInterval else { return false }
+        look(at: now)
+        return true
+    }
+
+    /// A send found no room, socket lock held: the socket is looked at
+    /// now, whatever the interval, since the look also processes the
+    /// socket's commands (libzmq does so in a send at most once a
+    /// millisecond), room made among them. True if there is room now.
+    func lookForRoom() -> Bool {
+        look(at: MonotonicClock.now()).contains(.pollOut)
+    }
+
+    /// Socket lock held.
+    @discardableResult
+    private func look(at now: UInt64) -> SocketEvents {
+        lookedAt = now
+        lookOwed = false
+        let events = (try? socket.events) ?? []
+        if events.contains(.pollIn) { hub.inputWaiting() }
+        return events
     }
 
     /// At exit, or when the socket closes: a held message goes with it.

@@ -180,8 +180,10 @@ final class PortReceiver: @unchecked Sendable {
         drops.emitPending()
     }
 
-    /// What `hand` did.
-    enum Handing { case queued, full, closed }
+    /// What `hand` did. `queued(first:)`: first, the queue was empty, so
+    /// the port's loop must be told; otherwise an earlier hand told it, and
+    /// its delivery reads the queue until it finds it empty.
+    enum Handing { case queued(first: Bool), full, closed }
 
     /// A tcp socket's reader hands over a message for this port (its
     /// frames, moved, nothing copied), queued after what was handed before
@@ -197,8 +199,11 @@ final class PortReceiver: @unchecked Sendable {
         holder.take(message)
         handed.append(holder)
         handedCount += 1
-        return .queued
+        return .queued(first: handedCount == 1)
     }
+
+    /// Closed: a reader's cache of receivers lets it go.
+    var isOpen: Bool { lock.withLock { !isClosed } }
 
     /// Moves the oldest handed message into `frames` (there is one). A
     /// receiver that was full has room again: the network thread, which
