@@ -32,6 +32,9 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// Ports of this loop handed a message by another thread, to be marked
     /// ready on this loop's thread.
     private let pending = Locked<[SocketSource]>([])
+    /// How many times the reader ran: the network thread relieves a reader
+    /// that does not run while its sockets have input.
+    let runs = Atomic<UInt64>(0)
 
     // The loop's thread only, from here on.
     private var events = [epoll_event](repeating: epoll_event(), count: 16)
@@ -60,12 +63,18 @@ final class LoopNetworkReader: @unchecked Sendable {
         Glibc.close(again)
     }
 
-    /// Adds `descriptor` to the epoll set, edge-triggered. Any thread.
+    /// Adds `descriptor` to the epoll set, edge-triggered (epoll reports it
+    /// at once if it is readable). Any thread.
     func watch(_ descriptor: Int32) {
         var event = epoll_event()
         event.events = EPOLLIN.rawValue | EPOLLET.rawValue
         event.data.fd = descriptor
         _ = epoll_ctl(pollSet, EPOLL_CTL_ADD, descriptor, &event)
+    }
+
+    /// Takes `descriptor` out of the epoll set. Any thread.
+    func unwatch(_ descriptor: Int32) {
+        _ = epoll_ctl(pollSet, EPOLL_CTL_DEL, descriptor, nil)
     }
 
     /// Has `source`, a port of this loop handed a message by another
@@ -85,6 +94,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// message, then reads every socket that signalled (all of them when
     /// `again` did), handing each message to its port.
     private func readSockets() -> CalloutBatch.Outcome {
+        runs.wrappingAdd(1, ordering: .relaxed)
         var readAll = false
         var signalled: [Int32] = []
         while true {
@@ -106,15 +116,15 @@ final class LoopNetworkReader: @unchecked Sendable {
             if let loop { for source in handed where source.binding.loop === loop { loop.markReady(source) } }
         }
         refreshInbounds()
-        var more = false, held = false
+        var held = false
         for inbound in inbounds where readAll || signalled.contains(inbound.pollDescriptor) {
             switch inbound.read(limit: Self.batch, by: self) {
-            case .more: more = true
+            // Messages left, which no signal will announce: whoever reads the socket now reads on.
+            case .more: hub.readAgain(inbound)
             case .held: held = true
             case .drained, .busy: break
             }
         }
-        if more { signal() }
         // The network thread waits for the port's room and reads on.
         if held { hub.wakeNetworkThread() }
         return CalloutBatch.Outcome(handled: false, drained: true)
@@ -124,6 +134,6 @@ final class LoopNetworkReader: @unchecked Sendable {
         let current = hub.generation.load(ordering: .acquiring)
         guard current != inboundsGeneration else { return }
         inboundsGeneration = current
-        inbounds = hub.allInbounds()
+        inbounds = hub.inbounds(readBy: self)
     }
 }

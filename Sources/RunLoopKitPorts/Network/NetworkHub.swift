@@ -119,7 +119,7 @@ final class NetworkHub: @unchecked Sendable {
             try startZAPHandler(&state)
             let made = try TCPListener(configuration, context: context, keys: keys)
             state.listeners[key] = made
-            for reader in state.readers.values { reader.watch(made.inbound.pollDescriptor) }
+            assignReader(to: made.inbound, in: &state)
             generation.wrappingAdd(1, ordering: .releasing)
             return made
         }
@@ -174,7 +174,7 @@ final class NetworkHub: @unchecked Sendable {
             let made = try dial(listener, instance: endpoint.instance, serverKey: endpoint.serverKey, keys: keys)
             state.connections[endpoint.instance] = made
             state.open[ObjectIdentifier(made)] = made
-            if let inbound = made.inbound { for reader in state.readers.values { reader.watch(inbound.pollDescriptor) } }
+            if let inbound = made.inbound { assignReader(to: inbound, in: &state) }
             generation.wrappingAdd(1, ordering: .releasing)
             return made
         }
@@ -232,6 +232,8 @@ final class NetworkHub: @unchecked Sendable {
         state.withLock { state in
             if state.connections[connection.peer] === connection { state.connections[connection.peer] = nil }
             state.open[ObjectIdentifier(connection)] = nil
+            // Its socket closes: no reader may watch its descriptor again.
+            connection.inbound?.closing()
             generation.wrappingAdd(1, ordering: .releasing)
         }
         connection.close(lingerMilliseconds: 0)
@@ -239,72 +241,6 @@ final class NetworkHub: @unchecked Sendable {
         PortRegistry.shared.connectionLost(to: connection.peer) { port in
             connection.lostError(for: port.address) ?? .connectionLost(port: port.description, peer: connection.peerDescription, reason: reason)
         }
-    }
-
-    // MARK: - Readers
-
-    /// Every socket's reading side: the listeners' and the dialled connections'.
-    func allInbounds() -> [TCPInbound] {
-        state.withLock { state in
-            state.listeners.values.map(\.inbound) + state.open.values.compactMap(\.inbound)
-        }
-    }
-
-    /// A tcp port was scheduled on `loop` in `mode`: the loop reads the
-    /// process's tcp sockets in that mode from now on (`LoopNetworkReader`).
-    func portScheduled(on loop: RunLoop, forMode mode: RunLoop.Mode) {
-        let key = ObjectIdentifier(loop)
-        let reader: LoopNetworkReader? = state.withLock { state in
-            guard !state.exiting else { return nil }
-            if let existing = state.readers[key], existing.loop === loop, existing.source.isValid {
-                return existing.modes.insert(mode).inserted ? existing : nil
-            }
-            if let stale = state.readers[key] { retire(stale) }
-            let made = LoopNetworkReader(hub: self, loop: loop)
-            made.modes.insert(mode)
-            for listener in state.listeners.values { made.watch(listener.inbound.pollDescriptor) }
-            for connection in state.open.values { if let inbound = connection.inbound { made.watch(inbound.pollDescriptor) } }
-            state.readers[key] = made
-            activeReaders.wrappingAdd(1, ordering: .releasing)
-            return made
-        }
-        guard let reader else { return }
-        do throws(RunLoopError) { try loop.add(reader.source, forMode: mode) } catch {
-            Self.logger.error("tcp: a loop cannot read tcp sockets itself (\(error)); the network thread reads for it")
-            state.withLock { state in
-                guard state.readers[key] === reader else { return }
-                state.readers[key] = nil
-                retire(reader)
-            }
-            return
-        }
-        // What arrived before the reader watched is read at its first pass.
-        reader.signal()
-    }
-
-    /// Readers whose loop is gone, dropped. Network thread.
-    func pruneReaders() {
-        state.withLock { state in
-            for (key, reader) in state.readers where reader.loop == nil || !reader.source.isValid {
-                state.readers[key] = nil
-                retire(reader)
-            }
-        }
-    }
-
-    /// A reader out of service: its source invalidated (it holds the only
-    /// other reference), counted out. State lock held.
-    private func retire(_ reader: LoopNetworkReader) {
-        reader.source.invalidate()
-        activeReaders.wrappingSubtract(1, ordering: .releasing)
-    }
-
-    /// `source`, a port of `loop`, was handed a message by another thread:
-    /// the loop's reader marks it ready there. A loop without a reader (its
-    /// port scheduled in no mode it reads) finds the port's queue when the
-    /// port is scheduled again.
-    func markReady(_ source: SocketSource, on loop: RunLoop) {
-        state.withLock { $0.readers[ObjectIdentifier(loop)] }?.markReady(source)
     }
 
     /// A port's queue had been full and has room: the network thread, which
@@ -317,14 +253,6 @@ final class NetworkHub: @unchecked Sendable {
     /// make it, unless it already watches for owed looks.
     func lookOwed() {
         if !looksOwed.exchange(true, ordering: .acquiringAndReleasing) { wakeNetworkThread() }
-    }
-
-    /// A sender found input on a socket it sent on, and may have taken the
-    /// signal its readers wait for: they are told to read.
-    func inputWaiting() {
-        if activeReaders.load(ordering: .acquiring) == 0 { return wakeNetworkThread() }
-        let readers = state.withLock { Array($0.readers.values) }
-        for reader in readers { reader.signal() }
     }
 
     // MARK: - The network thread

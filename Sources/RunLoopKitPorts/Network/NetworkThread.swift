@@ -9,11 +9,13 @@ import ZeroMQ
 /// it learns of a connection's end from its monitor (a disconnect, a
 /// heartbeat missed, a handshake refused) or from the tcp connection bound
 /// (S-NET-3), and keeps the authorized keys current. It reads the sockets
-/// (`TCPInbound`) when no loop does: while a loop serves tcp ports, its
-/// own network reader reads them (`LoopNetworkReader`), and this thread
-/// reads only a socket a reader left held up by a full port, and, every
-/// quarter of a second, whatever no loop has read (a hello while every
-/// reading loop is busy, or runs another mode).
+/// (`TCPInbound`) when no loop does: while a loop serves tcp ports, a
+/// loop's network reader reads each socket (`LoopNetworkReader`,
+/// NetworkHub+Readers.swift), and this thread reads only a socket a reader
+/// left held up by a full port, a socket whose reader does not run while it
+/// has input (its loop busy, or in another mode: checked every
+/// `stallCheckMilliseconds`), and, every quarter of a second, whatever no
+/// loop has read.
 final class NetworkThread: @unchecked Sendable {
     private unowned let hub: NetworkHub
     /// Filled when the thread has closed its sockets and ended.
@@ -28,6 +30,14 @@ final class NetworkThread: @unchecked Sendable {
     private var socketsGeneration = UInt64.max
     /// Messages read from one socket before the others get a turn.
     private static let batch = 64
+    /// How often a socket's reader is checked for a stall while loops read:
+    /// a socket with input for two checks running, its reader not having
+    /// run in between, is read here.
+    static let stallCheckMilliseconds: Int32 = 10
+    private var lastStallCheck: UInt64 = 0
+    /// Each socket at the last check: its reader's run count, and whether
+    /// it had input.
+    private var lastSeen: [ObjectIdentifier: (runs: UInt64, input: Bool)] = [:]
 
     init(hub: NetworkHub) { self.hub = hub }
 
@@ -61,16 +71,17 @@ final class NetworkThread: @unchecked Sendable {
             for connection in dialled { readEvents(of: connection) }
             // Every quarter of a second, what no reading loop took is read here.
             let fallback = housekeeping(dialled) && loopsRead
+            let stalled = loopsRead ? stalledReaders(inbounds) : []
             var busy = false
             for inbound in inbounds {
                 let wasHolding = inbound.isHolding.load(ordering: .acquiring)
-                guard !loopsRead || wasHolding || fallback else { continue }
+                guard !loopsRead || wasHolding || fallback || stalled.contains(ObjectIdentifier(inbound)) else { continue }
                 let outcome = inbound.read(limit: Self.batch, by: nil)
                 if !loopsRead {
                     busy = outcome == .more || busy
                 } else if outcome == .more || (wasHolding && outcome != .held) {
-                    // Messages are left, and no signal will announce them: the loops read on.
-                    hub.inputWaiting()
+                    // Messages are left, and no signal will announce them: its reader reads on.
+                    hub.readAgain(inbound)
                 }
             }
             let looksOwed = makeOwedLooks(inbounds)
@@ -149,6 +160,31 @@ final class NetworkThread: @unchecked Sendable {
         return true
     }
 
+    /// Every `stallCheckMilliseconds`: the sockets that have had input
+    /// (their ZMQ_FD readable, not consumed) at this check and the last,
+    /// while their reader did not run, or that no reader reads.
+    private func stalledReaders(_ inbounds: [TCPInbound]) -> Set<ObjectIdentifier> {
+        let now = MonotonicClock.now()
+        guard now &- lastStallCheck >= UInt64(Self.stallCheckMilliseconds) * 1_000_000 else { return [] }
+        lastStallCheck = now
+        var stalled: Set<ObjectIdentifier> = []
+        var seen: [ObjectIdentifier: (runs: UInt64, input: Bool)] = [:]
+        for inbound in inbounds {
+            let key = ObjectIdentifier(inbound)
+            guard let reader = inbound.reader else {
+                stalled.insert(key)
+                continue
+            }
+            var descriptor = pollfd(fd: inbound.pollDescriptor, events: Int16(POLLIN), revents: 0)
+            let input = poll(&descriptor, 1, 0) > 0
+            let runs = reader.runs.load(ordering: .relaxed)
+            if input, let last = lastSeen[key], last.input, last.runs == runs { stalled.insert(key) }
+            seen[key] = (runs, input)
+        }
+        lastSeen = seen
+        return stalled
+    }
+
     /// Makes the looks for input that sends left owed and whose interval
     /// has passed (`TCPInbound.lookAfterSend`); true while some stay owed,
     /// and then the hub's flag stays up, so senders need not wake the thread.
@@ -175,9 +211,11 @@ final class NetworkThread: @unchecked Sendable {
         if watchingSockets { for inbound in inbounds { add(inbound.pollDescriptor) } }
         // A held message is retried when its port makes room (`roomMade`
         // wakes the thread), and every 20 ms besides; an owed look is made
-        // at the next millisecond.
+        // at the next millisecond; while loops read, their readers are
+        // checked for stalls.
         let holding = hub.holdingInbounds.load(ordering: .acquiring) > 0
-        _ = poll(&descriptors, nfds_t(descriptors.count), looksOwed ? 1 : holding ? 20 : 250)
+        let timeout: Int32 = looksOwed ? 1 : !watchingSockets && !inbounds.isEmpty ? Self.stallCheckMilliseconds : holding ? 20 : 250
+        _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
         if descriptors[0].revents != 0 {
             var count: UInt64 = 0
             _ = read(hub.wakeDescriptor, &count, 8)

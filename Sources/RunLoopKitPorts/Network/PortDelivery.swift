@@ -18,6 +18,10 @@ struct PortDelivery {
     private var known: [UInt64: KnownPort] = [:]
     /// When `known` is next swept of closed ports (it doubles with the live ones).
     private var sweepAt = 1_024
+    /// The loop whose port the last message handed went to, as far as
+    /// known (a port's loop is looked up when its queue was empty): the
+    /// socket's reading follows it (`TCPInbound.read`).
+    var lastLoop: ObjectIdentifier?
 
     /// Hands `message` to port `portID`; `reader` is the loop reader
     /// reading, on its loop's thread (nil on the network thread).
@@ -28,13 +32,18 @@ struct PortDelivery {
             self.known[portID] = nil
             return .noSuchPort
         case .full: return .full
-        case .queued(first: false): return .delivered
+        case .queued(first: false):
+            lastLoop = known.loopID
+            return .delivered
         case .queued(first: true): break
         }
         // Not scheduled yet: its loop looks at its queue when it is.
         guard let port = known.port, let source = port.state.withLock({ $0.source }), let loop = source.binding.loop else {
+            known.loopID = nil
             return .delivered
         }
+        known.loopID = ObjectIdentifier(loop)
+        lastLoop = known.loopID
         if let reader, reader.loopID == ObjectIdentifier(loop) {
             loop.markReady(source)
         } else {
@@ -65,6 +74,8 @@ struct PortDelivery {
 final class KnownPort {
     let receiver: PortReceiver
     weak var port: Port?
+    /// The port's loop when its queue was last empty.
+    var loopID: ObjectIdentifier?
 
     init(receiver: PortReceiver, port: Port) {
         self.receiver = receiver

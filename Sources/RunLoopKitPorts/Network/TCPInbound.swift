@@ -42,6 +42,11 @@ final class TCPInbound: @unchecked Sendable {
     let pollDescriptor: Int32
     /// True while a message waits for room (the network thread watches it then).
     let isHolding = Atomic<Bool>(false)
+    /// The loop reader that reads this socket (NetworkHub+Readers.swift),
+    /// nil while none does; and whether the socket is open (false once it
+    /// closes, so that no reader watches its descriptor again). Set under
+    /// the hub's lock, read under this one alone.
+    private let owner = Locked<(reader: LoopNetworkReader?, isOpen: Bool)>((nil, true))
     private static let logger = Logger(label: "RunLoopKit.Network")
 
     // Under readerLock from here on. The state a message touches is
@@ -90,12 +95,37 @@ final class TCPInbound: @unchecked Sendable {
     }
     func attach(dialled connection: TCPConnection) { readerLock.withLock { self.dialled = connection } }
 
+    var reader: LoopNetworkReader? { owner.withLock { $0.reader } }
+    var isOpen: Bool { owner.withLock { $0.isOpen } }
+    /// Hub lock held.
+    func setReader(_ reader: LoopNetworkReader?) { owner.withLock { $0.reader = reader } }
+
+    /// The socket is closing: it has no reader from now on. Hub lock held.
+    func closing() {
+        owner.withLock { owner in
+            owner.reader?.unwatch(pollDescriptor)
+            owner = (nil, false)
+        }
+    }
+
     /// Reads up to `limit` messages and hands each to its port; `reader`
     /// is the loop reader reading, on its loop's thread, nil on the
     /// network thread. Any thread.
+    /// Reading follows the traffic: when the last message read went to a
+    /// port of another loop than the reader's, that loop's reader reads
+    /// this socket from now on (NetworkHub+Readers.swift).
     func read(limit: Int, by reader: LoopNetworkReader?) -> Outcome {
         guard readerLock.tryLock() else { return .busy }
-        defer { readerLock.unlock() }
+        let outcome = readLocked(limit: limit, by: reader)
+        let lastLoop = delivery.lastLoop
+        delivery.lastLoop = nil
+        readerLock.unlock()
+        if let lastLoop, lastLoop != reader?.loopID { hub.moveReading(of: self, toLoop: lastLoop) }
+        return outcome
+    }
+
+    /// Reader lock held.
+    private func readLocked(limit: Int, by reader: LoopNetworkReader?) -> Outcome {
         if held != nil && !retryHeld(by: reader) { return .held }
         for _ in 0..<limit {
             let received: Bool = socketLock.withLock {
@@ -265,7 +295,7 @@ final class TCPInbound: @unchecked Sendable {
         lookedAt = now
         lookOwed = false
         let events = (try? socket.events) ?? []
-        if events.contains(.pollIn) { hub.inputWaiting() }
+        if events.contains(.pollIn) { hub.readAgain(self) }
         return events
     }
 

@@ -127,6 +127,40 @@ struct TCPLoopReadingTests {
         #expect(log.all == ["c0"])
     }
 
+    @Test("S-NET-1: a socket is read by one loop, the one its messages go to: a peer's requests to a port of one loop do not wake another loop that serves tcp ports too")
+    func aMessageWakesOnlyTheLoopThatReadsItsSocket() throws {
+        let busyLog = EventLog(), quietLog = EventLog()
+        let busyThread = LoopThread(name: "tcp-busy"), quietThread = LoopThread(name: "tcp-quiet")
+        try busyThread.start()
+        try quietThread.start()
+        defer {
+            busyThread.stop()
+            quietThread.stop()
+        }
+        // The quiet loop's port is scheduled first, so that it reads the
+        // listener first: the traffic must move the reading to the busy loop.
+        let quietPort = try Self.answeringPort(quietLog), busyPort = try Self.answeringPort(busyLog)
+        defer {
+            quietPort.invalidate()
+            busyPort.invalidate()
+        }
+        try quietPort.schedule(on: quietThread)
+        try busyPort.schedule(on: busyThread)
+        let quietLoop = try #require(quietThread.runLoop)
+        let warmUp = try NetworkPeerProcess.call(child: 0, busyPort.descriptor, count: 5, payload: "w")
+        defer { warmUp.stop() }
+        #expect(waitUntil(timeout: 30) { warmUp.line(starting: "DONE") != nil || warmUp.hasExited })
+        #expect(waitUntil { quietLoop.isWaiting })
+        let quietPasses = quietLoop.passesCompleted
+        let calls = try NetworkPeerProcess.call(child: 1, busyPort.descriptor, count: 200, payload: "c")
+        defer { calls.stop() }
+        #expect(waitUntil(timeout: 60) { calls.line(starting: "DONE") != nil || calls.hasExited })
+        #expect(calls.lines(starting: "REPLY ").count == 200)
+        #expect(quietLog.all.isEmpty)
+        // A new connection may wake it a few times before its reading moves.
+        #expect(quietLoop.passesCompleted - quietPasses < 20, "the quiet loop woke \(quietLoop.passesCompleted - quietPasses) times for 200 requests to another loop's port")
+    }
+
     @Test("S-NET-1, S-PORT-4: a peer that floods a port whose loop is blocked fills what lies between them until its sends time out; once the loop runs, every message it sent arrives, none lost, in order")
     func aFullPortHoldsItsSocketAndLosesNothing() throws {
         let thread = LoopThread(name: "tcp-flooded")
