@@ -169,14 +169,16 @@ final class NetworkThread: @unchecked Sendable {
         lastStallCheck = now
         var stalled: Set<ObjectIdentifier> = []
         var seen: [ObjectIdentifier: (runs: UInt64, input: Bool)] = [:]
-        for inbound in inbounds {
+        // One poll for all: a process may have dialled many peers.
+        var descriptors = inbounds.map { pollfd(fd: $0.pollDescriptor, events: Int16(POLLIN), revents: 0) }
+        _ = poll(&descriptors, nfds_t(descriptors.count), 0)
+        for (inbound, descriptor) in zip(inbounds, descriptors) {
             let key = ObjectIdentifier(inbound)
             guard let reader = inbound.reader else {
                 stalled.insert(key)
                 continue
             }
-            var descriptor = pollfd(fd: inbound.pollDescriptor, events: Int16(POLLIN), revents: 0)
-            let input = poll(&descriptor, 1, 0) > 0
+            let input = descriptor.revents & Int16(POLLIN) != 0
             let runs = reader.runs.load(ordering: .relaxed)
             if input, let last = lastSeen[key], last.input, last.runs == runs { stalled.insert(key) }
             seen[key] = (runs, input)
