@@ -30,9 +30,9 @@ final class NetworkThread: @unchecked Sendable {
     private var socketsGeneration = UInt64.max
     /// Messages read from one socket before the others get a turn.
     private static let batch = 64
-    /// How often a socket's reader is checked for a stall while loops read:
-    /// a socket with input for two checks running, its reader not having
-    /// run in between, is read here.
+    /// How often a socket's reader is checked for a stall while two loops
+    /// or more read: a socket with input for two checks running, its reader
+    /// not having run in between, is read here.
     static let stallCheckMilliseconds: Int32 = 10
     private var lastStallCheck: UInt64 = 0
     /// Each socket at the last check: its reader's run count, and whether
@@ -66,12 +66,16 @@ final class NetworkThread: @unchecked Sendable {
             if deadline != 0 { return closeEverything(lingerUntil: deadline) }
             let (listeners, dialled) = sockets()
             let inbounds = listeners.map(\.inbound) + dialled.compactMap(\.inbound)
-            let loopsRead = hub.activeReaders.load(ordering: .acquiring) > 0
+            let readers = hub.activeReaders.load(ordering: .acquiring)
+            let loopsRead = readers > 0
+            // With one reading loop, what its stall holds up is its own (a
+            // hello aside, which the quarter-second reading takes): no check.
+            let checksStalls = readers > 1
             for listener in listeners { readEvents(of: listener) }
             for connection in dialled { readEvents(of: connection) }
             // Every quarter of a second, what no reading loop took is read here.
             let fallback = housekeeping(dialled) && loopsRead
-            let stalled = loopsRead ? stalledReaders(inbounds) : []
+            let stalled = checksStalls ? stalledReaders(inbounds) : []
             var busy = false
             for inbound in inbounds {
                 let wasHolding = inbound.isHolding.load(ordering: .acquiring)
@@ -85,7 +89,9 @@ final class NetworkThread: @unchecked Sendable {
                 }
             }
             let looksOwed = makeOwedLooks(inbounds)
-            if !busy { waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead, looksOwed: looksOwed) }
+            if !busy {
+                waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead, checkingStalls: checksStalls, looksOwed: looksOwed)
+            }
         }
     }
 
@@ -202,7 +208,8 @@ final class NetworkThread: @unchecked Sendable {
     /// held message's port has room, a monitor reports, the hub wakes the
     /// thread, or a quarter of a second passes (housekeeping).
     private func waitForInput(
-        _ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool, looksOwed: Bool
+        _ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool, checkingStalls: Bool,
+        looksOwed: Bool
     ) {
         var descriptors = [pollfd(fd: hub.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
         func add(_ descriptor: Int32?) {
@@ -216,7 +223,7 @@ final class NetworkThread: @unchecked Sendable {
         // at the next millisecond; while loops read, their readers are
         // checked for stalls.
         let holding = hub.holdingInbounds.load(ordering: .acquiring) > 0
-        let timeout: Int32 = looksOwed ? 1 : !watchingSockets && !inbounds.isEmpty ? Self.stallCheckMilliseconds : holding ? 20 : 250
+        let timeout: Int32 = looksOwed ? 1 : checkingStalls && !inbounds.isEmpty ? Self.stallCheckMilliseconds : holding ? 20 : 250
         _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
         if descriptors[0].revents != 0 {
             var count: UInt64 = 0

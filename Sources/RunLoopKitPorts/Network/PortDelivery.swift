@@ -40,6 +40,7 @@ struct PortDelivery {
         // Not scheduled yet: its loop looks at its queue when it is.
         guard let port = known.port, let source = port.state.withLock({ $0.source }), let loop = source.binding.loop else {
             known.loopID = nil
+            lastLoop = nil
             return .delivered
         }
         known.loopID = ObjectIdentifier(loop)
