@@ -16,6 +16,9 @@ struct PortDelivery {
     /// go through the object's side table), the port weakly, for its
     /// source and loop when its queue was empty. A closed receiver goes.
     private var known: [UInt64: KnownPort] = [:]
+    /// The last port handed to, found without hashing: a socket's messages
+    /// mostly go to the port the one before went to.
+    private var last: (portID: UInt64, port: KnownPort)?
     /// When `known` is next swept of closed ports (it doubles with the live ones).
     private var sweepAt = 1_024
     /// The loop whose port the last message handed went to, as far as
@@ -30,6 +33,7 @@ struct PortDelivery {
         switch known.receiver.hand(message) {
         case .closed:
             self.known[portID] = nil
+            last = nil
             return .noSuchPort
         case .full: return .full
         case .queued(first: false):
@@ -55,7 +59,11 @@ struct PortDelivery {
 
     /// The live tcp port `portID` of this process.
     private mutating func knownPort(_ portID: UInt64) -> KnownPort? {
-        if let known = known[portID] { return known }
+        if let last, last.portID == portID { return last.port }
+        if let known = known[portID] {
+            last = (portID, known)
+            return known
+        }
         guard let port = PortRegistry.shared.localPort(portID), port.isValid, port.address.reach == .network,
             let receiver = port.receiver
         else { return nil }
@@ -65,6 +73,7 @@ struct PortDelivery {
         }
         let entry = KnownPort(receiver: receiver, port: port)
         known[portID] = entry
+        last = (portID, entry)
         return entry
     }
 }

@@ -13,7 +13,11 @@ enum RLKPeerChild {
         var count: UInt64 = 0
         /// The last reply port seen by `pingKeepingReplyPort`, held strongly.
         var keptReplyPort: Port?
-        /// When the last message arrived (monotonic ns).
+        /// Messages seen: the watchdog reads the clock, not each message
+        /// (raw libzmq's child reads none per message either).
+        var messages: UInt64 = 0
+        /// The watchdog's last look: `messages` then, and when it last grew.
+        var messagesAtLastLook: UInt64 = 0
         var lastActivity = monotonicNanoseconds()
     }
 
@@ -40,7 +44,7 @@ enum RLKPeerChild {
             }
             let served = tcpPorts
             let handler: @Sendable (PortMessage) -> Void = { message in
-                tally.lastActivity = monotonicNanoseconds()
+                tally.messages &+= 1
                 do {
                     switch message.msgid {
                     case ChildRoles.Msgid.ping:
@@ -83,7 +87,10 @@ enum RLKPeerChild {
             try PortNameServer.register(port, name: name)
             // Checks every 5 s; the wake-up costs the measurements nothing visible.
             let watchdog = try Timer(timeInterval: 5, repeats: true) { _ in
-                if secondsSince(tally.lastActivity) > idleLimitSeconds {
+                if tally.messages != tally.messagesAtLastLook {
+                    tally.messagesAtLastLook = tally.messages
+                    tally.lastActivity = monotonicNanoseconds()
+                } else if secondsSince(tally.lastActivity) > idleLimitSeconds {
                     FileHandleOut.error("rlk-peer: no message for \(Int(idleLimitSeconds)) s; exiting")
                     loop.stop()
                 }
