@@ -142,7 +142,10 @@ public final class PortTapReader: @unchecked Sendable {
             if resume { held.paused = false }
             return (frames, resume)
         }
-        if resume { try? thread.perform { [weak self] in self?.takeWaiting() } }
+        // Held strongly until it runs: a weak reference made here and gone
+        // after would leave the reader's side table unreachable to
+        // LeakSanitizer while the reader lives on (SideTableAnchor says why).
+        if resume { try? thread.perform { self.takeWaiting() } }
         return frames
     }
 
