@@ -136,17 +136,23 @@ extension WireFormat {
         }
     }
 
+    /// The magic as the word a 4-byte load from the frame gives: compared
+    /// at once.
+    private static var headerMagicWord: UInt32 {
+        @inline(__always) get {
+            UInt32(littleEndian: UInt32(headerMagic.0) | UInt32(headerMagic.1) << 8 | UInt32(headerMagic.2) << 16 | UInt32(headerMagic.3) << 24)
+        }
+    }
+
     static func readHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
         guard bytes.count >= headerFixedSize else { throw .shortFrame("header (\(bytes.count) bytes)") }
-        // The magic as one load: 4 bytes compared at once.
-        let magic = UInt32(headerMagic.0) | UInt32(headerMagic.1) << 8 | UInt32(headerMagic.2) << 16 | UInt32(headerMagic.3) << 24
-        guard UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self)) == magic else {
+        guard bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == headerMagicWord else {
             throw .badMagic
         }
         let versionByte = bytes[4]
         guard versionByte == version || versionByte == packedVersion else {
             // Version 3 (tcp) apart, so that inproc and ipc pay nothing for it.
-            if versionByte == extendedVersion { return try readExtendedHeader(bytes) }
+            if versionByte == extendedVersion { return try readExtendedHeader(bytes).header }
             throw .unsupportedVersion(versionByte)
         }
         let isPacked = versionByte == packedVersion
@@ -166,17 +172,17 @@ extension WireFormat {
     /// Version 3: its flags may say multipart, and an extension area
     /// follows the fixed fields.
     @inline(never)
-    private static func readExtendedHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
+    private static func readExtendedHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> (header: Header, destination: Destination?) {
         let flags = bytes[5]
         guard flags & ~(knownFlags | flagMultipart) == 0 else { throw .unknownFlags(flags) }
         let isPacked = flags & flagMultipart == 0
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         guard count <= maxComponents else { throw .tooManyComponents(count) }
-        let size = try readExtension(bytes, at: headerSize(componentCount: count, traced: flags & flagHasTraceID != 0)).end
+        let (size, destination) = try readExtension(bytes, at: headerSize(componentCount: count, traced: flags & flagHasTraceID != 0))
         guard isPacked ? bytes.count >= size : bytes.count == size else {
             throw .shortFrame("header: \(bytes.count) bytes for \(count) components and an extension area")
         }
-        return try header(bytes, flags: flags, count: count, isPacked: isPacked, size: size)
+        return (try header(bytes, flags: flags, count: count, isPacked: isPacked, size: size), destination)
     }
 
     /// The header whose fixed fields were checked: its kinds read (each
@@ -203,9 +209,15 @@ extension WireFormat {
     /// What the network thread routes by (kept out of `Header`, which every
     /// delivery copies).
     static func destination(ofHeader bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Destination? {
-        let header = try readHeader(bytes)
-        guard bytes[4] == extendedVersion else { return nil }
-        return try readExtension(bytes, at: headerSize(componentCount: header.componentCount, traced: header.traceID != nil)).destination
+        // Version 3 read once (what readHeader checks first, then the rest
+        // and the extension area in one pass): every tcp message comes here.
+        guard bytes.count >= headerFixedSize, bytes[4] == extendedVersion,
+            bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == headerMagicWord
+        else {
+            _ = try readHeader(bytes)
+            return nil
+        }
+        return try readExtendedHeader(bytes).destination
     }
 
     /// Reads version 3's extension area at `start` (its length is there):
