@@ -40,6 +40,8 @@ final class LoopNetworkReader: @unchecked Sendable {
     private var events = [epoll_event](repeating: epoll_event(), count: 16)
     private var inbounds: [TCPInbound] = []
     private var inboundsGeneration = UInt64.max
+    /// The sockets whose signal a pass's `epoll_wait` gave, kept for reuse.
+    private var signalled: [Int32] = []
     /// Messages read from one socket before the loop gets on with the pass.
     private static let batch = 64
 
@@ -96,7 +98,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     private func readSockets() -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
         var readAll = false
-        var signalled: [Int32] = []
+        signalled.removeAll(keepingCapacity: true)
         while true {
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
             guard count > 0 else { break }

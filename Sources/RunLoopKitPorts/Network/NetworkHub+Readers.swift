@@ -17,7 +17,7 @@ extension NetworkHub {
     /// The sockets `reader` reads now.
     func inbounds(readBy reader: LoopNetworkReader) -> [TCPInbound] {
         state.withLock { state in
-            (state.listeners.values.map(\.inbound) + state.open.values.compactMap(\.inbound)).filter { $0.reader === reader }
+            state.inbounds.filter { $0.reader === reader }
         }
     }
 
@@ -36,8 +36,7 @@ extension NetworkHub {
             made.modes.insert(mode)
             state.readers[key] = made
             activeReaders.wrappingAdd(1, ordering: .releasing)
-            for listener in state.listeners.values { assignReader(to: listener.inbound, in: &state) }
-            for connection in state.open.values { if let inbound = connection.inbound { assignReader(to: inbound, in: &state) } }
+            for inbound in state.inbounds { assignReader(to: inbound, in: &state) }
             return made
         }
         guard let reader else { return }
@@ -71,7 +70,7 @@ extension NetworkHub {
     private func retire(_ reader: LoopNetworkReader, _ state: inout State) {
         reader.source.invalidate()
         activeReaders.wrappingSubtract(1, ordering: .releasing)
-        for inbound in state.listeners.values.map(\.inbound) + state.open.values.compactMap(\.inbound) where inbound.reader === reader {
+        for inbound in state.inbounds where inbound.reader === reader {
             inbound.setReader(nil)
             assignReader(to: inbound, in: &state)?.signal()
         }

@@ -56,6 +56,11 @@ final class NetworkHub: @unchecked Sendable {
         var exiting = false
         /// The network reader of each loop that serves tcp ports.
         var readers: [ObjectIdentifier: LoopNetworkReader] = [:]
+
+        /// Every socket's reading side: each listener's and each open
+        /// dialled connection's (an accepted connection reads through its
+        /// listener's socket).
+        var inbounds: [TCPInbound] { listeners.values.map(\.inbound) + open.values.compactMap(\.inbound) }
     }
 
     let state = Locked(State())
