@@ -155,6 +155,18 @@ func flood(descriptor: String, size: Int, stay: Bool) throws {
     _ = sigtimedwait(&signals, nil, &limit)
 }
 
+/// Sends `count` 64-byte blocks, each starting with its index, as fast as
+/// they are taken, then a request: its reply says that the port read them
+/// all, and no more is sent meanwhile that could wake its reader.
+func burst(descriptor: String, count: Int) throws {
+    let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
+    _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 10)
+    let block = Data(repeating: 0x42, count: 64)
+    for index in 0..<count { try remote.send(msgid: 5, components: [.data(numbered(block, index))], before: Date() + 10) }
+    _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 30)
+    say("DONE \(count)")
+}
+
 /// `block` with `index` (UInt64, little-endian) in its first 8 bytes.
 func numbered(_ block: Data, _ index: Int) -> Data {
     var copy = block
@@ -201,6 +213,8 @@ do {
             pthread_sigmask(SIG_BLOCK, &signals, nil)
         }
         try onWorker { try flood(descriptor: arguments[2], size: size, stay: stay) }
+    case "burst" where arguments.count >= 4:
+        try onWorker { try burst(descriptor: arguments[2], count: Int(arguments[3]) ?? 1) }
     case "hold" where arguments.count >= 3:
         try onWorker { try hold(descriptor: arguments[2]) }
     case "call" where arguments.count >= 4:

@@ -12,10 +12,12 @@ import Synchronization
 /// ports of other loops are handed to theirs, whose readers mark them.
 ///
 /// It waits on an epoll set of its own holding each tcp socket's ZMQ_FD
-/// (edge-triggered: a signal is an edge) and an eventfd, `again`, which it
-/// signals itself when it stopped at its batch with messages left (no
-/// signal would announce them). It is an auxiliary source: it keeps no run
-/// going and a pass that only read handled no source (S-RUN-1, S-RUN-2).
+/// (edge-triggered: a signal is an edge) and an eventfd, `again`, which
+/// other threads signal when a socket must be read though no edge says
+/// so. Stopped at its batch with messages left (no signal would announce
+/// them), it puts itself back on its loop's ready list instead, and reads
+/// on at the next pass. It is an auxiliary source: it keeps no run going
+/// and a pass that only read handled no source (S-RUN-1, S-RUN-2).
 final class LoopNetworkReader: @unchecked Sendable {
     private unowned let hub: NetworkHub
     weak var loop: RunLoop?
@@ -42,6 +44,10 @@ final class LoopNetworkReader: @unchecked Sendable {
     private var inboundsGeneration = UInt64.max
     /// The sockets whose signal a pass's `epoll_wait` gave, kept for reuse.
     private var signalled: [Int32] = []
+    /// Set when a read stopped with messages left: the reader marked itself
+    /// ready on its loop (no system call), and reads every socket at its
+    /// next callout.
+    private var readOwed = false
     /// Messages read from one socket before the loop gets on with the pass.
     private static let batch = 64
 
@@ -97,7 +103,8 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// `again` did), handing each message to its port.
     private func readSockets() -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
-        var readAll = false
+        var readAll = readOwed
+        readOwed = false
         signalled.removeAll(keepingCapacity: true)
         while true {
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
@@ -122,14 +129,25 @@ final class LoopNetworkReader: @unchecked Sendable {
         for inbound in inbounds where readAll || signalled.contains(inbound.pollDescriptor) {
             switch inbound.read(limit: Self.batch, by: self) {
             // Messages left, which no signal will announce: whoever reads the socket now reads on.
-            case .more: hub.readAgain(inbound)
+            case .more: if inbound.reader === self { readOnAtNextPass() } else { hub.readAgain(inbound) }
             case .held: held = true
             case .drained, .busy: break
             }
         }
         // The network thread waits for the port's room and reads on.
         if held { hub.wakeNetworkThread() }
-        return CalloutBatch.Outcome(handled: false, drained: true)
+        // Not drained while a read is owed: the loop keeps the reader on
+        // its ready list, where `readOnAtNextPass` put it back.
+        return CalloutBatch.Outcome(handled: false, drained: !readOwed)
+    }
+
+    /// The loop's thread: the reader is called again at the loop's next
+    /// pass, after the sources ready before it (a port it just handed a
+    /// message to among them).
+    private func readOnAtNextPass() {
+        guard !readOwed, let loop else { return }
+        readOwed = true
+        loop.markReady(source)
     }
 
     private func refreshInbounds() {
