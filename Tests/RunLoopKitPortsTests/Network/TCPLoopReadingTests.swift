@@ -24,6 +24,33 @@ struct TCPLoopReadingTests {
         return port
     }
 
+    /// A loop thread serving an answering port (`answeringPort`) with its log.
+    struct AnsweringLoop {
+        let thread: LoopThread
+        let port: Port
+        let log: EventLog
+
+        /// Loop threads named `names`, started, their ports scheduled in
+        /// that order (the first reads the listener first).
+        static func start(_ names: String...) throws -> [AnsweringLoop] {
+            let threads = names.map { LoopThread(name: $0) }
+            for thread in threads { try thread.start() }
+            var loops: [AnsweringLoop] = []
+            for thread in threads {
+                let log = EventLog()
+                loops.append(AnsweringLoop(thread: thread, port: try answeringPort(log), log: log))
+            }
+            for loop in loops { try loop.port.schedule(on: loop.thread) }
+            return loops
+        }
+
+        /// Invalidates the ports, then stops the threads.
+        static func stop(_ loops: [AnsweringLoop]) {
+            for loop in loops { loop.port.invalidate() }
+            for loop in loops { loop.thread.stop() }
+        }
+    }
+
     /// Blocks `thread`'s loop in a block until the returned semaphore is
     /// signalled (60 s at most); returns once the loop is blocked.
     static func block(_ thread: LoopThread) throws -> DispatchSemaphore {
@@ -70,21 +97,10 @@ struct TCPLoopReadingTests {
 
     @Test("S-NET-1: a busy loop holds up no other loop's tcp port: while one loop is blocked, requests to a port of another loop are answered; the blocked loop's port gets its requests, in order, once it runs again")
     func aBusyLoopHoldsUpNoOtherLoopsPort() throws {
-        let blockedLog = EventLog(), freeLog = EventLog()
-        let blockedThread = LoopThread(name: "tcp-blocked"), freeThread = LoopThread(name: "tcp-free")
-        try blockedThread.start()
-        try freeThread.start()
-        defer {
-            blockedThread.stop()
-            freeThread.stop()
-        }
-        let blockedPort = try Self.answeringPort(blockedLog), freePort = try Self.answeringPort(freeLog)
-        defer {
-            blockedPort.invalidate()
-            freePort.invalidate()
-        }
-        try blockedPort.schedule(on: blockedThread)
-        try freePort.schedule(on: freeThread)
+        let loops = try AnsweringLoop.start("tcp-blocked", "tcp-free")
+        defer { AnsweringLoop.stop(loops) }
+        let (blockedThread, blockedPort, blockedLog) = (loops[0].thread, loops[0].port, loops[0].log)
+        let (freePort, freeLog) = (loops[1].port, loops[1].log)
         let release = try Self.block(blockedThread)
         let toBlocked = try NetworkPeerProcess.call(child: 0, blockedPort.descriptor, count: 2, payload: "b")
         defer { toBlocked.stop() }
@@ -129,23 +145,12 @@ struct TCPLoopReadingTests {
 
     @Test("S-NET-1: a socket is read by one loop, the one its messages go to: a peer's requests to a port of one loop do not wake another loop that serves tcp ports too")
     func aMessageWakesOnlyTheLoopThatReadsItsSocket() throws {
-        let busyLog = EventLog(), quietLog = EventLog()
-        let busyThread = LoopThread(name: "tcp-busy"), quietThread = LoopThread(name: "tcp-quiet")
-        try busyThread.start()
-        try quietThread.start()
-        defer {
-            busyThread.stop()
-            quietThread.stop()
-        }
         // The quiet loop's port is scheduled first, so that it reads the
         // listener first: the traffic must move the reading to the busy loop.
-        let quietPort = try Self.answeringPort(quietLog), busyPort = try Self.answeringPort(busyLog)
-        defer {
-            quietPort.invalidate()
-            busyPort.invalidate()
-        }
-        try quietPort.schedule(on: quietThread)
-        try busyPort.schedule(on: busyThread)
+        let loops = try AnsweringLoop.start("tcp-quiet", "tcp-busy")
+        defer { AnsweringLoop.stop(loops) }
+        let (quietThread, quietLog) = (loops[0].thread, loops[0].log)
+        let busyPort = loops[1].port
         let quietLoop = try #require(quietThread.runLoop)
         let warmUp = try NetworkPeerProcess.call(child: 0, busyPort.descriptor, count: 5, payload: "w")
         defer { warmUp.stop() }
