@@ -1,8 +1,9 @@
 // rlk-net-peer: one RunLoopKit process on one end of a tcp test (the
 // network tests run it on loopback and inside network-namespace hosts).
 //
-//   rlk-net-peer serve <bind address> <tcp port, 0 for any> [plain]
-//       A tcp port on a LoopThread, listening there. Prints "PORT
+//   rlk-net-peer serve <bind address> <tcp port, 0 for any> [plain] [name <name>]
+//       A tcp port on a LoopThread, listening there, registered under
+//       <name> if given (served to lookups at the endpoint). Prints "PORT
 //       <descriptor in hex>" and "PID <pid>", then serves until SIGTERM (at
 //       most two minutes): msgid 1 echoes the message to its reply port;
 //       msgid 2 sends "via <pid>" (msgid 3) to the port component it
@@ -25,6 +26,10 @@
 //       with a 200 ms deadline until one finds no room, prints "FULL <sent>",
 //       and returns from main: the exit then waits for what was accepted at
 //       most the exit bound. With "stay", it waits for SIGTERM first.
+//   rlk-net-peer lookup <endpoint> <server public key> <name>
+//       Looks <name> up at <endpoint> (S-NET-4) and makes one request
+//       (msgid 1, "looked-up") to the port it gets: prints "REPLY <text>";
+//       on an error "ERROR <case> <text>" and exit status 1.
 //   rlk-net-peer call <descriptor in hex> <count> [payload] [pause ms]
 //       <count> requests (msgid 1) to that port, each carrying the payload
 //       and "n", a pause apart; prints "REPLY n" for each, then "DONE"; on
@@ -57,7 +62,7 @@ func fail(_ error: Error) -> Never {
     exit(1)
 }
 
-func serve(bind: String, port tcpPort: UInt16, plain: Bool) throws {
+func serve(bind: String, port tcpPort: UInt16, plain: Bool, name: String?) throws {
     // SIGTERM ends the serving, read by sigtimedwait below.
     var signals = sigset_t()
     sigemptyset(&signals)
@@ -87,6 +92,7 @@ func serve(bind: String, port tcpPort: UInt16, plain: Bool) throws {
         }
     }
     try port.schedule(on: thread)
+    if let name { try PortNameServer.register(port, name: name) }
     say("PORT \(hex(port.descriptor))")
     say("PID \(getpid())")
     var limit = timespec(tv_sec: 120, tv_nsec: 0)
@@ -103,6 +109,12 @@ func call(descriptor: String, count: Int, payload: String, pauseMilliseconds: UI
         say("REPLY \(String(decoding: reply.dataComponents.first ?? Data(), as: UTF8.self))")
     }
     say("DONE")
+}
+
+func lookup(endpoint: String, serverKey: String, name: String) throws {
+    let port = try PortNameServer.lookup(name, at: endpoint, server: .curve(publicKey: serverKey), timeout: .seconds(10))
+    let reply = try port.sendRequest(msgid: 1, components: [.data(Data("looked-up".utf8))], sendTimeout: 10, receiveTimeout: 10)
+    say("REPLY \(String(decoding: reply.dataComponents.first ?? Data(), as: UTF8.self))")
 }
 
 func exchange(descriptor: String, bind: String) throws {
@@ -197,7 +209,11 @@ let arguments = CommandLine.arguments
 do {
     switch arguments.count > 1 ? arguments[1] : "" {
     case "serve" where arguments.count >= 4:
-        try serve(bind: arguments[2], port: UInt16(arguments[3]) ?? 0, plain: arguments.count > 4 && arguments[4] == "plain")
+        let options = Array(arguments.dropFirst(4))
+        let name = options.firstIndex(of: "name").flatMap { $0 + 1 < options.count ? options[$0 + 1] : nil }
+        try serve(bind: arguments[2], port: UInt16(arguments[3]) ?? 0, plain: options.first == "plain", name: name)
+    case "lookup" where arguments.count >= 5:
+        try onWorker { try lookup(endpoint: arguments[2], serverKey: arguments[3], name: arguments[4]) }
     case "exchange" where arguments.count >= 4:
         try onWorker { try exchange(descriptor: arguments[2], bind: arguments[3]) }
     case "pass" where arguments.count >= 4:

@@ -137,8 +137,14 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// - Parameter transport: `.inproc` (this process only) or `.ipc` (other
     ///   processes of this user too).
     /// - Throws: `PortError` if libzmq or the runtime directory refuses.
-    public init(transport: Transport) throws(PortError) {
-        let portID = Self.nextPortID.wrappingAdd(1, ordering: .relaxed).oldValue
+    public convenience init(transport: Transport) throws(PortError) {
+        try self.init(transport: transport, reservedID: Self.nextPortID.wrappingAdd(1, ordering: .relaxed).oldValue)
+    }
+
+    /// A local port with the id `portID`: a new one (`init(transport:)`),
+    /// or one no other port can have (`TCPNameService.portID`, 0: ids
+    /// start at 1).
+    init(transport: Transport, reservedID portID: UInt64) throws(PortError) {
         let process = ProcessIdentity.current
         let route = try PortRoute.local(transport, portID: portID, process: process)
         address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, route: route)

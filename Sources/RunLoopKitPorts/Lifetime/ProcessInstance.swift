@@ -17,6 +17,12 @@ struct ProcessInstance: Hashable, Sendable, CustomStringConvertible {
 
     static let byteCount = 16
 
+    /// All zeros, never an instance (`current` is random, and 128 zero
+    /// bits are as likely as any other draw): what a hello expects when
+    /// the dialler does not know who listens (a name lookup at an
+    /// endpoint, docs/wire-format.md, "tcp connections").
+    static let any = ProcessInstance(high: 0, low: 0)
+
     /// 32 hexadecimal digits, as logs, errors and portsniff show it.
     var description: String { Self.hex(high) + Self.hex(low) }
 

@@ -193,6 +193,7 @@ public enum PortNameServer {
 
         func add(_ name: String, _ registration: Registration) { entries.withLock { $0[name] = registration } }
         func remove(_ name: String) -> Registration? { entries.withLock { $0.removeValue(forKey: name) } }
+        func port(named name: String) -> Port? { entries.withLock { $0[name]?.port } }
     }
 
     static let table = Table()

@@ -129,6 +129,8 @@ final class NetworkHub: @unchecked Sendable {
             return made
         }
         startThread()
+        // Names are answered behind every endpoint (S-NET-4).
+        TCPNameService.start()
         return listener
     }
 
@@ -172,12 +174,33 @@ final class NetworkHub: @unchecked Sendable {
         guard let listener = endpoint.listener else {
             throw .unreachable(port, reason: "its process (instance \(endpoint.instance)) only connects, and has no connection to this one")
         }
-        let keys: CurveKeyPair? = endpoint.serverKey == nil ? nil : try NetworkKeys.keyPair()
+        return try connection(dialling: listener, expecting: endpoint.instance, serverKey: endpoint.serverKey, port: port) { state in
+            state.connections[endpoint.instance].flatMap { $0.brokenError == nil ? $0 : nil }
+        }
+    }
+
+    /// A connection to whichever process listens at `listener` (a name
+    /// lookup at an endpoint, S-NET-4): a live one this process dialled
+    /// there, or a new one whose hello expects any instance; its welcome
+    /// says who answered (`identified`). Wait for it with `waitUntilReady`.
+    func connection(toWhoeverListensAt listener: String, serverKey: CurveKey?, port: String) throws(PortError) -> TCPConnection {
+        try connection(dialling: listener, expecting: .any, serverKey: serverKey, port: port) { state in
+            state.connections.values.first { $0.isDialled && $0.remoteAddress == listener && $0.brokenError == nil }
+        }
+    }
+
+    /// The live connection `reuse` finds, or a new one dialled to
+    /// `listener`, known by `instance` at once unless it expects any.
+    private func connection(
+        dialling listener: String, expecting instance: ProcessInstance, serverKey: CurveKey?, port: String,
+        reuse: (State) -> TCPConnection?
+    ) throws(PortError) -> TCPConnection {
+        let keys: CurveKeyPair? = serverKey == nil ? nil : try NetworkKeys.keyPair()
         let connection: TCPConnection = try state.withLock { (state) throws(PortError) -> TCPConnection in
-            if let live = state.connections[endpoint.instance], live.brokenError == nil { return live }
+            if let live = reuse(state) { return live }
             guard !state.exiting else { throw .invalidPort("\(port): this process is exiting") }
-            let made = try dial(listener, instance: endpoint.instance, serverKey: endpoint.serverKey, keys: keys)
-            state.connections[endpoint.instance] = made
+            let made = try dial(listener, instance: instance, serverKey: serverKey, keys: keys)
+            if instance != .any { state.connections[instance] = made }
             state.open[ObjectIdentifier(made)] = made
             if let inbound = made.inbound { assignReader(to: inbound, in: &state) }
             generation.wrappingAdd(1, ordering: .releasing)
@@ -186,6 +209,27 @@ final class NetworkHub: @unchecked Sendable {
         startThread()
         wakeNetworkThread()
         return connection
+    }
+
+    /// A connection dialled to whoever listens learned from its welcome
+    /// which process that is: it is that process's connection from now on,
+    /// unless a live one is known already (then it closes once its lookup
+    /// is answered, `closeIfSpare`). Called by the connection before it is
+    /// ready, so that whoever waited for it finds it.
+    func identified(_ connection: TCPConnection) {
+        state.withLock { state in
+            if let live = state.connections[connection.peer], live.brokenError == nil { return }
+            state.connections[connection.peer] = connection
+        }
+    }
+
+    /// Marks `connection` broken if it is not its peer's connection (a
+    /// second one, dialled for a lookup while another was made: one
+    /// connection per remote process); the network thread closes it.
+    func closeIfSpare(_ connection: TCPConnection) {
+        let spare = state.withLock { $0.connections[connection.peer] !== connection }
+        guard spare, connection.breakDown("a second connection to the process, made for a name lookup, is not needed") else { return }
+        wakeNetworkThread()
     }
 
     private func dial(_ listener: String, instance: ProcessInstance, serverKey: CurveKey?, keys: CurveKeyPair?) throws(PortError) -> TCPConnection {
@@ -234,16 +278,25 @@ final class NetworkHub: @unchecked Sendable {
     /// Network thread.
     func connectionBroke(_ connection: TCPConnection, because reason: String) {
         let first = connection.breakDown(reason)
-        state.withLock { state in
-            if state.connections[connection.peer] === connection { state.connections[connection.peer] = nil }
+        let peer = connection.peer
+        // A spare connection (a lookup's, while another was made) or one
+        // that never learned its peer leaves the peer's send rights alone.
+        let peerLost: Bool? = state.withLock { state in
+            // Closed already (a second report of its end): nothing more to do.
+            guard state.open[ObjectIdentifier(connection)] != nil else { return nil }
+            let wasPeers = state.connections[peer] === connection
+            if wasPeers { state.connections[peer] = nil }
             state.open[ObjectIdentifier(connection)] = nil
             // Its socket closes: no reader may watch its descriptor again.
             connection.inbound?.closing()
             generation.wrappingAdd(1, ordering: .releasing)
+            return peer != .any && (wasPeers || state.connections[peer] == nil)
         }
+        guard let peerLost else { return }
         connection.close(lingerMilliseconds: 0)
         if first { Self.logger.info("tcp: the connection to \(connection.peerDescription) broke: \(reason)") }
-        PortRegistry.shared.connectionLost(to: connection.peer) { port in
+        guard peerLost else { return }
+        PortRegistry.shared.connectionLost(to: peer) { port in
             connection.lostError(for: port.address) ?? .connectionLost(port: port.description, peer: connection.peerDescription, reason: reason)
         }
     }

@@ -144,9 +144,14 @@ final class NetworkThread: @unchecked Sendable {
     /// connections of revoked keys closed.
     private func housekeeping(_ dialled: [TCPConnection]) -> Bool {
         let now = MonotonicClock.now()
-        for connection in dialled where connection.brokenError == nil && !connection.isReady
-            && now &- connection.startedAt >= NetworkHub.connectionBoundNanoseconds {
-            hub.connectionBroke(connection, because: "no connection within the tcp connection bound")
+        for connection in dialled {
+            if let broken = connection.brokenError {
+                // Broken by a sender that waited out the bound, or spare: closed here.
+                let reason = if case let .connectionLost(_, _, reason) = broken { reason } else { "\(broken)" }
+                hub.connectionBroke(connection, because: reason)
+            } else if !connection.isReady && now &- connection.startedAt >= NetworkHub.connectionBoundNanoseconds {
+                hub.connectionBroke(connection, because: "no connection within the tcp connection bound")
+            }
         }
         guard now &- lastHousekeeping >= 250_000_000 else { return false }
         lastHousekeeping = now

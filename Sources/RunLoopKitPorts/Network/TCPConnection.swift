@@ -38,8 +38,10 @@ final class TCPConnection: @unchecked Sendable {
     /// An accepted connection's routing id, which its messages carry.
     let routingID: [UInt8]
     /// The instance the peer is (accepted: said in its hello), or is
-    /// expected to be (dialled: the descriptor's, checked by the welcome).
-    let peer: ProcessInstance
+    /// expected to be (dialled: the descriptor's, checked by the welcome);
+    /// `.any` until the welcome for a connection dialled to whoever
+    /// listens (a name lookup at an endpoint), the welcome's from then on.
+    var peer: ProcessInstance { state.withLock { $0.peer } }
     /// The peer's address as logs and errors show it.
     let remoteAddress: String
     /// When the connection was started, for the tcp connection bound.
@@ -51,6 +53,7 @@ final class TCPConnection: @unchecked Sendable {
     /// broke first (the error).
     private let readiness = Completion<Void>()
     private struct State {
+        var peer: ProcessInstance
         var isReady = false
         var broken: PortError?
         /// An accepted connection's file descriptor (for closing it when its
@@ -58,7 +61,7 @@ final class TCPConnection: @unchecked Sendable {
         var descriptor: Int32 = -1
         var clientKey: String?
     }
-    private let state = Locked(State())
+    private let state: Locked<State>
     /// What every send reads first, without the lock: 0 while the
     /// handshake runs, 1 ready, 2 broken (`state` has the details).
     private let status = Atomic<UInt8>(0)
@@ -73,7 +76,7 @@ final class TCPConnection: @unchecked Sendable {
         self.inbound = inbound
         listener = nil
         routingID = []
-        self.peer = peer
+        state = Locked(State(peer: peer))
         remoteAddress = address
         socketLock = lock
         inbound.attach(dialled: self)
@@ -85,7 +88,7 @@ final class TCPConnection: @unchecked Sendable {
         inbound = nil
         self.listener = listener
         self.routingID = routingID
-        self.peer = peer
+        state = Locked(State(peer: peer))
         remoteAddress = address
         socketLock = listener.lock
         state.withLock {
@@ -113,19 +116,24 @@ final class TCPConnection: @unchecked Sendable {
     var peerDescription: String { "instance \(peer) at \(remoteAddress)" }
 
     /// The peer said it is `instance` (its welcome): ready if that is the
-    /// one expected; else broken, since another process listens at the
-    /// address now. Network thread.
+    /// one expected, or if any was (the peer is `instance` from now on);
+    /// else broken, since another process listens at the address now.
+    /// Whoever reads the connection.
     func welcomed(by instance: ProcessInstance) -> Bool {
-        guard instance == peer else {
+        let expected = peer
+        guard instance == expected || (expected == .any && instance != .any) else {
             breakDown("another process (instance \(instance)) listens at \(remoteAddress) now: the process the port belonged to is gone")
             return false
         }
         let first: Bool = state.withLock { state in
             guard state.broken == nil, !state.isReady else { return false }
+            state.peer = instance
             state.isReady = true
             status.store(1, ordering: .releasing)
             return true
         }
+        // Known by its instance before anyone waiting for it goes on.
+        if first && expected == .any { NetworkHub.shared.identified(self) }
         if first { readiness.fill(.success(())) }
         return first
     }

@@ -34,10 +34,25 @@ enum TCPTransport {
     /// The host and port of `tcp://host:port` (`[host]` for IPv6).
     static func hostAndPort(_ endpoint: String) -> (host: String, port: UInt16)? {
         guard endpoint.hasPrefix("tcp://"), let colon = endpoint.lastIndex(of: ":") else { return nil }
-        var host = endpoint[endpoint.index(endpoint.startIndex, offsetBy: 6)..<colon]
+        let hostStart = endpoint.index(endpoint.startIndex, offsetBy: 6)
+        // `tcp://host` has no port: its last colon is the scheme's.
+        guard colon >= hostStart else { return nil }
+        var host = endpoint[hostStart..<colon]
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         guard let port = UInt16(endpoint[endpoint.index(after: colon)...]), !host.isEmpty else { return nil }
         return (String(host), port)
+    }
+
+    /// `endpoint` as descriptors carry it, `tcp://host:port`: given so, or
+    /// as `host:port` (`[host]:port` for IPv6).
+    static func listenerEndpoint(_ endpoint: String) throws(PortError) -> String {
+        let full = endpoint.hasPrefix("tcp://") ? endpoint : "tcp://" + endpoint
+        guard let (host, port) = hostAndPort(full), port > 0, full.utf8.count <= maxEndpointBytes,
+              full.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            throw .unreachable(endpoint, reason: "not a tcp endpoint: write tcp://host:port, or tcp://[address]:port for IPv6")
+        }
+        return zeroMQEndpoint(host: host, port: port)
     }
 
     /// What `Port.transport` says of a tcp port: where its process listens.
@@ -58,13 +73,13 @@ enum TCPTransport {
     }
 
     /// A descriptor's endpoint text: empty (a process that only connects),
-    /// or `tcp://` and a host and port in printable ASCII.
+    /// or `tcp://` and a host and a port other than 0 in printable ASCII.
     static func decodedListener(_ bytes: UnsafeRawBufferPointer) throws(WireFormat.DecodeError) -> String? {
         if bytes.isEmpty { return nil }
         guard bytes.count <= maxEndpointBytes, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
-              let text = String(validating: bytes, as: UTF8.self), text.hasPrefix("tcp://"), text.count > 6
+              let text = String(validating: bytes, as: UTF8.self), let (_, port) = hostAndPort(text), port > 0
         else {
-            throw .badDescriptor("tcp endpoint is not tcp://host:port in printable ASCII of at most \(maxEndpointBytes) bytes")
+            throw .badDescriptor("tcp endpoint is not tcp://host:port (port 1 to 65535) in printable ASCII of at most \(maxEndpointBytes) bytes")
         }
         return text
     }

@@ -1,4 +1,4 @@
-// Ports between hosts (S-NET-1, S-NET-3, S-NET-5): three hosts made of
+// Ports between hosts (S-NET-1, S-NET-3, S-NET-4, S-NET-5): three hosts made of
 // network namespaces joined through a bridge (NamespaceHosts), a
 // RunLoopKit process in each with its own pid and mount namespaces and its
 // own key, configuration and runtime directories. Every address a process
@@ -13,7 +13,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports between hosts made of network namespaces (S-NET-1, S-NET-3, S-NET-5)", .serialized)
+@Suite("Ports between hosts made of network namespaces (S-NET-1, S-NET-3, S-NET-4, S-NET-5)", .serialized)
 struct TCPHostsTests {
     /// Three hosts, or loopback where namespaces cannot be made.
     final class Hosts: Sendable {
@@ -34,8 +34,8 @@ struct TCPHostsTests {
         func address(_ host: Int) -> String { namespaces?.addresses[host] ?? "127.0.0.1" }
         func launcher(_ host: Int) -> [String] { namespaces?.launcher(host) ?? [] }
 
-        func serve(_ host: Int, port: UInt16 = 0) throws -> NetworkPeerProcess {
-            try NetworkPeerProcess.serve(child: host, bind: address(host), port: port, launcher: launcher(host))
+        func serve(_ host: Int, port: UInt16 = 0, name: String? = nil) throws -> NetworkPeerProcess {
+            try NetworkPeerProcess.serve(child: host, bind: address(host), port: port, name: name, launcher: launcher(host))
         }
 
         /// Runs `rlk-net-peer` in `host` with `arguments`, after checking
@@ -76,6 +76,22 @@ struct TCPHostsTests {
         #expect(pass.program.waitForExit(timeout: 60) == 0, "\(pass.program.output) \(pass.program.errorOutput)")
         #expect(waitUntil(timeout: 30) { c.line(starting: "GOT ") != nil }, "\(c.program.output)")
         #expect(c.line(starting: "GOT ")?.hasPrefix("via ") == true)
+    }
+
+    @Test("S-NET-4: between hosts, host A looks up a name host B's process registered, at B's endpoint with B's public key, and its request on the send right it gets is answered")
+    func nameLookedUpOnAnotherHost() throws {
+        let hosts = try Hosts()
+        defer { hosts.remove() }
+        let b = try hosts.serve(1, name: "jobs")
+        defer { b.stop() }
+        let key = NetworkKeysFixture.shared.children[1].publicKey.z85
+        let lookup = try hosts.run(0, ["lookup", b.endpoint, key, "jobs"], descriptors: [b.descriptor])
+        #expect(lookup.program.waitForExit(timeout: 60) == 0, "\(lookup.program.output) \(lookup.program.errorOutput)")
+        #expect(lookup.line(starting: "REPLY ") == "looked-up")
+        #expect(waitUntil(timeout: 10) { b.line(starting: "REQ ") == "looked-up" }, "\(b.program.output)")
+        let unknown = try hosts.run(0, ["lookup", b.endpoint, key, "nobody"], descriptors: [b.descriptor])
+        #expect(unknown.program.waitForExit(timeout: 60) == 1)
+        #expect(unknown.line(starting: "ERROR ")?.hasPrefix("nameNotFound") == true, "\(unknown.program.output)")
     }
 
     @Test("S-NET-3: a link taken down while both processes live (a partition): heartbeats find the peer dead within their bound, and the waiting request fails with connectionLost")

@@ -95,9 +95,10 @@ final class NetworkPeerProcess: Sendable {
 
     /// A child serving a tcp port at `bind`; returns once it printed its descriptor.
     static func serve(
-        child: Int, bind: String = "127.0.0.1", port: UInt16 = 0, plain: Bool = false, launcher: [String] = []
+        child: Int, bind: String = "127.0.0.1", port: UInt16 = 0, plain: Bool = false, name: String? = nil, launcher: [String] = []
     ) throws -> NetworkPeerProcess {
-        let peer = try start(["serve", bind, "\(port)"] + (plain ? ["plain"] : []), child: child, launcher: launcher)
+        let options = (plain ? ["plain"] : []) + (name.map { ["name", $0] } ?? [])
+        let peer = try start(["serve", bind, "\(port)"] + options, child: child, launcher: launcher)
         let program = peer.program
         guard waitUntil(timeout: 60, { peer.line(starting: "PORT ") != nil || peer.hasExited }) , peer.line(starting: "PORT ") != nil else {
             program.killAndReap()
@@ -112,6 +113,9 @@ final class NetworkPeerProcess: Sendable {
     ) throws -> NetworkPeerProcess {
         try start(["call", hex(descriptor), "\(count)", payload, "\(pauseMilliseconds)"], child: child, launcher: launcher)
     }
+
+    /// The endpoint the served port's process listens at, `tcp://host:port`.
+    var endpoint: String { (try? Port.fromDescriptor(descriptor))?.address.tcpEndpoint?.listener ?? "" }
 
     /// The served port's descriptor.
     var descriptor: [UInt8] { Self.bytes(fromHex: line(starting: "PORT ") ?? "") }

@@ -92,6 +92,13 @@ struct WireFormatVersion3Tests {
             ("an endpoint that is not tcp://", changed { $0[77] = UInt8(ascii: "u") }),
             ("an endpoint with a space", changed { $0[80] = 0x20 }),
             ("pid 0", changed { $0[8] = 0; $0[9] = 0 }),
+            // Once decoded, it stopped the process that asked for the port's transport.
+            ("an endpoint with no port", WireFormat.encodeDescriptor(PortAddress(
+                pid: 4242, startTime: 1, portID: 3,
+                route: .tcp(TCPTransport.Endpoint(instance: Self.owner, listener: "tcp://example.net", serverKey: Self.exampleAddress.tcpEndpoint?.serverKey))))),
+            ("an endpoint with port 0", WireFormat.encodeDescriptor(PortAddress(
+                pid: 4242, startTime: 1, portID: 3,
+                route: .tcp(TCPTransport.Endpoint(instance: Self.owner, listener: "tcp://10.1.2.3:0", serverKey: Self.exampleAddress.tcpEndpoint?.serverKey))))),
         ]
         for (name, bytes) in malformed {
             do {
