@@ -73,6 +73,24 @@ struct TCPNameLookupTests {
         #expect(throws: PortError.self) { try PortNameServer.lookup("jobs", at: "tcp://127.0.0.1", server: Self.serverKey(0)) }
     }
 
+    @Test("S-NET-4, S-PORT-4: an endpoint that takes the connection and never says a word fails the lookup as .unreachable at the tcp connection bound, and the connection is closed afterwards")
+    func silentEndpointIsUnreachableAndClosed() throws {
+        let silent = try Self.silentListener()
+        defer { close(silent.fd) }
+        let openBefore = Self.openConnections()
+        let start = MonotonicClock.now()
+        do {
+            _ = try PortNameServer.lookup("jobs", at: "tcp://127.0.0.1:\(silent.port)", server: Self.serverKey(0))
+            Issue.record("a silent endpoint answered a lookup")
+        } catch {
+            #expect(error.caseName == "unreachable", "\(error)")
+        }
+        let elapsed = MonotonicClock.now() &- start
+        #expect(elapsed >= NetworkHub.connectionBoundNanoseconds * 9 / 10, "failed before the bound: \(elapsed / 1_000_000) ms")
+        #expect(elapsed < Self.errorBound, "\(elapsed / 1_000_000) ms")
+        #expect(waitUntil(timeout: 10) { Self.openConnections() == openBefore }, "the broken connection stays open")
+    }
+
     @Test("S-NET-4, S-NET-3: the holder killed, a lookup fails within the connection bound; restarted at the same address under the same name, it is found again, and the old send right stays invalid")
     func restartedHolderIsFoundAgain() throws {
         let first = try NetworkPeerProcess.serve(child: 0, name: "jobs")
@@ -103,11 +121,32 @@ struct TCPNameLookupTests {
         #expect(second.lines(starting: "REQ ") == ["two"], "nothing meant for the old process reached the new one")
     }
 
+    /// This process's open tcp connections.
+    static func openConnections() -> Int { NetworkHub.shared.state.withLock { $0.open.count } }
+
+    /// A socket listening on 127.0.0.1 that never accepts: the kernel
+    /// completes a client's tcp handshake, and nothing more ever comes.
+    static func silentListener() throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        let port = try bound(fd)
+        guard listen(fd, 8) == 0 else {
+            close(fd)
+            throw TestFailure("listen: errno \(errno)")
+        }
+        return (fd, port)
+    }
+
     /// A tcp port of 127.0.0.1 that nothing listens on: bound, then closed.
     static func closedPort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
         defer { close(fd) }
+        return try bound(fd)
+    }
+
+    /// Binds `fd` to 127.0.0.1 and a port the system picks, and returns the port.
+    static func bound(_ fd: Int32) throws -> UInt16 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
