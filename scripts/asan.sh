@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
+# What the suite needs beyond the build (Chromium, namespace tools, pyzmq).
+source scripts/ensure-test-deps.sh
 
 scratch=.build/asan
 reports="$scratch/sanitizer-reports"

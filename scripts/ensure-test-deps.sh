@@ -24,3 +24,24 @@ if [ "$(id -u)" -eq 0 ] && { ! command -v ip >/dev/null 2>&1 || ! command -v uns
     echo "installing iproute2 and util-linux for the tests across machines" >&2
     { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y iproute2 util-linux; } >&2
 fi
+
+# The foreign peer over tcp (TCPForeignPeerTests) is Python with pyzmq from
+# PyPI (its wheels have CURVE), in a virtual environment of the build
+# directory: .build/foreign-peers. python3-venv from Debian's packages when
+# `python3 -m venv` is missing (root only; otherwise the tests say what to run).
+foreign_peers=.build/foreign-peers
+if ! "$foreign_peers/bin/python3" -c 'import zmq, sys; sys.exit(0 if zmq.has("curve") else 1)' >/dev/null 2>&1; then
+    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+        if [ "$(id -u)" -eq 0 ]; then
+            echo "installing python3-venv for the foreign tcp peer" >&2
+            { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv; } >&2
+        else
+            echo "error: the foreign tcp peer needs python3-venv. Run: sudo apt-get update && sudo apt-get install -y python3-venv" >&2
+            exit 1
+        fi
+    fi
+    echo "installing pyzmq (PyPI) into $foreign_peers for the foreign tcp peer" >&2
+    rm -rf "$foreign_peers"
+    python3 -m venv "$foreign_peers" >&2
+    "$foreign_peers/bin/pip" install --quiet "pyzmq==27.3.0" >&2
+fi

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""A RunLoopKit peer in another language over tcp, written from
+docs/wire-format.md ("tcp connections", "A message", "Port descriptor",
+"Names over tcp") and docs/ports.md ("Keys across machines"), with pyzmq
+(PyPI) and CURVE, as a program outside RunLoopKit would be.
+
+    tcp_peer.py ENDPOINT SERVER_KEY SECRET_KEY_FILE NAME
+
+Dials ENDPOINT (tcp://host:port) as a CURVE client of the server whose
+public key is SERVER_KEY (40 characters of Z85), with the secret key in
+SECRET_KEY_FILE (as curve.key: 40 characters of Z85 and a newline), says
+hello expecting any instance, looks NAME up, and then:
+
+- sends msgid 1 "from python" to the port it found, with a reply port of
+  its own (port id 7, no endpoint: it listens nowhere), and reads the reply;
+- sends that port two malformed messages (bad magic; a data record that
+  runs past the frame), then msgid 1 "after malformed", and reads the reply;
+- looks up "no-such-name".
+
+It prints, one per line:
+
+    WELCOMED <the server's instance, 32 hex digits>
+    FOUND <port id> <endpoint>
+    REPLY from python
+    REPLY after malformed
+    NOTFOUND <the server's reason>
+    DONE
+
+and exits 0; "REFUSED" and status 3 when no welcome comes within 5 s (the
+server did not accept this key); "ERROR <text>" and status 1 otherwise.
+"""
+import os
+import struct
+import sys
+
+import zmq
+
+MESSAGE_MAGIC = b"RLKP"
+DESCRIPTOR_MAGIC = b"RLKD"
+CONTROL_MAGIC = b"RLKC"
+DATA, PORT = 0, 1
+NAME_SERVICE_PORT = 0
+LOOKUP, FOUND, NOT_FOUND = 1, 1, 2
+MY_PORT = 7
+TIMEOUT_MS = 5000
+
+
+class PeerError(Exception):
+    pass
+
+
+def my_descriptor(instance):
+    """A version-3 tcp descriptor of a port of a process that only connects."""
+    return (DESCRIPTOR_MAGIC + bytes([3, 2]) + struct.pack("<H", 0)
+            + struct.pack("<iQQ", os.getpid(), 0, MY_PORT)
+            + instance + bytes([0]) + bytes(32))
+
+
+def packed_message(destination, port_id, msgid, components, reply_port=None):
+    """A version-3 packed message: header, extension area (a destination
+    field), then one record per component and the reply port."""
+    flags = 1 if reply_port is not None else 0
+    header = (MESSAGE_MAGIC + bytes([3, flags]) + struct.pack("<HI", len(components), msgid)
+              + bytes(kind for kind, _ in components))
+    extension = struct.pack("<HH", 1, 24) + destination + struct.pack("<Q", port_id)
+    records = [body for _, body in components] + ([reply_port] if reply_port is not None else [])
+    return (header + struct.pack("<I", len(extension)) + extension
+            + b"".join(struct.pack("<I", len(body)) + body for body in records))
+
+
+def parse_message(frame):
+    """msgid, components [(kind, bytes)] and the reply descriptor of a
+    packed message (versions 2 and 3)."""
+    if frame[:4] != MESSAGE_MAGIC or frame[4] not in (2, 3):
+        raise PeerError("not a packed message: %s" % frame[:8].hex())
+    flags = frame[5]
+    count, msgid = struct.unpack_from("<HI", frame, 6)
+    kinds = frame[12:12 + count]
+    offset = 12 + count + (8 if flags & 2 else 0)
+    if frame[4] == 3:
+        if flags & 4:
+            raise PeerError("a multipart message, where one frame came")
+        (extension_length,) = struct.unpack_from("<I", frame, offset)
+        offset += 4 + extension_length
+    bodies = []
+    for _ in range(count + (1 if flags & 1 else 0)):
+        (length,) = struct.unpack_from("<I", frame, offset)
+        bodies.append(frame[offset + 4:offset + 4 + length])
+        offset += 4 + length
+    if offset != len(frame):
+        raise PeerError("records do not end with the frame")
+    reply = bodies[count] if flags & 1 else None
+    return msgid, list(zip(kinds, bodies[:count])), reply
+
+
+def parse_tcp_descriptor(descriptor):
+    """(instance, port id, endpoint) of a version-3 descriptor."""
+    if descriptor[:4] != DESCRIPTOR_MAGIC or descriptor[4] != 3 or descriptor[5] != 2:
+        raise PeerError("not a tcp descriptor: %s" % descriptor[:8].hex())
+    (length,) = struct.unpack_from("<H", descriptor, 6)
+    (port_id,) = struct.unpack_from("<Q", descriptor, 20)
+    return descriptor[28:44], port_id, descriptor[77:77 + length].decode("ascii")
+
+
+def receive(socket):
+    if not socket.poll(TIMEOUT_MS):
+        raise PeerError("no message within %d ms" % TIMEOUT_MS)
+    return socket.recv()
+
+
+def lookup(socket, server, mine, name):
+    socket.send(packed_message(server, NAME_SERVICE_PORT, LOOKUP, [(DATA, name.encode())], mine))
+    msgid, components, _ = parse_message(receive(socket))
+    if msgid == FOUND and len(components) == 1 and components[0][0] == PORT:
+        return parse_tcp_descriptor(components[0][1]), None
+    if msgid == NOT_FOUND and components and components[0][0] == DATA:
+        return None, components[0][1].decode()
+    raise PeerError("an answer docs/wire-format.md does not describe: msgid %d" % msgid)
+
+
+def request(socket, server, port_id, mine, text):
+    socket.send(packed_message(server, port_id, 1, [(DATA, text.encode())], mine))
+    msgid, components, _ = parse_message(receive(socket))
+    return components[0][1].decode() if components else ""
+
+
+def main(endpoint, server_key, secret_key_file, name):
+    with open(secret_key_file, "rb") as file:
+        secret = file.read().strip()
+    instance = os.urandom(16)
+    context = zmq.Context()
+    socket = context.socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.ROUTING_ID, instance)
+    socket.curve_secretkey = secret
+    socket.curve_publickey = zmq.curve_public(secret)
+    socket.curve_serverkey = server_key.encode()
+    socket.connect(endpoint)
+    try:
+        socket.send(CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16))
+        if not socket.poll(TIMEOUT_MS):
+            print("REFUSED", flush=True)
+            return 3
+        welcome = socket.recv()
+        if len(welcome) != 22 or welcome[:6] != CONTROL_MAGIC + bytes([1, 2]):
+            raise PeerError("not a welcome: %s" % welcome.hex())
+        server = welcome[6:22]
+        print("WELCOMED %s" % server.hex(), flush=True)
+        mine = my_descriptor(instance)
+
+        found, reason = lookup(socket, server, mine, name)
+        if found is None:
+            raise PeerError("%s not found: %s" % (name, reason))
+        owner, port_id, where = found
+        if owner != server:
+            raise PeerError("the name's port belongs to another instance")
+        print("FOUND %d %s" % (port_id, where), flush=True)
+        print("REPLY %s" % request(socket, server, port_id, mine, "from python"), flush=True)
+
+        socket.send(b"XXXX" + bytes(40))
+        broken = bytearray(packed_message(server, port_id, 1, [(DATA, b"abc")]))
+        struct.pack_into("<I", broken, len(broken) - 7, 100)
+        socket.send(bytes(broken))
+        print("REPLY %s" % request(socket, server, port_id, mine, "after malformed"), flush=True)
+
+        found, reason = lookup(socket, server, mine, "no-such-name")
+        if found is not None:
+            raise PeerError("no-such-name was found")
+        print("NOTFOUND %s" % reason, flush=True)
+        print("DONE", flush=True)
+        return 0
+    finally:
+        socket.close()
+        context.term()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    try:
+        sys.exit(main(*sys.argv[1:]))
+    except PeerError as error:
+        print("ERROR %s" % error, flush=True)
+        sys.exit(1)

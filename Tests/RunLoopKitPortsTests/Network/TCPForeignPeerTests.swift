@@ -1,0 +1,90 @@
+// A peer in another language over tcp (S-NET-1, S-NET-2, S-NET-4):
+// Tests/ForeignPeers/tcp_peer.py, Python with pyzmq and CURVE, written from
+// docs/wire-format.md and docs/ports.md alone, looks a name of this process
+// up at its endpoint and exchanges messages with the port it finds.
+import Glibc
+import RunLoopKit
+@_spi(RunLoopKitInternals) @testable import RunLoopKitCore
+@testable import RunLoopKitPorts
+@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+import Testing
+
+@Suite("A Python peer with pyzmq and CURVE, written from the docs (S-NET-1, S-NET-2, S-NET-4)", .serialized)
+struct TCPForeignPeerTests {
+    init() { _ = NetworkKeysFixture.shared }
+
+    /// The Python of the virtual environment scripts/ensure-test-deps.sh
+    /// makes, with pyzmq.
+    static var python: String {
+        NameLookupTests.foreignPeer("").split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
+            + "/.build/foreign-peers/bin/python3"
+    }
+
+    /// This process serving an echo port under a name, on a loop thread.
+    final class Server: Sendable {
+        let thread = LoopThread(name: "foreign-peer-server")
+        let port: Port
+        let name = "py-echo-\(getpid())"
+
+        init() throws {
+            try thread.start()
+            port = try Port(transport: .tcp(.listening(on: "127.0.0.1")))
+            port.setMessageHandler { message in
+                try? message.replyPort?.send(msgid: message.msgid, components: message.components, before: Date() + 5)
+            }
+            try port.schedule(on: thread)
+            try PortNameServer.register(port, name: name)
+        }
+
+        var endpoint: String { port.address.tcpEndpoint!.listener! }
+
+        func stop() {
+            port.invalidate()
+            thread.stop()
+        }
+    }
+
+    /// Runs the peer as child `child` (its secret key) against `server`.
+    static func runPeer(child: Int, against server: Server) throws -> SpawnedProgram {
+        guard access(python, X_OK) == 0 else {
+            throw TestFailure("\(python) is missing: run ./scripts/test.sh, or source scripts/ensure-test-deps.sh (it installs pyzmq from PyPI there)")
+        }
+        let fixture = NetworkKeysFixture.shared
+        let program = try SpawnedProgram(
+            path: python,
+            [NameLookupTests.foreignPeer("tcp_peer.py"), server.endpoint, fixture.parent.publicKey.z85,
+             fixture.directory + "/child-\(child)/runloopkit/curve.key", server.name],
+            in: fixture.directory)
+        _ = program.waitForExit(timeout: 60)
+        return program
+    }
+
+    @Test("S-NET-4, S-NET-2: an authorized Python peer looks the name up, gets a send right to the port, sends with a reply port of its own and gets the replies; its two malformed messages are dropped and counted, and the next one is delivered")
+    func authorizedPeerLooksUpAndExchanges() throws {
+        let server = try Server()
+        defer { server.stop() }
+        let endpointBadMagic = Port.tcpEndpointDropCounts[.badMagic]
+        let program = try Self.runPeer(child: 3, against: server)
+        let lines = program.output.split(separator: "\n").map(String.init)
+        #expect(program.waitForExit(timeout: 1) == 0, "\(program.output) \(program.errorOutput)")
+        #expect(lines.first == "WELCOMED \(NetworkPeerProcess.hex(WireFormat.instanceBytes(.current)))")
+        #expect(lines.dropFirst().first == "FOUND \(server.port.address.portID) \(server.endpoint)")
+        #expect(Array(lines.dropFirst(2).prefix(2)) == ["REPLY from python", "REPLY after malformed"])
+        #expect(lines.dropFirst(4).first?.hasPrefix("NOTFOUND ") == true)
+        #expect(lines.last == "DONE")
+        // The bad magic names no port: the endpoint counts it. The record
+        // that runs past its frame reached the port, which counts it.
+        #expect(Port.tcpEndpointDropCounts[.badMagic] >= endpointBadMagic + 1)
+        #expect(server.port.dropCounts[.badPackedRecords] == 1)
+        #expect(server.port.droppedMessageCount == 1)
+    }
+
+    @Test("S-NET-2: a Python peer whose key the authorized-keys file does not list is refused: no welcome, no lookup")
+    func unlistedPeerIsRefused() throws {
+        let server = try Server()
+        defer { server.stop() }
+        let program = try Self.runPeer(child: NetworkKeysFixture.unlistedChild, against: server)
+        #expect(program.waitForExit(timeout: 1) == 3, "\(program.output) \(program.errorOutput)")
+        #expect(program.output == "REFUSED\n")
+    }
+}
