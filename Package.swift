@@ -5,7 +5,7 @@ import PackageDescription
 /// Every example is an executable target in Examples/<name>, built by `swift build`.
 let examples = [
     "keepalive", "common-modes", "observer-log", "custom-source", "lag-monitor",
-    "keepalive-churn", "foundation-interop", "pingpong", "ipc-demo", "actors",
+    "keepalive-churn", "foundation-interop", "pingpong", "ipc-demo", "actors", "cluster",
 ]
 
 let package = Package(

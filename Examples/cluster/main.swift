@@ -1,0 +1,135 @@
+// cluster: ports across machines (docs/ports.md, "Across machines"). A
+// directory on one host, two workers on two others, and a client on a
+// fourth: hosts made of network namespaces when this runs as root (with
+// iproute2 and util-linux), else processes on this host's loopback; it
+// says which. Started alone, it sets the hosts up as a deployment would:
+// each host's key pair made on its first run (in its own configuration
+// directory, kept for later runs), one authorized-keys file listing every
+// host's key, copied to every host. Then the directory registers the name
+// "directory", the workers look it up over tcp (S-NET-4) and register
+// their ports with it, and the client looks it up, asks it for the
+// workers, fans its requests out to them at once and gathers the replies.
+//
+//   cluster [--loopback] [--requests N] [--dir DIRECTORY]
+//
+// DIRECTORY (default: <temporary directory>/rlk-cluster-<uid>) holds each
+// host's configuration and runtime directories and the authorized-keys file.
+// The roles it starts (this same program): `key`, `directory`, `worker`, `client`.
+import Foundation
+import RunLoopKit
+
+let hostNames = ["names", "worker-1", "worker-2", "client"]
+let directoryPort: UInt16 = 7100
+
+/// The output of a started role, forwarded to this process's, and read
+/// for the line that says the role is ready.
+final class Forwarded: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""
+    let pipe = Pipe()
+
+    init() {
+        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { return }
+            FileHandle.standardOutput.write(data)
+            lock.withLock { text += String(decoding: data, as: UTF8.self) }
+        }
+    }
+
+    func waitForReady(_ role: String) throws {
+        let deadline = Date() + 30
+        while !lock.withLock({ text.contains("READY\n") }) {
+            guard Date() < deadline else { throw ClusterError("\(role) did not start within 30 s") }
+            usleep(20_000)
+        }
+    }
+}
+
+func orchestrate(loopback: Bool, requests: Int, directory: String) throws -> Int32 {
+    mkdir(directory, 0o700)
+    let hosts = try Hosts(names: hostNames, directory: directory, loopback: loopback)
+    defer { hosts.remove() }
+    say(hosts.usesNamespaces
+        ? "hosts: network namespaces joined by a bridge (running as root): \(zip(hostNames, hosts.addresses).map { "\($0) \($1)" }.joined(separator: ", "))"
+        : "hosts: processes on this host's loopback, 127.0.0.1 (\(loopback ? "--loopback" : "not root, or no iproute2 and util-linux"))")
+
+    // Each host's key pair, made on its first run; every key in one
+    // authorized-keys file, copied to every host.
+    var authorized = "# RunLoopKit cluster: one line per host, its public key and its name\n"
+    var keys: [String] = []
+    for host in hostNames.indices {
+        let existed = access(hosts.config(host) + "/runloopkit/curve.key", F_OK) == 0
+        let key = try hosts.run(host, ["key"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        keys.append(key)
+        authorized += "\(key) \(hostNames[host])\n"
+        say("key of \(hostNames[host]): \(key) (\(existed ? "kept from an earlier run" : "made now"))")
+    }
+    try authorized.write(toFile: directory + "/authorized_keys", atomically: true, encoding: .utf8)
+    for host in hostNames.indices {
+        let copy = hosts.config(host) + "/runloopkit/authorized_keys"
+        try? FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: directory + "/authorized_keys", toPath: copy)
+        chmod(copy, 0o644)
+    }
+    say("authorized_keys (\(directory)/authorized_keys), copied to every host:\n\(authorized)", terminator: "")
+
+    var started: [Process] = []
+    defer {
+        for process in started where process.isRunning {
+            // Through `unshare`, which waits for its child, only SIGKILL ends it (and, with --kill-child, the child).
+            kill(process.processIdentifier, hosts.usesNamespaces ? SIGKILL : SIGTERM)
+            process.waitUntilExit()
+        }
+    }
+    let endpoint = "tcp://\(hosts.addresses[0]):\(directoryPort)"
+    let names = Forwarded()
+    started.append(try hosts.start(0, ["directory", hosts.addresses[0], "\(directoryPort)"], output: names.pipe))
+    try names.waitForReady("the directory")
+    for host in 1...2 {
+        let worker = Forwarded()
+        started.append(try hosts.start(host, ["worker", hostNames[host], hosts.addresses[host], endpoint, keys[0]], output: worker.pipe))
+        try worker.waitForReady(hostNames[host])
+    }
+    let client = try hosts.start(3, ["client", endpoint, keys[0], "2", "\(requests)"])
+    client.waitUntilExit()
+    say("client exited with status \(client.terminationStatus)")
+    return client.terminationStatus
+}
+
+func say(_ text: String, terminator: String) {
+    FileHandle.standardOutput.write(Data((text + terminator).utf8))
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "key":
+        try Roles.key()
+    case "directory" where arguments.count == 3:
+        try Roles.directory(bind: arguments[1], port: UInt16(arguments[2]) ?? directoryPort)
+    case "worker" where arguments.count == 5:
+        try Roles.worker(name: arguments[1], bind: arguments[2], directory: arguments[3], key: arguments[4])
+    case "client" where arguments.count == 5:
+        try await Roles.client(directory: arguments[1], key: arguments[2], workers: Int(arguments[3]) ?? 2, requests: Int(arguments[4]) ?? 100)
+    default:
+        var loopback = false
+        var requests = 1_000
+        var directory = NSTemporaryDirectory() + "rlk-cluster-\(getuid())"
+        var rest = arguments[...]
+        while let option = rest.popFirst() {
+            switch option {
+            case "--loopback": loopback = true
+            case "--requests": requests = rest.popFirst().flatMap { Int($0) } ?? requests
+            case "--dir": directory = rest.popFirst() ?? directory
+            default:
+                say("usage: cluster [--loopback] [--requests N] [--dir DIRECTORY]")
+                exit(2)
+            }
+        }
+        exit(try orchestrate(loopback: loopback, requests: max(requests, 1), directory: directory))
+    }
+} catch {
+    say("cluster: \(error)")
+    exit(1)
+}
