@@ -55,33 +55,24 @@ final class Hosts {
     }
 
     /// Starts this program with `arguments` on `host`.
-    func start(_ host: Int, _ arguments: [String], output: Pipe? = nil) throws -> Process {
-        let process = Process()
+    func start(_ host: Int, _ arguments: [String], forward: Bool = true) throws -> Child {
         let program = CommandLine.arguments[0].hasPrefix("/")
             ? CommandLine.arguments[0] : FileManager.default.currentDirectoryPath + "/" + CommandLine.arguments[0]
         if usesNamespaces {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = ["netns", "exec", namespace(host), "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", program] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
+            return try Child("/usr/sbin/ip", ["netns", "exec", namespace(host), "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", program] + arguments,
+                             environment: environment(host), forward: forward)
         }
-        process.environment = environment(host)
-        if let output { process.standardOutput = output }
-        try process.run()
-        return process
+        return try Child(program, arguments, environment: environment(host), forward: forward)
     }
 
     /// Runs this program with `arguments` on `host` to its end: its output.
     func run(_ host: Int, _ arguments: [String]) throws -> String {
-        let pipe = Pipe()
-        let process = try start(host, arguments, output: pipe)
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ClusterError("\(arguments.joined(separator: " ")) on \(names[host]) exited with \(process.terminationStatus)")
+        let child = try start(host, arguments, forward: false)
+        let status = child.wait()
+        guard status == 0 else {
+            throw ClusterError("\(arguments.joined(separator: " ")) on \(names[host]) exited with \(status)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return child.text
     }
 
     /// Removes the namespaces (nothing to do on loopback).
@@ -117,12 +108,8 @@ final class Hosts {
     }
 
     private static func ip(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ClusterError("ip \(arguments.joined(separator: " ")) failed") }
+        let status = try Child("/usr/sbin/ip", arguments, environment: ProcessInfo.processInfo.environment).wait()
+        guard status == 0 else { throw ClusterError("ip \(arguments.joined(separator: " ")) failed") }
     }
 }
 

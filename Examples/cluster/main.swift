@@ -21,31 +21,6 @@ import RunLoopKit
 let hostNames = ["names", "worker-1", "worker-2", "client"]
 let directoryPort: UInt16 = 7100
 
-/// The output of a started role, forwarded to this process's, and read
-/// for the line that says the role is ready.
-final class Forwarded: @unchecked Sendable {
-    private let lock = NSLock()
-    private var text = ""
-    let pipe = Pipe()
-
-    init() {
-        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            guard !data.isEmpty else { return }
-            FileHandle.standardOutput.write(data)
-            lock.withLock { text += String(decoding: data, as: UTF8.self) }
-        }
-    }
-
-    func waitForReady(_ role: String) throws {
-        let deadline = Date() + 30
-        while !lock.withLock({ text.contains("READY\n") }) {
-            guard Date() < deadline else { throw ClusterError("\(role) did not start within 30 s") }
-            usleep(20_000)
-        }
-    }
-}
-
 func orchestrate(loopback: Bool, requests: Int, directory: String) throws -> Int32 {
     mkdir(directory, 0o700)
     let hosts = try Hosts(names: hostNames, directory: directory, loopback: loopback)
@@ -74,27 +49,24 @@ func orchestrate(loopback: Bool, requests: Int, directory: String) throws -> Int
     }
     say("authorized_keys (\(directory)/authorized_keys), copied to every host:\n\(authorized)", terminator: "")
 
-    var started: [Process] = []
+    var started: [Child] = []
     defer {
-        for process in started where process.isRunning {
+        for child in started {
             // Through `unshare`, which waits for its child, only SIGKILL ends it (and, with --kill-child, the child).
-            kill(process.processIdentifier, hosts.usesNamespaces ? SIGKILL : SIGTERM)
-            process.waitUntilExit()
+            kill(child.pid, hosts.usesNamespaces ? SIGKILL : SIGTERM)
+            child.wait()
         }
     }
     let endpoint = "tcp://\(hosts.addresses[0]):\(directoryPort)"
-    let names = Forwarded()
-    started.append(try hosts.start(0, ["directory", hosts.addresses[0], "\(directoryPort)"], output: names.pipe))
-    try names.waitForReady("the directory")
+    started.append(try hosts.start(0, ["directory", hosts.addresses[0], "\(directoryPort)"]))
+    guard started[0].waitForLine("READY", seconds: 30) else { throw ClusterError("the directory did not start within 30 s") }
     for host in 1...2 {
-        let worker = Forwarded()
-        started.append(try hosts.start(host, ["worker", hostNames[host], hosts.addresses[host], endpoint, keys[0]], output: worker.pipe))
-        try worker.waitForReady(hostNames[host])
+        started.append(try hosts.start(host, ["worker", hostNames[host], hosts.addresses[host], endpoint, keys[0]]))
+        guard started[host].waitForLine("READY", seconds: 30) else { throw ClusterError("\(hostNames[host]) did not start within 30 s") }
     }
-    let client = try hosts.start(3, ["client", endpoint, keys[0], "2", "\(requests)"])
-    client.waitUntilExit()
-    say("client exited with status \(client.terminationStatus)")
-    return client.terminationStatus
+    let status = try hosts.start(3, ["client", endpoint, keys[0], "2", "\(requests)"]).wait()
+    say("client exited with status \(status)")
+    return status
 }
 
 func say(_ text: String, terminator: String) {

@@ -71,6 +71,12 @@ final class LoopNetworkReader: @unchecked Sendable {
         Glibc.close(again)
     }
 
+    /// Whether the reader's loop is running (in any mode): a loop that is
+    /// not (a thread whose loop ran only for a request of its own, then
+    /// went on with other work) reads nothing, and the network thread reads
+    /// its sockets instead (`NetworkThread`). Any thread.
+    var loopIsRunning: Bool { loop?.currentMode != nil }
+
     /// Adds `descriptor` to the epoll set, edge-triggered (epoll reports it
     /// at once if it is readable). Any thread.
     func watch(_ descriptor: Int32) {

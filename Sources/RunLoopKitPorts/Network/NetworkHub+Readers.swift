@@ -40,6 +40,9 @@ extension NetworkHub {
             return made
         }
         guard let reader else { return }
+        // The network thread looks again at which loops run: another loop
+        // reads tcp now (NetworkThread).
+        wakeNetworkThread()
         do throws(RunLoopError) { try loop.add(reader.source, forMode: mode) } catch {
             Self.logger.error("tcp: a loop cannot read tcp sockets itself (\(error)); the network thread reads for it")
             state.withLock { state in
@@ -78,11 +81,12 @@ extension NetworkHub {
     }
 
     /// Gives a socket that no live reader reads to one, if there is one
-    /// (any: its traffic moves it on), and returns it. State lock held.
+    /// (one whose loop is running if any is; its traffic moves it on), and
+    /// returns it. State lock held.
     @discardableResult
     func assignReader(to inbound: TCPInbound, in state: inout State) -> LoopNetworkReader? {
         if let current = inbound.reader, state.readers.values.contains(where: { $0 === current }) { return nil }
-        guard inbound.isOpen, let reader = state.readers.values.first else { return nil }
+        guard inbound.isOpen, let reader = state.readers.values.first(where: \.loopIsRunning) ?? state.readers.values.first else { return nil }
         move(inbound, to: reader)
         return reader
     }
@@ -107,10 +111,18 @@ extension NetworkHub {
         generation.wrappingAdd(1, ordering: .releasing)
     }
 
+    /// A loop stopped running after a request of its thread's (a thread
+    /// that is not a loop thread, say): the network thread, which reads
+    /// the sockets of loops that do not run, looks again. Any thread.
+    func loopMayHaveStopped() {
+        wakeNetworkThread()
+    }
+
     /// `inbound` may have input no signal will announce (a sender took the
     /// signal, or a reader stopped at its batch): its reader is told to
     /// read it, or the network thread when no loop reads it. Any thread.
     func readAgain(_ inbound: TCPInbound) {
+        inbound.readRequested.store(true, ordering: .relaxed)
         if let reader = inbound.reader { reader.signal() } else { wakeNetworkThread() }
     }
 

@@ -208,6 +208,12 @@ final class NetworkHub: @unchecked Sendable {
         }
         startThread()
         wakeNetworkThread()
+        // A socket nobody has read yet signals nothing when its first
+        // message comes (libzmq signals ZMQ_FD for a reader that found its
+        // queue empty): its reader reads it once now, so that the welcome
+        // wakes it. Left to the quarter-second reading, a first send to a
+        // new peer waited up to 250 ms for it.
+        if let inbound = connection.inbound, connection.brokenError == nil, !connection.isReady { readAgain(inbound) }
         return connection
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import Synchronization
 import ZeroMQ
@@ -42,6 +43,13 @@ final class TCPInbound: @unchecked Sendable {
     let pollDescriptor: Int32
     /// True while a message waits for room (the network thread watches it then).
     let isHolding = Atomic<Bool>(false)
+    /// Set when a reader is told to read this socket (`NetworkHub.readAgain`),
+    /// cleared when one does.
+    let readRequested = Atomic<Bool>(false)
+    /// Messages the network thread's quarter-second reading found with
+    /// nothing to announce them (no ZMQ_FD signal, no request to read): each
+    /// waited for that reading, a safety net. None should; the tests check.
+    let unannouncedMessages = Atomic<UInt64>(0)
     /// The loop reader that reads this socket (NetworkHub+Readers.swift),
     /// nil while none does; and whether the socket is open (false once it
     /// closes, so that no reader watches its descriptor again). Set under
@@ -115,17 +123,31 @@ final class TCPInbound: @unchecked Sendable {
     /// port of another loop than the reader's, that loop's reader reads
     /// this socket from now on (NetworkHub+Readers.swift).
     func read(limit: Int, by reader: LoopNetworkReader?) -> Outcome {
-        guard readerLock.tryLock() else { return .busy }
-        let outcome = readLocked(limit: limit, by: reader)
+        readCounting(limit: limit, by: reader).outcome
+    }
+
+    /// `read`, and how many messages it read.
+    func readCounting(limit: Int, by reader: LoopNetworkReader?) -> (outcome: Outcome, messages: Int) {
+        guard readerLock.tryLock() else { return (.busy, 0) }
+        readRequested.store(false, ordering: .relaxed)
+        var messages = 0
+        let outcome = readLocked(limit: limit, by: reader, counting: &messages)
         let lastLoop = delivery.lastLoop
         delivery.lastLoop = nil
         readerLock.unlock()
         if let lastLoop, lastLoop != reader?.loopID { hub.moveReading(of: self, toLoop: lastLoop) }
-        return outcome
+        return (outcome, messages)
+    }
+
+    /// Whether ZMQ_FD signals: libzmq has commands for the socket, a new
+    /// message's announcement among them. Any thread.
+    var isSignalled: Bool {
+        var descriptor = pollfd(fd: pollDescriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
     }
 
     /// Reader lock held.
-    private func readLocked(limit: Int, by reader: LoopNetworkReader?) -> Outcome {
+    private func readLocked(limit: Int, by reader: LoopNetworkReader?, counting messages: inout Int) -> Outcome {
         if held != nil && !retryHeld(by: reader) { return .held }
         for _ in 0..<limit {
             let received: Bool = socketLock.withLock {
@@ -133,6 +155,7 @@ final class TCPInbound: @unchecked Sendable {
                 return receiveMessage()
             }
             guard received else { return .drained }
+            messages += 1
             if isListener { handleAccepted(by: reader) } else { handle(frames: 0..<frameCount, by: reader) }
             if held != nil { return .held }
         }

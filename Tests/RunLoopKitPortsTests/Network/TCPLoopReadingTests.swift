@@ -209,6 +209,41 @@ struct TCPLoopReadingTests {
         #expect(seconds < 15, "20,000 messages took \(seconds) s: the reader waited for the network thread")
     }
 
+    @Test("S-NET-1: while a loop reads tcp, a request from a thread that runs no loop to peers it has no connection to yet: each new connection's welcome and reply are read as they come, and nothing waits for the network thread's quarter-second reading")
+    func aNewConnectionIsReadAsItsMessagesCome() throws {
+        let loops = try AnsweringLoop.start("tcp-reading")
+        defer { AnsweringLoop.stop(loops) }
+        for child in 0...1 {
+            let peer = try NetworkPeerProcess.serve(child: child)
+            defer { peer.stop() }
+            let remote = try peer.sendRight()
+            let answered = DispatchSemaphore(value: 0)
+            let outcome = Locked<String?>(nil)
+            // A pool thread: its loop runs only while the request waits.
+            DispatchQueue.global().async {
+                do {
+                    let reply = try remote.sendRequest(msgid: 1, components: [.data(Data("first".utf8))], sendTimeout: 10, receiveTimeout: 10)
+                    outcome.withLock { $0 = String(decoding: reply.dataComponents.first ?? Data(), as: UTF8.self) }
+                } catch {
+                    outcome.withLock { $0 = "\(error)" }
+                }
+                answered.signal()
+            }
+            #expect(answered.wait(timeout: .now() + 30) == .success)
+            #expect(outcome.withLock { $0 } == "first")
+            let instance = try #require(remote.address.tcpEndpoint?.instance)
+            let connection = try #require(NetworkHub.shared.state.withLock { $0.connections[instance] })
+            // The reading followed the reply to the pool thread's loop, which
+            // runs no more: what the peer sends next to the loop's port still
+            // comes at once.
+            _ = try remote.sendRequest(msgid: 2, components: [.port(loops[0].port)], sendTimeout: 10, receiveTimeout: 10)
+            #expect(waitUntil(timeout: 10) { loops[0].log.all.contains("via \(peer.program.pid)") }, "\(loops[0].log.all)")
+            // A new socket signals its first message only once it has been
+            // read: left unread, its welcome waited for that reading.
+            #expect(connection.inbound?.unannouncedMessages.load(ordering: .relaxed) == 0)
+        }
+    }
+
     @Test("S-NET-1, S-PORT-4: a peer that floods a port whose loop is blocked fills what lies between them until its sends time out; once the loop runs, every message it sent arrives, none lost, in order")
     func aFullPortHoldsItsSocketAndLosesNothing() throws {
         let thread = LoopThread(name: "tcp-flooded")
