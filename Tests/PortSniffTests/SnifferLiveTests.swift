@@ -65,6 +65,35 @@ struct SnifferLiveTests {
         #expect(failing.waitForExit(timeout: 60) == 3, "\(failing.errorOutput)")
     }
 
+    @Test("S-NET-4, S-TAP-1: portsniff -- cluster --loopback sees every process of the cluster like any other: the lookups and requests over tcp, each with its remote peer's endpoint, every send delivered, and no event dropped",
+          .enabled(if: programsBuilt && SpawnedProgram.isBuilt("cluster"), "build the programs first: swift build (scripts/test.sh does)"))
+    func sniffsTheCluster() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let requests = 20
+        let sniff = try SpawnedProgram(
+            "portsniff", ["--json", "--", SpawnedProgram.productsDirectory + "/cluster", "--loopback", "--requests", "\(requests)", "--dir", directory + "/cluster"],
+            environment: runtime, in: directory)
+        #expect(sniff.waitForExit(timeout: 120) == 0, "\(sniff.output) \(sniff.errorOutput)")
+        let events = decodeEvents(sniff.output)
+        // Four processes: the directory, two workers, the client.
+        #expect(Set(events.map(\.pid)).count == 4, "\(Set(events.map(\.pid)))")
+        // Each worker and the client looked the directory up at its endpoint.
+        let lookups = events.filter { $0.kind == .send && $0.msgid == 1 && $0.destinationPeer?.contains("tcp://127.0.0.1:7100") == true }
+        #expect(lookups.count >= 3, "\(lookups.map(\.destinationPeer))")
+        // The client's requests, each to a worker's endpoint, and the replies.
+        let squares = events.filter { $0.msgid == 3 }
+        // A request goes to a worker's endpoint; its reply to the client's
+        // reply port, which is reached over the client's connection only.
+        let requestsSent = squares.filter { $0.kind == .send && $0.destinationPeer?.hasPrefix("tcp://127.0.0.1:") == true }
+        #expect(requestsSent.count == requests, "\(requestsSent.count) of \(requests) requests with their peers")
+        let requestsDelivered = squares.filter { $0.kind == .deliver && $0.sourcePeer?.hasPrefix("connecting only instance ") == true }
+        #expect(requestsDelivered.count == requests, "each worker sees where a request came from")
+        #expect(squares.filter { $0.kind == .deliver }.count == 2 * requests)
+        #expect(sniff.errorOutput.contains("received + 0 dropped"), "\(sniff.errorOutput)")
+    }
+
     @Test("portsniff's live view above --max-rate lines a second prints one summary line a second instead of every event, while --write records every event and the summary counts them all",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
     func busyLiveViewSummarises() throws {

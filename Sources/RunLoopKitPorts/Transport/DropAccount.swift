@@ -61,13 +61,21 @@ final class DropAccount: Sendable {
 
     var counts: PortDropCounts { PortDropCounts(state.withLock { $0.counts }) }
 
+    /// Lines made and not yet written (`emitPending` writes them).
+    var unwrittenLineCount: Int { state.withLock { $0.pending.count } }
+
     /// Counts one drop; makes a line if none was made for this reason in
     /// the last second, else asks for the timer. Any thread, any lock held:
     /// it only records.
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String) {
+        record(reason, detail(), at: MonotonicClock.now())
+    }
+
+    /// `record`, for a drop seen at `now`: read before the lock, so that
+    /// another thread may have made a line after it (`isDue`).
+    func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String, at now: UInt64) {
         total.wrappingAdd(1, ordering: .relaxed)
         latest.store(reason.index + 1, ordering: .relaxed)
-        let now = MonotonicClock.now()
         state.withLock { state in
             let index = reason.index
             state.counts[index] &+= 1
@@ -137,8 +145,13 @@ final class DropAccount: Sendable {
         }
     }
 
+    /// Whether a line for reason `index` may be made at `now`. A `now` read
+    /// before another thread made a line is earlier than that line: not
+    /// due (subtracted as it was, it wrapped round to a huge interval, and
+    /// two lines came within the same second under load).
     private static func isDue(_ state: State, _ index: Int, now: UInt64) -> Bool {
-        state.lastLine[index] == 0 || now &- state.lastLine[index] >= lineInterval
+        let last = state.lastLine[index]
+        return last == 0 || (now >= last && now - last >= lineInterval)
     }
 
     /// How long until the first reason with waiting drops may have its line.

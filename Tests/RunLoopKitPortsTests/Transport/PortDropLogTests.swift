@@ -101,6 +101,21 @@ struct PortDropLogTests {
         #expect(lines.contains { $0.contains("(no message handler) since the last line") }, "no line flushed at exit: \(lines)")
     }
 
+    @Test("S-PORT-7: one line per reason and second, also when a drop's time was read before another thread made that second's line (the time is then earlier than the line's)")
+    func aDropTimedBeforeTheLastLineMakesNoLine() {
+        let account = DropAccount(portName: "clock-skew")
+        let second: UInt64 = 1_000_000_000
+        account.record(.badMagic, "first", at: 50 * second)
+        #expect(account.unwrittenLineCount == 1)
+        // Read its clock just before the line above was made, then took the lock.
+        account.record(.badMagic, "late", at: 50 * second - 1)
+        account.record(.badMagic, "within the second", at: 50 * second + second / 2)
+        #expect(account.unwrittenLineCount == 1, "a second line within the second")
+        account.record(.badMagic, "a second later", at: 51 * second)
+        #expect(account.unwrittenLineCount == 2)
+        #expect(account.counts[.badMagic] == 4)
+    }
+
     @Test("S-PORT-7: a burst of malformed messages then quiet: the drops within the second after the first line are logged within about a second of the last, in one line with their count and the first one's fault, without the port's invalidation or another drop; invalidating the port then logs nothing again")
     func burstThenQuietIsLoggedWithinASecond() async throws {
         let directory = try PortProcess.makeTemporaryDirectory("droplog-quiet")
