@@ -49,9 +49,6 @@ extension Port {
         // Wake the private run at once if this port dies meanwhile.
         let token = addInvalidationHandler { _ in loop.stop() }
         defer { removeInvalidationHandler(token) }
-        // Over tcp, a thread whose loop ran only for this request leaves
-        // its sockets to the network thread (NetworkThread).
-        defer { if distance == .network && loop.currentMode == nil { NetworkHub.shared.loopMayHaveStopped() } }
 
         try send(msgid: msgid, components: components, replyPort: replyPort,
                  deadline: SendDeadline(instant: MonotonicClock.instant(secondsFromNow: sendTimeout)))

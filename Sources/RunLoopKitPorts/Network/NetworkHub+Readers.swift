@@ -111,13 +111,6 @@ extension NetworkHub {
         generation.wrappingAdd(1, ordering: .releasing)
     }
 
-    /// A loop stopped running after a request of its thread's (a thread
-    /// that is not a loop thread, say): the network thread, which reads
-    /// the sockets of loops that do not run, looks again. Any thread.
-    func loopMayHaveStopped() {
-        wakeNetworkThread()
-    }
-
     /// `inbound` may have input no signal will announce (a sender took the
     /// signal, or a reader stopped at its batch): its reader is told to
     /// read it, or the network thread when no loop reads it. Any thread.

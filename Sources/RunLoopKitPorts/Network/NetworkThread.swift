@@ -12,9 +12,8 @@ import ZeroMQ
 /// (`TCPInbound`) when no loop does: while a loop serves tcp ports, a
 /// loop's network reader reads each socket (`LoopNetworkReader`,
 /// NetworkHub+Readers.swift), and this thread reads only a socket a reader
-/// left held up by a full port, a socket whose reader's loop is not running
-/// (watched and read as its messages come), a socket whose reader does not
-/// run while it has input (its loop busy, or in another mode: checked every
+/// left held up by a full port, a socket whose reader does not run while it
+/// has input (its loop not running, busy, or in another mode: checked every
 /// `stallCheckMilliseconds`), and, every quarter of a second, whatever no
 /// loop has read.
 final class NetworkThread: @unchecked Sendable {
@@ -77,18 +76,14 @@ final class NetworkThread: @unchecked Sendable {
             // Every quarter of a second, what no reading loop took is read here.
             let fallback = housekeeping(dialled) && loopsRead
             let stalled = checksStalls ? stalledReaders(inbounds) : []
-            // Sockets whose reader's loop is not running are read here, as
-            // they come: their messages go on to their ports' loops, and the
-            // reading with them (NetworkHub+Readers.swift).
-            let unread = loopsRead ? Set(inbounds.filter { !($0.reader?.loopIsRunning ?? false) }.map(ObjectIdentifier.init)) : []
             var busy = false
             for inbound in inbounds {
                 let wasHolding = inbound.isHolding.load(ordering: .acquiring)
                 let key = ObjectIdentifier(inbound)
-                guard !loopsRead || wasHolding || fallback || stalled.contains(key) || unread.contains(key) else { continue }
+                guard !loopsRead || wasHolding || fallback || stalled.contains(key) else { continue }
                 // Read only because a quarter of a second passed: what it finds
                 // with nothing announcing it waited for this reading.
-                let safetyNetOnly = loopsRead && !wasHolding && !stalled.contains(key) && !unread.contains(key)
+                let safetyNetOnly = loopsRead && !wasHolding && !stalled.contains(key)
                 let announced = !safetyNetOnly || inbound.isSignalled || inbound.readRequested.load(ordering: .relaxed)
                 let (outcome, messages) = inbound.readCounting(limit: Self.batch, by: nil)
                 if !announced && messages > 0 {
@@ -104,8 +99,7 @@ final class NetworkThread: @unchecked Sendable {
             }
             let looksOwed = makeOwedLooks(inbounds)
             if !busy {
-                let watched = loopsRead ? inbounds.filter { unread.contains(ObjectIdentifier($0)) } : inbounds
-                waitForInput(listeners, dialled, inbounds, watching: watched, checkingStalls: checksStalls, looksOwed: looksOwed)
+                waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead, checkingStalls: checksStalls, looksOwed: looksOwed)
             }
         }
     }
@@ -206,6 +200,12 @@ final class NetworkThread: @unchecked Sendable {
             }
             let input = descriptor.revents & Int16(POLLIN) != 0
             let runs = reader.runs.load(ordering: .relaxed)
+            // A reader whose loop is not running (a thread that ran it only
+            // for a request of its own) will not read: at once, not at the
+            // second check. Watching such sockets instead woke this thread
+            // at every command a flood's sender gets (plain tcp throughput
+            // fell to a tenth).
+            if input && !reader.loopIsRunning { stalled.insert(key) }
             if input, let last = lastSeen[key], last.input, last.runs == runs { stalled.insert(key) }
             seen[key] = (runs, input)
         }
@@ -228,7 +228,7 @@ final class NetworkThread: @unchecked Sendable {
     /// held message's port has room, a monitor reports, the hub wakes the
     /// thread, or a quarter of a second passes (housekeeping).
     private func waitForInput(
-        _ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watching watched: [TCPInbound], checkingStalls: Bool,
+        _ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool, checkingStalls: Bool,
         looksOwed: Bool
     ) {
         var descriptors = [pollfd(fd: hub.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
@@ -237,7 +237,7 @@ final class NetworkThread: @unchecked Sendable {
         }
         for listener in listeners { add(try? listener.monitor.fileDescriptor) }
         for connection in dialled { if let monitor = connection.monitor { add(try? monitor.fileDescriptor) } }
-        for inbound in watched { add(inbound.pollDescriptor) }
+        if watchingSockets { for inbound in inbounds { add(inbound.pollDescriptor) } }
         // A held message is retried when its port makes room (`roomMade`
         // wakes the thread), and every 20 ms besides; an owed look is made
         // at the next millisecond; while loops read, their readers are
