@@ -12,10 +12,10 @@ extension Port {
     }
 
     /// How long a tcp connection may stay silent before its peer is taken
-    /// for dead (ZMQ_HEARTBEAT_TIMEOUT): 2 s by default, or the seconds in
+    /// for dead (ZMQ_HEARTBEAT_TIMEOUT): 10 s by default, or the seconds in
     /// `RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT` when the process starts.
     /// Heartbeats go every quarter of it, so a remote port whose process,
-    /// host or link died is invalid within 1.25 times it (2.5 s by
+    /// host or link died is invalid within 1.25 times it (12.5 s by
     /// default), and requests waiting on it fail with
     /// `PortError.connectionLost`. Any thread; applies to connections made
     /// afterwards.

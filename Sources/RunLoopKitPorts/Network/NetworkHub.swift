@@ -75,11 +75,12 @@ final class NetworkHub: @unchecked Sendable {
     static var connectionBoundNanoseconds: UInt64 { connectionBound.load(ordering: .relaxed) }
     static let connectionBound = Atomic<UInt64>(seconds(fromEnvironment: "RUNLOOPKIT_TCP_CONNECTION_BOUND", default: 3))
     /// How long a connection may stay silent before it is taken for dead
-    /// (ZMQ_HEARTBEAT_TIMEOUT): 2 s, or `RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT`
+    /// (ZMQ_HEARTBEAT_TIMEOUT): 10 s, or `RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT`
     /// seconds. Heartbeats go every quarter of it, so a dead peer, host or
-    /// link is known within 1.25 times it (S-NET-3).
+    /// link is known within 1.25 times it (S-NET-3). Not less by default:
+    /// a false death is for good (docs/ports.md, "Bounds").
     static var heartbeatTimeoutNanoseconds: UInt64 { heartbeatTimeout.load(ordering: .relaxed) }
-    static let heartbeatTimeout = Atomic<UInt64>(seconds(fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 2))
+    static let heartbeatTimeout = Atomic<UInt64>(seconds(fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 10))
 
     private static func seconds(fromEnvironment name: String, default value: Double) -> UInt64 {
         guard let text = getenv(name).map({ String(cString: $0) }) else { return UInt64(value * 1e9) }

@@ -81,15 +81,24 @@ final class NetworkPeerProcess: Sendable {
         self.isLaunched = isLaunched
     }
 
+    /// The environment of a child that is to find a silent peer dead by
+    /// heartbeats in a test's time: 2 s of silence rather than the default.
+    static let shortHeartbeats = ["RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT": "2"]
+    static let shortHeartbeatTimeoutNanoseconds: UInt64 = 2_000_000_000
+
     /// Starts `rlk-net-peer` with `arguments` as child `child`, through
-    /// `launcher` (a command that runs it inside a namespace host) if given.
-    static func start(_ arguments: [String], child: Int, launcher: [String] = []) throws -> NetworkPeerProcess {
+    /// `launcher` (a command that runs it inside a namespace host) if given,
+    /// with `environment` added to the child's own.
+    static func start(
+        _ arguments: [String], child: Int, launcher: [String] = [], environment: [String: String] = [:]
+    ) throws -> NetworkPeerProcess {
         let fixture = NetworkKeysFixture.shared
         let peer = SpawnedProgram.productsDirectory + "/rlk-net-peer"
+        let variables = fixture.environment(child: child).merging(environment) { $1 }
         let program = launcher.isEmpty
-            ? try SpawnedProgram(path: peer, arguments, environment: fixture.environment(child: child), in: fixture.directory)
+            ? try SpawnedProgram(path: peer, arguments, environment: variables, in: fixture.directory)
             : try SpawnedProgram(path: launcher[0], Array(launcher.dropFirst()) + [peer] + arguments,
-                                 environment: fixture.environment(child: child), in: fixture.directory)
+                                 environment: variables, in: fixture.directory)
         return NetworkPeerProcess(program, isLaunched: !launcher.isEmpty)
     }
 
