@@ -21,7 +21,17 @@ final class ChildProcess {
     /// the child pins itself (every thread it makes) to `cpu` unless it is -1.
     /// With `captureOutput`, the child's stdout is a pipe that `readOutput` reads.
     init(role: String, cpu: Int32 = -1, arguments: [String], captureOutput: Bool = false) throws {
-        let argv = ["/proc/self/exe", "--child", role, String(getpid()), String(cpu)] + arguments
+        var argv = ["/proc/self/exe", "--child", role, String(getpid()), String(cpu)] + arguments
+        var program = "/proc/self/exe"
+        // The receiving side of the ipc and tcp rows, profiled where it runs
+        // (docs/performance.md, "Counting a child's instructions").
+        if let directory = getenv("RLK_BENCH_CHILD_CALLGRIND"), role == "rlk-peer" {
+            var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            guard readlink("/proc/self/exe", &path, Int(PATH_MAX)) > 0 else { throw BenchError("readlink /proc/self/exe failed") }
+            argv[0] = String(cString: path)
+            argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=\(String(cString: directory))/callgrind.out.%p"] + argv
+            program = "/usr/bin/valgrind"
+        }
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var actions = posix_spawn_file_actions_t()
@@ -35,7 +45,7 @@ final class ChildProcess {
             posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
         }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, "/proc/self/exe", &actions, nil, &cArguments, environ)
+        let rc = posix_spawn(&child, program, &actions, nil, &cArguments, environ)
         if captureOutput { close(pipeEnds[1]) }
         guard rc == 0 else {
             if captureOutput { close(pipeEnds[0]) }
