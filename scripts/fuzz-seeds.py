@@ -23,7 +23,7 @@ def example(text, heading):
     block = text.split(heading, 1)[1].split("```", 2)[1]
     frames = []
     for line in block.strip().splitlines():
-        if line.startswith("frame"):
+        if line.startswith("frame") or line.startswith("payload"):
             frames.append(bytearray())
             line = line.split(":", 1)[1]
         frames[-1] += bytes.fromhex("".join(re.findall(r"[0-9A-F]{2}", line)))
@@ -41,6 +41,11 @@ def message(*frames):
 
 def messages(*encoded):
     return b"\x00" + b"".join(encoded)
+
+
+def payload(data):
+    """A typed payload's bytes (docs/fuzzing.md: the target byte P)."""
+    return b"P" + data
 
 
 def name_file(data):
@@ -94,6 +99,8 @@ def main():
     # The destination field alone: the extension area of the example.
     extension = packed_v3[13:13 + 32]
     record = lambda data: struct.pack("<I", len(data)) + data
+    (typed,) = example(text, "## Example, a typed payload (binary)")
+    (typed_json,) = example(text, "## Example, a typed payload (JSON)")
     seeds = {
         "doc-multipart": messages(message(*map(frame, multipart))),
         "doc-packed": messages(message(frame(packed))),
@@ -125,6 +132,18 @@ def main():
                                               *[frame(b"", oversized=True) for _ in range(5)])),
         "too-many-components": messages(message(frame(header(2, 0, [0] * 257)))),
         "too-many-frames": messages(message(frame(header(1, 0, [0] * 256)), *[frame(b"") for _ in range(300)])),
+        # Typed payloads: the examples, each refusal of the header, and a
+        # value that reads but does not fit the fuzzer's type.
+        "payload-doc-binary": payload(typed),
+        "payload-doc-json": payload(typed_json),
+        "payload-not-a-payload": payload(b"RLKP" + typed[4:]),
+        "payload-unsupported-version": payload(typed[:4] + b"\x02" + typed[5:]),
+        "payload-unknown-encoding": payload(typed[:5] + b"\x07" + typed[6:]),
+        "payload-malformed": payload(typed[:-1]),
+        "payload-shape": payload(typed[:6] + b"\x00\x00\x0A\x02\x02id\x03\x0E\x04kind\x07\x05large"),
+        "payload-shape-json": payload(typed_json[:5] + b"\x01\x00\x00"
+                                      + b'{"id":-1,"nested":[{"id":2,"tagged":{"named":{"name":"x","bytes":{"$bytes":"AAE="}}}}],'
+                                      + b'"map":{"a":1},"real":"NaN","kind":"huge"}'),
     }
     names = [tap_name(4, 4242, "made-up"), tap_name(1, 1, "service"), tap_name(1, 2, "reply"),
              tap_name(2, 4243, "worker"), tap_name(3, 1, "timedOut")]

@@ -35,12 +35,21 @@ public enum PortDropReason: Hashable, Sendable, CaseIterable, CustomStringConver
     /// A tcp message named a port id that no port of this process has (a
     /// port closed meanwhile). Counted by the process's tcp endpoint.
     case noSuchPort
+    /// A typed handler (`Port.setMessageHandler(for:_:)`) got a message
+    /// whose payload is another type, or no typed payload at all.
+    case wrongPayloadType
+    /// A typed handler got a payload in a format version or encoding this
+    /// side cannot read.
+    case unsupportedPayloadVersion
+    /// A typed handler got a payload whose bytes do not read, or whose
+    /// value does not fit the type (a key missing, an unknown enum case).
+    case undecodablePayload
 
     /// Whether the message was malformed (as opposed to whole but not
     /// deliverable, or refused for its version or size).
     public var isMalformed: Bool {
         switch self {
-        case .noHandler, .unsupportedVersion, .oversized, .wrongInstance, .noSuchPort: false
+        case .noHandler, .unsupportedVersion, .oversized, .wrongInstance, .noSuchPort, .wrongPayloadType, .unsupportedPayloadVersion: false
         default: true
         }
     }
@@ -62,6 +71,9 @@ public enum PortDropReason: Hashable, Sendable, CaseIterable, CustomStringConver
         case .badExtension: "malformed: bad extension area"
         case .wrongInstance: "meant for another process instance"
         case .noSuchPort: "no such port"
+        case .wrongPayloadType: "payload of another type"
+        case .unsupportedPayloadVersion: "unsupported payload version"
+        case .undecodablePayload: "undecodable payload"
         }
     }
 

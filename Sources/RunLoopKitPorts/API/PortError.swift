@@ -52,6 +52,9 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
     case notLocal(String)
     /// A local port is scheduled in the modes of one loop only.
     case scheduledOnAnotherLoop(String)
+    /// A typed payload could not be made of a value, or a reply is not the
+    /// type asked for (`PayloadError` says which, and why).
+    case payload(PayloadError)
     /// libzmq refused an operation.
     case zeroMQ(ZMQError)
     /// A system call failed.
@@ -81,6 +84,7 @@ public enum PortError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .keyFile(path, reason): "key file \(path) cannot be used: \(reason)"
         case let .notLocal(port): "port \(port) is a send right to another port: only a local port can receive"
         case let .scheduledOnAnotherLoop(port): "port \(port) is already scheduled on another run loop: a local port receives on one loop (any of its modes)"
+        case let .payload(error): error.description
         case let .zeroMQ(error): error.description
         case let .systemCall(error): error.description
         case let .runLoop(error): error.description
@@ -109,6 +113,7 @@ extension PortError {
         case .keyFile: "keyFile"
         case .notLocal: "notLocal"
         case .scheduledOnAnotherLoop: "scheduledOnAnotherLoop"
+        case .payload: "payload"
         case .zeroMQ: "zeroMQ"
         case .systemCall: "systemCall"
         case .runLoop: "runLoop"

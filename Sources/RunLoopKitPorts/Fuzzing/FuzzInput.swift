@@ -19,6 +19,9 @@ package enum FuzzInput {
     /// The tap's batches (docs/tap-format.md), each its frames, in the
     /// order a reader receives them.
     case tapBatches([[Frame]])
+    /// A typed payload's bytes (a message's first component), as
+    /// `PortMessage.payload(as:)` reads them.
+    case payload(UnsafeRawBufferPointer)
 
     /// A frame's length field with its top bit set makes the frame one
     /// byte over the frame limit, its given bytes first: all the size
@@ -28,9 +31,12 @@ package enum FuzzInput {
 
     /// The first byte that chooses the tap's batches.
     static let tapBatchTarget: UInt8 = 2
+    /// The first byte that chooses a typed payload: `P`.
+    static let payloadTarget: UInt8 = 0x50
 
-    /// Reads `input`: its first byte chooses tap batches (exactly 2), else
-    /// by its low bit a name file (1) or messages (0).
+    /// Reads `input`: its first byte chooses tap batches (exactly 2), a
+    /// typed payload (exactly 0x50, the rest of the input), else by its low
+    /// bit a name file (1) or messages (0).
     ///
     /// Messages and batches: each is a 2-byte little-endian frame count,
     /// then that many frames; each frame a 2-byte little-endian length
@@ -41,6 +47,10 @@ package enum FuzzInput {
         let target = reader.byte() ?? 0
         guard target & 1 == 0 else {
             self = .nameFile(reader.rest())
+            return
+        }
+        guard target != Self.payloadTarget else {
+            self = .payload(reader.rest())
             return
         }
         let messages = Self.messages(&reader)

@@ -31,6 +31,11 @@ package enum WireFuzzing {
         package var decodedBatches = 0
         package var refusedBatches = 0
         package var tapErrors: Set<String> = []
+        /// Typed payloads read and refused, and the refusals' errors (the
+        /// payload's, then the value's when it is read as a `FuzzShape`).
+        package var decodedPayloads = 0
+        package var refusedPayloads = 0
+        package var payloadErrors: Set<String> = []
 
         package mutating func merge(_ other: Outcome) {
             decodedMessages += other.decodedMessages
@@ -40,6 +45,9 @@ package enum WireFuzzing {
             decodedBatches += other.decodedBatches
             refusedBatches += other.refusedBatches
             tapErrors.formUnion(other.tapErrors)
+            decodedPayloads += other.decodedPayloads
+            refusedPayloads += other.refusedPayloads
+            payloadErrors.formUnion(other.payloadErrors)
         }
     }
 
@@ -66,7 +74,37 @@ package enum WireFuzzing {
         case let .nameFile(bytes): readNameFile(bytes)
         case let .messages(messages): decode(messages)
         case let .tapBatches(batches): decodeTapBatches(batches)
+        case let .payload(bytes): decodePayload(bytes)
         }
+    }
+
+    /// The `PayloadError` cases the corpus must reach (`wrongType` needs a
+    /// type to expect, which the fuzzer's payloads do not name).
+    package static let payloadErrorNames = ["notAPayload", "unsupportedVersion", "unknownEncoding", "malformed", "valueDoesNotFit"]
+
+    /// A typed payload, read as a receiver reads one: its header, then its
+    /// body in its encoding. What reads must read the same when written
+    /// again in its encoding (the writer and the reader agree), and is then
+    /// decoded as a `FuzzShape`, through the `Decoder` a typed handler uses.
+    private static func decodePayload(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        var outcome = Outcome()
+        do throws(PayloadError) {
+            let header = try Payload.readHeader(bytes)
+            let tree = try Payload.tree(bytes, header)
+            let again = Payload.bytes(of: tree, typeName: header.typeName, encoding: header.encoding)
+            let reread = again.withUnsafeBytes { bytes in
+                Result { () throws(PayloadError) in try Payload.tree(bytes, Payload.readHeader(bytes)) }
+            }
+            guard case let .success(same) = reread, same == tree else {
+                fatalError("a payload written again reads otherwise: \(tree) became \(reread)")
+            }
+            outcome.decodedPayloads += 1
+            _ = try PayloadDecoder.decode(FuzzShape.self, from: tree, ports: [])
+        } catch {
+            outcome.refusedPayloads += 1
+            outcome.payloadErrors.insert(error.caseName)
+        }
+        return outcome
     }
 
     /// The tap's batches, through one public decoder, as a reader receives

@@ -35,6 +35,9 @@ struct WireFuzzCorpusTests {
         #expect(reached.tapErrors == Set(WireFuzzing.tapErrorNames),
                 "tap batches: missing \(Set(WireFuzzing.tapErrorNames).subtracting(reached.tapErrors).sorted())")
         #expect(reached.decodedBatches > 0)
+        #expect(reached.payloadErrors == Set(WireFuzzing.payloadErrorNames),
+                "typed payloads: missing \(Set(WireFuzzing.payloadErrorNames).subtracting(reached.payloadErrors).sorted())")
+        #expect(reached.decodedPayloads > 0)
     }
 
     @Test("S-PORT-7: the documents' examples, in the fuzzer's input format, decode, both decoders agreeing, with a version-1 reply port")

@@ -97,7 +97,7 @@ struct WireFormatTests {
         var declaredSizes: [Int] = []
         for line in lines[(open + 1)..<close] where !line.allSatisfy(\.isWhitespace) {
             var bytes = line
-            if line.hasPrefix("frame ") {
+            if line.hasPrefix("frame ") || line.hasPrefix("payload ") {
                 guard let colon = line.firstIndex(of: ":"), let parenthesis = line.firstIndex(of: "("),
                       let size = Int(line[line.index(after: parenthesis)...].prefix { $0.isNumber }) else {
                     Issue.record("cannot read the line \(line)")
