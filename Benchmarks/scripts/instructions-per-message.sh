@@ -22,6 +22,9 @@
 #              (roundtrip-inproc)   vs  raw libzmq PAIR between two threads
 #   request    Port.sendRequest from a thread to a LoopThread's port
 #              (request-roundtrip-inproc)  vs  raw libzmq REQ/REP
+#   typed      (not in the default rows) a typed sendRequest(_:as:) round
+#              trip (typed-request-inproc)  vs  the same request over raw
+#              ports (the request row's workload): what the coder adds
 #   fanin      4 threads send to one LoopThread's port (fanin-inproc)
 #              vs  raw libzmq, 4 PUSH threads into one PULL
 #   perform    one thread queues empty blocks on a LoopThread's loop with
@@ -70,21 +73,21 @@ instructions() {
     echo "$total"
 }
 
-declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip"
+declare -A unit=([oneway]="instr/msg" [fanin]="instr/msg" [roundtrip]="instr/round trip" [request]="instr/round trip" [typed]="instr/round trip"
                  [perform]="instr/block" [performrt]="instr/round trip" [actorhop]="instr/round trip" [churnpass]="instr/pass")
 # Each row's workloads, ours and the peer's (rlk-bench --workload --list).
-declare -A ours_workload=([oneway]="oneway" [fanin]="fanin" [roundtrip]="roundtrip" [request]="request"
+declare -A ours_workload=([oneway]="oneway" [fanin]="fanin" [roundtrip]="roundtrip" [request]="request" [typed]="request-typed"
                           [perform]="perform" [performrt]="perform-roundtrip" [actorhop]="actor-hop" [churnpass]="timer-churn-passes")
-declare -A peer_workload=([oneway]="oneway-raw" [fanin]="fanin-raw" [roundtrip]="roundtrip-raw" [request]="request-raw"
+declare -A peer_workload=([oneway]="oneway-raw" [fanin]="fanin-raw" [roundtrip]="roundtrip-raw" [request]="request-raw" [typed]="request"
                           [perform]="perform-nio" [performrt]="perform-roundtrip-nio" [actorhop]="actor-hop-nio" [churnpass]="timer-churn-passes-c")
 declare -A polled=([oneway]="oneway-raw-polled" [roundtrip]="roundtrip-raw-polled")
 declare -A inplace=([oneway]="oneway-in-place")
-declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP"
+declare -A peer=([oneway]="PUSH/PULL" [fanin]="4 PUSH->PULL" [roundtrip]="PAIR" [request]="REQ/REP" [typed]="untyped"
                  [perform]="NIO execute" [performrt]="NIO execute" [actorhop]="NIO actors" [churnpass]="C timer loop")
 
 lines=()
 for row in $ROWS; do
-    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, fanin, perform, performrt, actorhop, churnpass)" >&2; exit 2; }
+    [[ -n "${unit[$row]:-}" ]] || { echo "unknown row '$row' (oneway, roundtrip, request, typed, fanin, perform, performrt, actorhop, churnpass)" >&2; exit 2; }
     echo "callgrind: $row at $N and $N2 messages, ours and the peer (${peer[$row]})…" >&2
     ours1="$(instructions "${ours_workload[$row]}" "$N")"
     ours2="$(instructions "${ours_workload[$row]}" "$N2")"

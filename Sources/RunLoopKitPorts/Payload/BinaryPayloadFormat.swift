@@ -130,11 +130,19 @@ package enum BinaryPayloadFormat {
                 let count = try count(atLeast: 2)
                 var entries: [PayloadValue.Entry] = []
                 entries.reserveCapacity(count)
-                var keys = Set<String>()
+                // Keys seen, looked along while few, hashed once many.
+                var seen: Set<String>?
                 for _ in 0..<count {
                     let keyAt = offset
                     let key = try string()
-                    guard keys.insert(key).inserted else { throw .malformed("the key \"\(key)\" twice in one container, at byte \(keyAt)") }
+                    let twice: Bool
+                    if seen != nil {
+                        twice = !seen!.insert(key).inserted
+                    } else {
+                        twice = entries.contains { $0.key == key }
+                        if entries.count == 16 { seen = Set(entries.map(\.key) + [key]) }
+                    }
+                    guard !twice else { throw .malformed("the key \"\(key)\" twice in one container, at byte \(keyAt)") }
                     entries.append(PayloadValue.Entry(key, try value(depth: depth + 1)))
                 }
                 return .keyed(entries)

@@ -1,3 +1,4 @@
+import Synchronization
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// How a typed payload's body is written (docs/wire-format.md, "Typed
@@ -32,7 +33,22 @@ package enum Payload {
     /// The name a payload of `T` carries, and a reader checks: the type's
     /// full name (`String(reflecting:)`, module first), without the
     /// build-specific `(unknown context at $…)` of a private or local type.
-    package static func typeName<T>(of type: T.Type) -> String {
+    package static func typeName<T>(of type: T.Type) -> String { typeNameAndBytes(of: type).name }
+
+    /// The type's name and its UTF-8, made once a type: String(reflecting:)
+    /// demangles, a few tens of thousands of instructions a call.
+    private static func typeNameAndBytes<T>(of type: T.Type) -> (name: String, bytes: [UInt8]) {
+        let key = ObjectIdentifier(type)
+        if let known = typeNames.withLock({ $0[key] }) { return known }
+        let name = readableName(of: type)
+        let made = (name, Array(name.utf8.prefix(maxTypeNameBytes)))
+        typeNames.withLock { $0[key] = made }
+        return made
+    }
+
+    private static let typeNames = Mutex<[ObjectIdentifier: (name: String, bytes: [UInt8])]>([:])
+
+    private static func readableName<T>(of type: T.Type) -> String {
         var name = String(reflecting: type)
         while let start = name.range(of: "(unknown context at $") {
             guard let end = name[start.upperBound...].firstIndex(of: ")") else { break }
@@ -50,13 +66,17 @@ package enum Payload {
         guard ports.count < WireFormat.maxComponents else {
             throw .valueNotEncodable(path: "", reason: "\(ports.count) ports, over the \(WireFormat.maxComponents - 1) a message can carry beside its payload")
         }
-        return [.data(Data(bytes(of: tree, typeName: typeName(of: T.self), encoding: encoding)))] + ports.map { .port($0) }
+        return [.data(Data(bytes(of: tree, typeNameBytes: typeNameAndBytes(of: T.self).bytes, encoding: encoding)))] + ports.map { .port($0) }
     }
 
     /// A payload's bytes: its header, then the tree in the encoding.
     package static func bytes(of tree: PayloadValue, typeName: String, encoding: PayloadEncoding) -> [UInt8] {
+        bytes(of: tree, typeNameBytes: Array(typeName.utf8.prefix(maxTypeNameBytes)), encoding: encoding)
+    }
+
+    private static func bytes(of tree: PayloadValue, typeNameBytes name: [UInt8], encoding: PayloadEncoding) -> [UInt8] {
         var bytes = magic + [version, encoding.rawValue]
-        let name = Array(typeName.utf8.prefix(maxTypeNameBytes))
+        bytes.reserveCapacity(fixedHeaderSize + name.count + 64)
         withUnsafeBytes(of: UInt16(name.count).littleEndian) { bytes.append(contentsOf: $0) }
         bytes += name
         switch encoding {

@@ -115,21 +115,32 @@ struct PayloadDecoder {
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let ports: [Port]
         let codingPath: [any CodingKey]
-        let allKeys: [Key]
-        private let values: [String: PayloadValue]
+        private let entries: [PayloadValue.Entry]
+        /// Where each key is, for a container with more keys than a look
+        /// along them is worth (a large `Dictionary`). Readers refuse a
+        /// key twice, so every key is here once.
+        private let index: [String: Int]?
 
         init(entries: [PayloadValue.Entry], ports: [Port], codingPath: [any CodingKey]) {
             self.ports = ports
             self.codingPath = codingPath
-            allKeys = entries.compactMap { Key(stringValue: $0.key) }
-            // Readers refuse a key twice, so every key is here once.
-            values = Dictionary(entries.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+            self.entries = entries
+            index = entries.count > 16
+                ? Dictionary(entries.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first }) : nil
         }
 
-        func contains(_ key: Key) -> Bool { values[key.stringValue] != nil }
+        var allKeys: [Key] { entries.compactMap { Key(stringValue: $0.key) } }
+
+        private func find(_ key: String) -> PayloadValue? {
+            if let index { return index[key].map { entries[$0].value } }
+            for entry in entries where entry.key == key { return entry.value }
+            return nil
+        }
+
+        func contains(_ key: Key) -> Bool { find(key.stringValue) != nil }
 
         private func value(_ key: Key) throws -> PayloadValue {
-            guard let value = values[key.stringValue] else {
+            guard let value = find(key.stringValue) else {
                 throw DecodingError.keyNotFound(key, DecodingError.Context(codingPath: codingPath, debugDescription: "no value for the key \"\(key.stringValue)\""))
             }
             return value
@@ -163,11 +174,11 @@ struct PayloadDecoder {
         }
 
         func superDecoder() throws -> any Decoder {
-            Core(value: values["super"] ?? .null, ports: ports, codingPath: codingPath + [PayloadKey("super")])
+            Core(value: find("super") ?? .null, ports: ports, codingPath: codingPath + [PayloadKey("super")])
         }
 
         func superDecoder(forKey key: Key) throws -> any Decoder {
-            Core(value: values[key.stringValue] ?? .null, ports: ports, codingPath: codingPath + [key])
+            Core(value: find(key.stringValue) ?? .null, ports: ports, codingPath: codingPath + [key])
         }
     }
 

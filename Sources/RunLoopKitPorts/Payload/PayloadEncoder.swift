@@ -42,6 +42,18 @@ struct PayloadEncoder {
         return node
     }
 
+    /// An entry of a container: a port, bytes or a value that encodes
+    /// itself as one scalar, as the value; anything else as a node. The
+    /// coding path grows only for a value that encodes itself.
+    static func child<T: Encodable>(_ value: T, context: Context, codingPath: [any CodingKey], key: any CodingKey) throws -> PayloadNode.Child {
+        if let port = value as? Port { return .value(.port(context.index(of: port))) }
+        if let data = value as? Data { return .value(.bytes(data)) }
+        let node = PayloadNode()
+        try value.encode(to: Core(node: node, context: context, codingPath: codingPath + [key]))
+        if case let .value(scalar) = node.content { return .value(scalar) }
+        return .node(node)
+    }
+
     static func fill<T: Encodable>(_ node: PayloadNode, with value: T, context: Context, codingPath: [any CodingKey]) throws {
         if let port = value as? Port {
             node.content = .value(.port(context.index(of: port)))
@@ -75,7 +87,7 @@ struct PayloadEncoder {
         let context: Context
         let codingPath: [any CodingKey]
 
-        func set(_ value: PayloadValue, _ key: Key) { node.set(PayloadNode(value), for: key.stringValue) }
+        func set(_ value: PayloadValue, _ key: Key) { node.set(.value(value), for: key.stringValue) }
 
         mutating func encodeNil(forKey key: Key) { set(.null, key) }
         mutating func encode(_ value: Bool, forKey key: Key) { set(.bool(value), key) }
@@ -93,18 +105,18 @@ struct PayloadEncoder {
         mutating func encode(_ value: UInt32, forKey key: Key) { set(.uint(UInt64(value)), key) }
         mutating func encode(_ value: UInt64, forKey key: Key) { set(.uint(value), key) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-            node.set(try PayloadEncoder.box(value, context: context, codingPath: codingPath + [key]), for: key.stringValue)
+            node.set(try PayloadEncoder.child(value, context: context, codingPath: codingPath, key: key), for: key.stringValue)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
             let child = PayloadNode()
-            node.set(child, for: key.stringValue)
+            node.set(.node(child), for: key.stringValue)
             return KeyedEncodingContainer(Keyed<NestedKey>(node: child.asKeyed(), context: context, codingPath: codingPath + [key]))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             let child = PayloadNode()
-            node.set(child, for: key.stringValue)
+            node.set(.node(child), for: key.stringValue)
             return Unkeyed(node: child.asArray(), context: context, codingPath: codingPath + [key])
         }
 
@@ -113,7 +125,7 @@ struct PayloadEncoder {
 
         private func superEncoder(forKey key: String) -> any Encoder {
             let child = PayloadNode()
-            node.set(child, for: key)
+            node.set(.node(child), for: key)
             return Core(node: child, context: context, codingPath: codingPath + [PayloadKey(key)])
         }
     }
@@ -125,7 +137,7 @@ struct PayloadEncoder {
         var count: Int { node.elements.count }
 
         private var nextKey: PayloadKey { PayloadKey(index: count) }
-        func append(_ value: PayloadValue) { node.elements.append(PayloadNode(value)) }
+        func append(_ value: PayloadValue) { node.elements.append(.value(value)) }
 
         mutating func encodeNil() { append(.null) }
         mutating func encode(_ value: Bool) { append(.bool(value)) }
@@ -143,27 +155,27 @@ struct PayloadEncoder {
         mutating func encode(_ value: UInt32) { append(.uint(UInt64(value))) }
         mutating func encode(_ value: UInt64) { append(.uint(value)) }
         mutating func encode<T: Encodable>(_ value: T) throws {
-            node.elements.append(try PayloadEncoder.box(value, context: context, codingPath: codingPath + [nextKey]))
+            node.elements.append(try PayloadEncoder.child(value, context: context, codingPath: codingPath, key: nextKey))
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             let child = PayloadNode()
             let path = codingPath + [nextKey]
-            node.elements.append(child)
+            node.elements.append(.node(child))
             return KeyedEncodingContainer(Keyed<NestedKey>(node: child.asKeyed(), context: context, codingPath: path))
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             let child = PayloadNode()
             let path = codingPath + [nextKey]
-            node.elements.append(child)
+            node.elements.append(.node(child))
             return Unkeyed(node: child.asArray(), context: context, codingPath: path)
         }
 
         mutating func superEncoder() -> any Encoder {
             let child = PayloadNode()
             let path = codingPath + [nextKey]
-            node.elements.append(child)
+            node.elements.append(.node(child))
             return Core(node: child, context: context, codingPath: path)
         }
     }
@@ -194,7 +206,9 @@ struct PayloadEncoder {
     }
 }
 
-/// A container being filled in while a value encodes itself.
+/// A container being filled in while a value encodes itself. A scalar in
+/// it is kept as its value, not as a node of its own: most of a value's
+/// entries are scalars, and a node is an allocation.
 final class PayloadNode {
     enum Content {
         case unset
@@ -203,11 +217,27 @@ final class PayloadNode {
         case keyed
     }
 
+    enum Child {
+        case value(PayloadValue)
+        case node(PayloadNode)
+
+        var value: PayloadValue {
+            switch self {
+            case let .value(value): value
+            case let .node(node): node.value
+            }
+        }
+    }
+
     var content: Content
-    var elements: [PayloadNode] = []
+    var elements: [Child] = []
     /// Keys in the order first encoded; a key encoded again keeps its place.
     var keys: [String] = []
-    var children: [String: PayloadNode] = [:]
+    var children: [Child] = []
+    /// Where each key is, once a container has more keys than a look
+    /// along them is worth (a large `Dictionary`).
+    private var index: [String: Int]?
+    private static let indexedFrom = 16
 
     init(_ value: PayloadValue? = nil) { content = value.map { .value($0) } ?? .unset }
 
@@ -221,8 +251,23 @@ final class PayloadNode {
         return self
     }
 
-    func set(_ child: PayloadNode, for key: String) {
-        if children.updateValue(child, forKey: key) == nil { keys.append(key) }
+    func set(_ child: Child, for key: String) {
+        if let at = position(of: key) {
+            children[at] = child
+            return
+        }
+        keys.append(key)
+        children.append(child)
+        if index != nil {
+            index![key] = keys.count - 1
+        } else if keys.count > Self.indexedFrom {
+            index = Dictionary(keys.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return keys.firstIndex(of: key)
     }
 
     /// The finished tree. A value that encoded nothing is an empty keyed
@@ -231,7 +276,7 @@ final class PayloadNode {
         switch content {
         case let .value(value): value
         case .array: .array(elements.map(\.value))
-        case .keyed, .unset: .keyed(keys.map { PayloadValue.Entry($0, children[$0]!.value) })
+        case .keyed, .unset: .keyed(zip(keys, children).map { PayloadValue.Entry($0, $1.value) })
         }
     }
 }

@@ -6,8 +6,23 @@ import RunLoopKit
 /// answers on `message.replyPort` with the same components. `sendRequest`
 /// runs the calling thread's own loop in a private mode until the reply
 /// arrives (CFMessagePortSendRequest). One sample per round trip, in µs.
+///
+/// Typed, the same round trip carries a `BenchRequest` (an id and the 64
+/// bytes) through `sendRequest(_:as:)` and `setRequestHandler(for:)`, and
+/// the handler answers a `BenchReply` of the same: what the coder adds.
 final class PortRequestRoundTrip: Contender {
-    let label = "RunLoopKit Port.sendRequest (a thread → a LoopThread's port)"
+    struct BenchRequest: Codable, Sendable {
+        var id: UInt64
+        var body: Data
+    }
+
+    struct BenchReply: Codable, Sendable {
+        var id: UInt64
+        var body: Data
+    }
+
+    let label: String
+    private let typed: Bool
     private let iterations: Int
     private let warmup: Int
     private let timeout: Double
@@ -16,7 +31,10 @@ final class PortRequestRoundTrip: Contender {
     private var port: Port?
     private var samples: [UInt64]
 
-    init(iterations: Int, warmup: Int, timeout: Double, placement: Placement) {
+    init(iterations: Int, warmup: Int, timeout: Double, placement: Placement, typed: Bool = false) {
+        self.typed = typed
+        label = typed ? "RunLoopKit Port.sendRequest(_:as:), typed (a thread → a LoopThread's port)"
+            : "RunLoopKit Port.sendRequest (a thread → a LoopThread's port)"
         self.iterations = iterations
         self.warmup = warmup
         self.timeout = timeout
@@ -28,9 +46,13 @@ final class PortRequestRoundTrip: Contender {
         let thread = try Placement.startedLoopThread("bench-server", on: placement.second)
         self.thread = thread
         let port = try Port(transport: .inproc)
-        port.setMessageHandler { message in
-            // Never waits: the asker waits for this reply, so its queue is empty.
-            try? message.replyPort?.send(msgid: ChildRoles.Msgid.pong, components: message.components, before: .distantFuture)
+        if typed {
+            port.setRequestHandler(for: BenchRequest.self) { request, _ in BenchReply(id: request.id, body: request.body) }
+        } else {
+            port.setMessageHandler { message in
+                // Never waits: the asker waits for this reply, so its queue is empty.
+                try? message.replyPort?.send(msgid: ChildRoles.Msgid.pong, components: message.components, before: .distantFuture)
+            }
         }
         try port.schedule(on: thread, forMode: .default)
         self.port = port
@@ -42,6 +64,7 @@ final class PortRequestRoundTrip: Contender {
 
     private func measurePinned() throws -> [Double] {
         guard let port else { throw BenchError("not set up") }
+        if typed { return try measureTyped(port) }
         let payload: [PortMessage.Component] = [.data(Data(repeating: 0x2A, count: 64))]
         for index in 0..<(warmup + iterations) {
             let start = monotonicNanoseconds()
@@ -49,6 +72,19 @@ final class PortRequestRoundTrip: Contender {
                                              sendTimeout: timeout, receiveTimeout: timeout)
             let end = monotonicNanoseconds()
             guard reply.msgid == ChildRoles.Msgid.pong else { throw BenchError("reply \(reply.msgid), not \(ChildRoles.Msgid.pong)") }
+            if index >= warmup { samples[index - warmup] = end - start }
+        }
+        return samples.map { Double($0) / 1000 }
+    }
+
+    private func measureTyped(_ port: Port) throws -> [Double] {
+        let body = Data(repeating: 0x2A, count: 64)
+        for index in 0..<(warmup + iterations) {
+            let start = monotonicNanoseconds()
+            let reply = try port.sendRequest(BenchRequest(id: UInt64(index), body: body), msgid: ChildRoles.Msgid.ping,
+                                             as: BenchReply.self, sendTimeout: timeout, receiveTimeout: timeout)
+            let end = monotonicNanoseconds()
+            guard reply.id == UInt64(index), reply.body.count == 64 else { throw BenchError("reply \(reply.id), not \(index)") }
             if index >= warmup { samples[index - warmup] = end - start }
         }
         return samples.map { Double($0) / 1000 }

@@ -50,6 +50,9 @@ enum Workload {
         Entry(name: "request", summary: "RunLoopKit: N sendRequest round trips, 64 B, a thread → a LoopThread's port (request-roundtrip-inproc)") {
             PortRequestRoundTrip(iterations: $0, warmup: 0, timeout: timeout, placement: placement)
         },
+        Entry(name: "request-typed", summary: "RunLoopKit: N typed sendRequest(_:as:) round trips, an id and 64 B, a thread → a LoopThread's port (typed-request-inproc)") {
+            PortRequestRoundTrip(iterations: $0, warmup: 0, timeout: timeout, placement: placement, typed: true)
+        },
         Entry(name: "request-raw", summary: "raw libzmq: N 64 B round trips over REQ/REP between two threads, inproc (C)") {
             RawZMQPingPong(label: "request-raw", sockets: .requestReply, endpoint: "inproc://rlk-workload", iterations: $0,
                            warmup: 0, timeout: timeout, placement: placement)

@@ -14,7 +14,7 @@
 /// frames on the wire.
 struct RequestRoundTripInproc: Scenario {
     let name = "request-roundtrip-inproc"
-    let summary = "Port.sendRequest from a thread to a LoopThread's port (inproc) vs raw libzmq REQ/REP and PAIR"
+    let summary = "Port.sendRequest from a thread to a LoopThread's port (inproc) vs raw libzmq REQ/REP and PAIR; typed against untyped"
 
     func run(_ config: RunConfig) -> [ScenarioResult] {
         let (iterations, warmup, placement) = (config.roundTripIterations, config.roundTripWarmup, config.placement)
@@ -25,7 +25,8 @@ struct RequestRoundTripInproc: Scenario {
         let pair = RawZMQPingPong(
             label: "raw libzmq PAIR inproc (C, two threads)", endpoint: "inproc://rlk-bench-request-pair",
             iterations: iterations, warmup: warmup, timeout: config.timeoutSeconds, placement: placement)
-        let measured = interleave([ours, reqRep, pair], repetitions: config.roundTripRepetitions, better: .lower)
+        let typed = PortRequestRoundTrip(iterations: iterations, warmup: warmup, timeout: config.timeoutSeconds, placement: placement, typed: true)
+        let measured = interleave([ours, reqRep, pair, typed], repetitions: config.roundTripRepetitions, better: .lower)
         let sizes = "\(config.roundTripRepetitions) × \(iterations) round trips per side, interleaved, after a warm-up repetition"
         return [
             ScenarioResult(
@@ -39,6 +40,11 @@ struct RequestRoundTripInproc: Scenario {
                 name: "request-roundtrip-inproc-pair", title: "the same sendRequest round trip against raw libzmq PAIR",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[2], target: nil,
                 notes: ["informational: PAIR is roundtrip-inproc's peer; REQ/REP adds an envelope frame and a state check"],
+                chartGroup: "request round trip"),
+            ScenarioResult(
+                name: "typed-request-inproc", title: "typed sendRequest(_:as:) round trip against the same request over raw ports",
+                unit: "µs", better: .lower, ours: measured[3], peer: measured[0], target: nil,
+                notes: ["reported: what the coder costs (docs/performance.md, \"Typed messages\"); a Codable request of an id and the 64 bytes, answered by setRequestHandler with a reply of the same, against sendRequest with the 64 bytes as they are"],
                 chartGroup: "request round trip"),
         ]
     }
