@@ -46,14 +46,19 @@ struct TCPForeignPeerTests {
 
     /// Runs the peer as child `child` (its secret key) against `server`.
     static func runPeer(child: Int, against server: Server) throws -> SpawnedProgram {
+        try runPeer("tcp_peer.py", child: child, endpoint: server.endpoint, name: server.name)
+    }
+
+    /// Runs `script` as child `child` against the port named `name` at `endpoint`.
+    static func runPeer(_ script: String, child: Int, endpoint: String, name: String) throws -> SpawnedProgram {
         guard access(python, X_OK) == 0 else {
             throw TestFailure("\(python) is missing: run ./scripts/test.sh, or source scripts/ensure-test-deps.sh (it installs pyzmq from PyPI there)")
         }
         let fixture = NetworkKeysFixture.shared
         let program = try SpawnedProgram(
             path: python,
-            [NameLookupTests.foreignPeer("tcp_peer.py"), server.endpoint, fixture.parent.publicKey.z85,
-             fixture.directory + "/child-\(child)/runloopkit/curve.key", server.name],
+            [NameLookupTests.foreignPeer(script), endpoint, fixture.parent.publicKey.z85,
+             fixture.directory + "/child-\(child)/runloopkit/curve.key", name],
             in: fixture.directory)
         _ = program.waitForExit(timeout: 60)
         return program
@@ -77,6 +82,23 @@ struct TCPForeignPeerTests {
         #expect(Port.tcpEndpointDropCounts[.badMagic] >= endpointBadMagic + 1)
         #expect(server.port.dropCounts[.badPackedRecords] == 1)
         #expect(server.port.droppedMessageCount == 1)
+    }
+
+    @Test("Typed payloads (issue 43): a Python peer written from docs/wire-format.md sends a typed request in binary and in JSON with a port of its own inside the value, and reads the typed answer (in its request's encoding) and the extra copies sent to that port")
+    func typedPayloadsFromPython() throws {
+        let server = try QuestionServer("typed-python-server", transport: .tcp(.listening(on: "127.0.0.1")))
+        defer { server.close() }
+        let name = "py-typed-\(getpid())"
+        try PortNameServer.register(server.port, name: name)
+        let program = try Self.runPeer("typed_peer.py", child: 3, endpoint: server.port.address.tcpEndpoint!.listener!, name: name)
+        #expect(program.waitForExit(timeout: 1) == 0, "\(program.output) \(program.errorOutput)")
+        let lines = program.output.split(separator: "\n").map(String.init)
+        for encoding in ["binary", "json"] {
+            #expect(lines.filter { $0.hasPrefix("ANSWER \(encoding) ") } == ["ANSWER \(encoding) from python|from python \(getpid())"], "\(lines)")
+            #expect(lines.filter { $0.hasPrefix("EXTRA \(encoding) ") }.sorted() == ["EXTRA \(encoding) extra 0", "EXTRA \(encoding) extra 1"], "\(lines)")
+        }
+        #expect(lines.last == "DONE")
+        #expect(server.port.droppedMessageCount == 0)
     }
 
     @Test("S-NET-2: a Python peer whose key the authorized-keys file does not list is refused: no welcome, no lookup")
