@@ -124,7 +124,9 @@ def request(socket, server, port_id, mine, text):
     return components[0][1].decode() if components else ""
 
 
-def main(endpoint, server_key, secret_key_file, name):
+def connect(endpoint, server_key, secret_key_file):
+    """A CURVE DEALER dialling ENDPOINT, its routing id a fresh instance:
+    (context, socket, instance)."""
     with open(secret_key_file, "rb") as file:
         secret = file.read().strip()
     instance = os.urandom(16)
@@ -136,6 +138,11 @@ def main(endpoint, server_key, secret_key_file, name):
     socket.curve_publickey = zmq.curve_public(secret)
     socket.curve_serverkey = server_key.encode()
     socket.connect(endpoint)
+    return context, socket, instance
+
+
+def main(endpoint, server_key, secret_key_file, name):
+    context, socket, instance = connect(endpoint, server_key, secret_key_file)
     try:
         socket.send(CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16))
         if not socket.poll(TIMEOUT_MS):

@@ -17,10 +17,7 @@ two extra copies the server sends to the port inside the question (msgid
     DONE
 
 and exits 0; "ERROR <text>" and status 1 otherwise."""
-import os
 import sys
-
-import zmq
 
 import tcp_peer
 import typed_payload as typed
@@ -30,17 +27,7 @@ ANSWER = "RunLoopKitPortsTests.Answer"
 
 
 def main(endpoint, server_key, secret_key_file, name):
-    with open(secret_key_file, "rb") as file:
-        secret = file.read().strip()
-    instance = os.urandom(16)
-    context = zmq.Context()
-    socket = context.socket(zmq.DEALER)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.ROUTING_ID, instance)
-    socket.curve_secretkey = secret
-    socket.curve_publickey = zmq.curve_public(secret)
-    socket.curve_serverkey = server_key.encode()
-    socket.connect(endpoint)
+    context, socket, instance = tcp_peer.connect(endpoint, server_key, secret_key_file)
     try:
         socket.send(tcp_peer.CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16))
         welcome = tcp_peer.receive(socket)
