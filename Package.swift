@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
         .library(name: "RunLoopKitTesting", targets: ["RunLoopKitTesting"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        // Distributed actors over ports: a product of its own, so that a
+        // user who needs none links none of it (nor Swift's Distributed).
+        .library(name: "RunLoopKitDistributed", targets: ["RunLoopKitDistributed"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -55,6 +58,7 @@ let package = Package(
             ]
         ),
         .target(name: "RunLoopKit", dependencies: ["RunLoopKitCore", "RunLoopKitPorts"]),
+        .target(name: "RunLoopKitDistributed", dependencies: ["RunLoopKitCore", "RunLoopKitPorts"]),
         .target(name: "RunLoopKitTesting", dependencies: ["RunLoopKitCore"]),
         // A test target per module, and one for portsniff; the helpers they
         // share (threads and programs made for a test, probes of /proc, the
@@ -86,6 +90,10 @@ let package = Package(
         // One RunLoopKit process at one end of a tcp test: run by the
         // network tests on loopback and inside network-namespace hosts.
         .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts"], path: "Tests/NetworkPeer"),
+        .testTarget(
+            name: "RunLoopKitDistributedTests",
+            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "RunLoopKitTestSupport"]
+        ),
         .testTarget(
             name: "RunLoopKitTestingTests",
             dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]

@@ -402,7 +402,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     // Delivering (the batch on the loop thread): Port+Delivery.swift.
     // Sending (encode → send channel → socket): Port+Sending.swift.
 
-    func invalidError() -> PortError {
+    package func invalidError() -> PortError {
         state.withLock { state in
             if case let .invalidated(reason) = state.lifecycle { return reason }
             return .invalidPort(description)

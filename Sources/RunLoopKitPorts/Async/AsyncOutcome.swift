@@ -5,7 +5,7 @@ import Synchronization
 /// timeout, port death or cancellation comes first, and the clean-ups
 /// registered with it, run once when it does. An outcome that comes before
 /// the continuation is armed is kept and resumes it as it is armed.
-final class AsyncOutcome: Sendable {
+package final class AsyncOutcome: Sendable {
     private struct State {
         var finished = false
         var cleanups: [@Sendable () -> Void] = []
@@ -14,9 +14,11 @@ final class AsyncOutcome: Sendable {
     private let resume = ResumeOnce<PortMessage>()
     private let state = Locked(State())
 
-    func arm(_ continuation: CheckedContinuation<PortMessage, any Error>) { resume.arm(continuation) }
+    package init() {}
 
-    func onFinish(_ body: @escaping @Sendable () -> Void) {
+    package func arm(_ continuation: CheckedContinuation<PortMessage, any Error>) { resume.arm(continuation) }
+
+    package func onFinish(_ body: @escaping @Sendable () -> Void) {
         let runNow = state.withLock { state -> Bool in
             if state.finished { return true }
             state.cleanups.append(body)
@@ -25,17 +27,22 @@ final class AsyncOutcome: Sendable {
         if runNow { body() }
     }
 
-    func finish(_ outcome: Result<PortMessage, PortError>) {
+    package func finish(_ outcome: Result<PortMessage, PortError>) {
         finish(outcome.mapError { $0 as any Error })
     }
 
     /// The awaiting task was cancelled (S-ASYNC-1).
-    func cancel() {
+    /// Finishes with an error of any type (the first outcome wins).
+    package func fail(_ error: any Error) {
+        finish(Result<PortMessage, any Error>.failure(error))
+    }
+
+    package func cancel() {
         finish(Result<PortMessage, any Error>.failure(CancellationError()))
     }
 
     /// Whether the outcome came (and the clean-ups ran).
-    var isFinished: Bool { state.withLock { $0.finished } }
+    package var isFinished: Bool { state.withLock { $0.finished } }
 
     private func finish(_ outcome: Result<PortMessage, any Error>) {
         // The clean-ups first, then the caller resumes.

@@ -1,4 +1,3 @@
-import Synchronization
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// How a typed payload's body is written (docs/wire-format.md, "Typed
@@ -46,7 +45,7 @@ package enum Payload {
         return made
     }
 
-    private static let typeNames = Mutex<[ObjectIdentifier: (name: String, bytes: [UInt8])]>([:])
+    private static let typeNames = Locked<[ObjectIdentifier: (name: String, bytes: [UInt8])]>([:])
 
     private static func readableName<T>(of type: T.Type) -> String {
         var name = String(reflecting: type)

@@ -10,11 +10,14 @@
 /// from a double that is a whole number (JSON writes none, but a foreign
 /// writer may). Anything else is Swift's `DecodingError`, which the
 /// payload's API reports as `PayloadError.valueDoesNotFit`.
-struct PayloadDecoder {
-    /// The tree's value as a `T`.
-    static func decode<T: Decodable>(_ type: T.Type, from value: PayloadValue, ports: [Port]) throws(PayloadError) -> T {
+package struct PayloadDecoder {
+    /// The tree's value as a `T`; `userInfo` is what its `init(from:)`
+    /// finds in `decoder.userInfo` (a distributed actor system, say).
+    package static func decode<T: Decodable>(
+        _ type: T.Type, from value: PayloadValue, ports: [Port], userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    ) throws(PayloadError) -> T {
         do {
-            return try unbox(T.self, from: value, ports: ports, codingPath: [])
+            return try unbox(T.self, from: value, ports: Ports(ports: ports, userInfo: userInfo), codingPath: [])
         } catch let error as DecodingError {
             throw PayloadError.decoding(error)
         } catch let error as PayloadError {
@@ -24,13 +27,20 @@ struct PayloadDecoder {
         }
     }
 
-    static func unbox<T: Decodable>(_ type: T.Type, from value: PayloadValue, ports: [Port], codingPath: [any CodingKey]) throws -> T {
+    /// What every container of one decoding shares: the message's port
+    /// components, and the user info.
+    struct Ports {
+        let ports: [Port]
+        let userInfo: [CodingUserInfoKey: any Sendable]
+    }
+
+    static func unbox<T: Decodable>(_ type: T.Type, from value: PayloadValue, ports: Ports, codingPath: [any CodingKey]) throws -> T {
         if T.self == Port.self {
             guard case let .port(index) = value else { throw mismatch(T.self, value, codingPath) }
-            guard index < ports.count else {
-                throw PayloadError.malformed("port index \(index) at \(PayloadError.path(codingPath)), but the message has \(ports.count) port components")
+            guard index < ports.ports.count else {
+                throw PayloadError.malformed("port index \(index) at \(PayloadError.path(codingPath)), but the message has \(ports.ports.count) port components")
             }
-            return ports[index] as! T
+            return ports.ports[index] as! T
         }
         if T.self == Data.self {
             guard case let .bytes(data) = value else { throw mismatch(T.self, value, codingPath) }
@@ -93,9 +103,9 @@ struct PayloadDecoder {
     /// The `Decoder` a value decodes itself from.
     struct Core: Decoder {
         let value: PayloadValue
-        let ports: [Port]
+        let ports: Ports
         let codingPath: [any CodingKey]
-        var userInfo: [CodingUserInfoKey: Any] { [:] }
+        var userInfo: [CodingUserInfoKey: Any] { ports.userInfo }
 
         func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
             guard case let .keyed(entries) = value else { throw PayloadDecoder.mismatch([String: Any].self, value, codingPath) }
@@ -113,7 +123,7 @@ struct PayloadDecoder {
     }
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let ports: [Port]
+        let ports: Ports
         let codingPath: [any CodingKey]
         private let entries: [PayloadValue.Entry]
         /// Where each key is, for a container with more keys than a look
@@ -121,7 +131,7 @@ struct PayloadDecoder {
         /// key twice, so every key is here once.
         private let index: [String: Int]?
 
-        init(entries: [PayloadValue.Entry], ports: [Port], codingPath: [any CodingKey]) {
+        init(entries: [PayloadValue.Entry], ports: Ports, codingPath: [any CodingKey]) {
             self.ports = ports
             self.codingPath = codingPath
             self.entries = entries
@@ -184,13 +194,13 @@ struct PayloadDecoder {
 
     struct Unkeyed: UnkeyedDecodingContainer {
         let elements: [PayloadValue]
-        let ports: [Port]
+        let ports: Ports
         let codingPath: [any CodingKey]
         var currentIndex = 0
         var count: Int? { elements.count }
         var isAtEnd: Bool { currentIndex >= elements.count }
 
-        init(elements: [PayloadValue], ports: [Port], codingPath: [any CodingKey]) {
+        init(elements: [PayloadValue], ports: Ports, codingPath: [any CodingKey]) {
             self.elements = elements
             self.ports = ports
             self.codingPath = codingPath
@@ -255,7 +265,7 @@ struct PayloadDecoder {
 
     struct Single: SingleValueDecodingContainer {
         let value: PayloadValue
-        let ports: [Port]
+        let ports: Ports
         let codingPath: [any CodingKey]
 
         func decodeNil() -> Bool { value == .null }

@@ -7,10 +7,13 @@
 /// Containers are nodes filled in as the value encodes itself: a nested
 /// container handed out early may be written to after its parent's later
 /// keys, so the tree is made whole only at the end (`PayloadNode.value`).
-struct PayloadEncoder {
-    /// What the whole encoding shares: the ports met so far.
-    final class Context {
-        var ports: [Port] = []
+package struct PayloadEncoder {
+    /// What the whole encoding shares: the ports met so far (one context
+    /// can serve several values that travel in one message).
+    package final class Context {
+        package private(set) var ports: [Port] = []
+
+        package init() {}
 
         func index(of port: Port) -> Int {
             if let index = ports.firstIndex(where: { $0 === port }) { return index }
@@ -22,9 +25,13 @@ struct PayloadEncoder {
     /// The tree of `value`, and the ports it holds, in the order of their indices.
     static func encode<T: Encodable>(_ value: T) throws(PayloadError) -> (PayloadValue, [Port]) {
         let context = Context()
+        return (try tree(of: value, context: context), context.ports)
+    }
+
+    /// The tree of `value`, its ports added to `context`'s.
+    package static func tree<T: Encodable>(of value: T, context: Context) throws(PayloadError) -> PayloadValue {
         do {
-            let value = try box(value, context: context, codingPath: [])
-            return (value.value, context.ports)
+            return try box(value, context: context, codingPath: []).value
         } catch let error as EncodingError {
             throw PayloadError.encoding(error)
         } catch let error as PayloadError {
