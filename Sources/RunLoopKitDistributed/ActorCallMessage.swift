@@ -9,6 +9,7 @@ enum ActorCallMessage {
     static let callMsgid: UInt32 = 0x5241_0001
     static let replyMsgid: UInt32 = 0x5241_0002
     static let cancelMsgid: UInt32 = 0x5241_0003
+    static let nameMsgid: UInt32 = 0x5241_0004
 
     static let callType = "RunLoopKit.ActorCall"
     static let replyType = "RunLoopKit.ActorReply"

@@ -54,10 +54,15 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
     /// The thread both ports receive on.
     let thread: LoopThread
 
-    private let state = Locked(State())
-    private struct State {
+    /// Its handlers hold it weakly: the anchor keeps its side table where
+    /// LeakSanitizer sees it (`SideTableAnchor`).
+    private var sideTableAnchor = SideTableAnchor()
+
+    let state = Locked(State())
+    struct State {
         var actors: [UInt64: LocalActor] = [:]
         var pinned: [UInt64: LoopThread] = [:]
+        var names: [String: UInt64] = [:]
         var nextActor: UInt64 = 1
         var nextCall: UInt64 = 1
         var pending: [UInt64: PendingCall] = [:]
@@ -67,23 +72,23 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         var isShutDown = false
     }
 
-    private struct LocalActor {
+    struct LocalActor {
         weak var actor: (any DistributedActor)?
     }
 
-    private struct PendingCall {
+    struct PendingCall {
         let outcome: AsyncOutcome
         let destination: Port
     }
 
     /// A call served here: its caller's reply port and its id there.
-    private struct ServedCall: Hashable {
+    struct ServedCall: Hashable {
         let caller: Port?
         let id: UInt64
     }
 
     /// A served call's task, or its cancellation if that came first.
-    private final class ServingTask: @unchecked Sendable {
+    final class ServingTask: @unchecked Sendable {
         private let state = Locked<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
 
         func start(_ task: Task<Void, Never>) {
@@ -116,6 +121,7 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
             thread.stop()
             throw error
         }
+        sideTableAnchor.hold(self)
         callPort.setMessageHandler { [weak self] message in self?.receiveCall(message) }
         replyPort.setMessageHandler { [weak self] message in self?.receiveReply(message) }
         do {
@@ -175,10 +181,14 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
     /// Forgets the actor: calls to its ID from then on fail with
     /// `PortActorSystemError.actorNotFound`.
     public func resignID(_ id: PortActorID) {
-        state.withLock { state in
+        let names = state.withLock { state -> [String] in
             state.actors[id.number] = nil
             state.pinned[id.number] = nil
+            let names = state.names.filter { $0.value == id.number }.map(\.key)
+            for name in names { state.names[name] = nil }
+            return names
         }
+        for name in names { PortNameServer.unregister(name) }
     }
 
     // MARK: - Executors
@@ -285,8 +295,11 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
                 }
             }
         } onCancel: {
-            if !outcome.isFinished { sendCancel(callID, to: id.system) }
+            // Finished first, so that the callee's answer to the cancellation
+            // (its task's CancellationError) can never be taken for the outcome.
+            let wasFinished = outcome.isFinished
             outcome.cancel()
+            if !wasFinished { sendCancel(callID, to: id.system) }
         }
         let (tree, ports) = try ActorCallMessage.read(reply, as: ActorCallMessage.replyType)
         let (_, result) = try ActorCallMessage.reply(from: tree)
@@ -331,6 +344,10 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
     }
 
     private func receiveCall(_ message: PortMessage) {
+        if message.msgid == ActorCallMessage.nameMsgid {
+            answerNameQuery(message)
+            return
+        }
         if message.msgid == ActorCallMessage.cancelMsgid {
             guard let (tree, _) = try? ActorCallMessage.read(message, as: ActorCallMessage.cancelType),
                   let id = try? ActorCallMessage.cancelled(from: tree) else { return }

@@ -54,7 +54,6 @@ public struct PortResultHandler: DistributedTargetInvocationResultHandler {
     /// The name of the error's own type (`Error` conforms to itself, so a
     /// generic function would take `any Error` as it is, without opening it).
     private static func dynamicTypeName(of error: any Error) -> String {
-        func name<E>(_ value: E) -> String { Payload.typeName(of: E.self) }
-        return _openExistential(error, do: name)
+        Payload.typeName(ofDynamic: type(of: error as Any))
     }
 }

@@ -160,8 +160,15 @@ struct PortActorSystemTests {
     @Test("cancelling the caller's task ends its call with CancellationError at once and cancels the callee's task")
     func cancellation() async throws {
         let systems = try TwoSystems()
-        defer { systems.close() }
-        let call = Task { try await systems.remote.wait() }
+        let driver = LoopThread(name: "cancel-driver")
+        try driver.start()
+        defer {
+            systems.close()
+            driver.stop()
+        }
+        // On a LoopThread: the call starts even while other suites' exit
+        // tests hold the cooperative pool.
+        let call = Task(executorPreference: driver) { try await systems.remote.wait() }
         #expect(await waitFor { systems.log.started.withLock { $0 } == 1 })
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
@@ -323,4 +330,85 @@ func waitFor(seconds: Double = 30, _ condition: @Sendable () -> Bool) async -> B
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
+}
+
+/// An actor that says which process generation it is, and can end its process.
+distributed actor Named {
+    typealias ActorSystem = PortActorSystem
+
+    let generation: Int
+
+    init(generation: Int, actorSystem: PortActorSystem) {
+        self.generation = generation
+        self.actorSystem = actorSystem
+    }
+
+    distributed func whichGeneration() -> Int { generation }
+
+    /// Ends this process a moment after replying, its system shut down
+    /// first (so that no message's bytes are alive at exit, which
+    /// LeakSanitizer would report).
+    distributed func finish() {
+        let system = actorSystem
+        Task.detached {
+            try? await Task.sleep(for: .milliseconds(200))
+            system.shutdown()
+            exit(0)
+        }
+    }
+}
+
+extension PortActorSystemTests {
+    @Test("an actor registered under a name is found by name and called; its process restarted under the same name is found again, and the old actor's reference fails")
+    func namedActorFoundAgainAfterRestart() async throws {
+        let name = "named-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let caller = try PortActorSystem(transport: .ipc, name: "actors-name-caller")
+        let driver = LoopThread(name: "name-driver")
+        try driver.start()
+        defer {
+            caller.shutdown()
+            driver.stop()
+        }
+        // Finds each generation in turn as it registers, then asks it to end
+        // its process; runs on a LoopThread while the children hold the pool.
+        let outcome = Task(executorPreference: driver) { () async -> (generations: [Int], oldCallFailed: Bool) in
+            var generations: [Int] = []
+            var first: Named?
+            let deadline = ContinuousClock.now + .seconds(120)
+            while generations.count < 2, ContinuousClock.now < deadline {
+                guard let named = try? await caller.lookup(name, as: Named.self, timeout: .seconds(1)),
+                      let generation = try? await named.whichGeneration(), !generations.contains(generation)
+                else {
+                    try? await Task.sleep(for: .milliseconds(50))
+                    continue
+                }
+                generations.append(generation)
+                if first == nil { first = named }
+                try? await named.finish()
+            }
+            let oldCallFailed = (try? await first?.whichGeneration()) == nil
+            return (generations, oldCallFailed)
+        }
+        for generation in 1...2 {
+            await #expect(processExitsWith: .success) { [name = name as String, generation = generation as Int] in
+                alarm(120)  // a child nobody finishes ends (by SIGALRM, failing the test) instead of hanging it
+                let home = try PortActorSystem(transport: .ipc, name: "actors-named")
+                let named = Named(generation: generation, actorSystem: home)
+                // The previous generation may still be exiting: its name is
+                // free once its process is gone.
+                while true {
+                    do {
+                        try home.register(named, name: name)
+                        break
+                    } catch {
+                        usleep(20_000)
+                    }
+                }
+                while true { sleep(1) }
+            }
+        }
+        let (generations, oldCallFailed) = await outcome.value
+        #expect(generations == [1, 2])
+        #expect(oldCallFailed, "a reference to the first generation's actor still answered")
+    }
 }

@@ -47,7 +47,11 @@ package enum Payload {
 
     private static let typeNames = Locked<[ObjectIdentifier: (name: String, bytes: [UInt8])]>([:])
 
-    private static func readableName<T>(of type: T.Type) -> String {
+    /// The name of a type known only at run time (an error's dynamic
+    /// type), made as `typeName(of:)` makes it; not cached.
+    package static func typeName(ofDynamic type: Any.Type) -> String { readableName(of: type) }
+
+    private static func readableName(of type: Any.Type) -> String {
         var name = String(reflecting: type)
         while let start = name.range(of: "(unknown context at $") {
             guard let end = name[start.upperBound...].firstIndex(of: ")") else { break }
