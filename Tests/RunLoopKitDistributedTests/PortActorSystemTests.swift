@@ -166,12 +166,30 @@ struct PortActorSystemTests {
             systems.close()
             driver.stop()
         }
-        // On a LoopThread: the call starts even while other suites' exit
-        // tests hold the cooperative pool.
-        let call = Task(executorPreference: driver) { try await systems.remote.wait() }
-        #expect(await waitFor { systems.log.started.withLock { $0 } == 1 })
-        call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        // The call, the wait for it to start and the cancellation all run on
+        // a LoopThread: other suites' exit tests hold the cooperative pool
+        // for a minute at times, and a cancellation decided there would come
+        // after any deadline. The call's deadline is far (a safety net: a
+        // cancellation that did not work fails the test then, not hangs it).
+        let (started, outcome) = await Task(executorPreference: driver) { () async -> (Bool, (any Error)?) in
+            let call = Task(executorPreference: driver) {
+                try await PortActorSystem.$callTimeout.withValue(.seconds(120)) { try await systems.remote.wait() }
+            }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while systems.log.started.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            let started = systems.log.started.withLock { $0 } == 1
+            call.cancel()
+            do {
+                try await call.value
+                return (started, nil)
+            } catch {
+                return (started, error)
+            }
+        }.value
+        #expect(started, "the callee never started the call")
+        #expect(outcome is CancellationError, "the call ended with \(String(describing: outcome))")
         #expect(await waitFor { systems.log.cancelled.withLock { $0 } == 1 }, "the callee's task was not cancelled")
     }
 
