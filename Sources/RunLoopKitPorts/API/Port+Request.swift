@@ -55,12 +55,7 @@ extension Port {
         var deadline = MonotonicClock.instant(secondsFromNow: receiveTimeout)
         var deathNoticed = false
         while true {
-            if let reply = context.takeReply(level) {
-                // The reply is the caller's now; the reply port, kept for
-                // the thread's next request, keeps none of it.
-                replyPort.receiver?.forgetLastMessage()
-                return reply
-            }
+            if let reply = context.takeReply(level) { return reply }
             let now = MonotonicClock.now()
             if !isValid {
                 // A peer that replied and then exited: its reply may still be

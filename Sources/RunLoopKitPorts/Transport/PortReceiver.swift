@@ -309,11 +309,6 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// Lets go of the last message's components (`MessageDecoder.forgetLastMessage`).
-    func forgetLastMessage() {
-        lock.withLock { decoder.forgetLastMessage() }
-    }
-
     /// Ends a batch that stopped before the queue ran dry (its limit, a
     /// stop): the inbox's components array is kept for the next batch.
     func endBatch(_ inbox: inout PortMessage) {

@@ -49,15 +49,6 @@ struct MessageDecoder {
         swap(&message.components, &scratch)
     }
 
-    /// Lets go of the last message's components, keeping only their
-    /// array's room: for a port whose messages are handed away and not
-    /// followed soon (a request's reply port), so that no `Data` of theirs
-    /// stays alive in it (at exit, LeakSanitizer would read one of 15 bytes
-    /// or more as a leak: docs/contributing.md).
-    mutating func forgetLastMessage() {
-        scratch.removeAll(keepingCapacity: true)
-    }
-
     /// Decodes the message held in `frames` into `message`, a received
     /// message whose `receivePort` is set: its msgid, components (written
     /// over the last message's, in place where nothing else holds them) and
