@@ -181,12 +181,18 @@ def main(endpoint, server_key, secret_key_file, name):
         context.term()
 
 
-if __name__ == "__main__":
+def run(main, usage, errors=(PeerError,)):
+    """Runs a peer's main with its four arguments: status 2 and `usage`
+    without them, "ERROR <text>" and status 1 for one of `errors`."""
     if len(sys.argv) != 5:
-        print(__doc__, file=sys.stderr)
+        print(usage, file=sys.stderr)
         sys.exit(2)
     try:
         sys.exit(main(*sys.argv[1:]))
-    except PeerError as error:
+    except errors as error:
         print("ERROR %s" % error, flush=True)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run(main, __doc__)

@@ -17,7 +17,6 @@ two extra copies the server sends to the port inside the question (msgid
     DONE
 
 and exits 0; "ERROR <text>" and status 1 otherwise."""
-import sys
 
 import tcp_peer
 import typed_payload as typed
@@ -59,11 +58,4 @@ def main(endpoint, server_key, secret_key_file, name):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    try:
-        sys.exit(main(*sys.argv[1:]))
-    except (tcp_peer.PeerError, typed.PayloadError) as error:
-        print("ERROR %s" % error, flush=True)
-        sys.exit(1)
+    tcp_peer.run(main, __doc__, (tcp_peer.PeerError, typed.PayloadError))
