@@ -5,8 +5,11 @@ import PackageDescription
 /// Every example is an executable target in Examples/<name>, built by `swift build`.
 let examples = [
     "keepalive", "common-modes", "observer-log", "custom-source", "lag-monitor",
-    "keepalive-churn", "foundation-interop", "pingpong", "ipc-demo", "actors", "cluster",
+    "keepalive-churn", "foundation-interop", "pingpong", "ipc-demo", "actors", "cluster", "distributed",
 ]
+
+/// Examples that need more than the umbrella: a product each.
+let exampleProducts: [String: [String]] = ["distributed": ["RunLoopKitDistributed"]]
 
 let package = Package(
     name: "RunLoopKit",
@@ -117,7 +120,8 @@ let package = Package(
     ] + examples.map { name in
         .executableTarget(
             name: name,
-            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
+                + (exampleProducts[name] ?? []).map { .target(name: $0) },
             path: "Examples/\(name)"
         )
     },

@@ -23,7 +23,10 @@ examples=$(sed -n '/^let examples = \[/,/^\]/p' Package.swift | grep -o '"[a-z-]
 targets=""
 for name in $examples; do
     ln -s "$root/Examples/$name" "$client/Sources/$name"
-    targets+="        .executableTarget(name: \"$name\", dependencies: [rlk, log]),"$'\n'
+    extra=""
+    # The examples that need a product beyond the umbrella (Package.swift's exampleProducts).
+    [ "$name" = distributed ] && extra=", .product(name: \"RunLoopKitDistributed\", package: \"$identity\")"
+    targets+="        .executableTarget(name: \"$name\", dependencies: [rlk, log$extra]),"$'\n'
 done
 ln -s "$root/Tools/portsniff" "$client/Sources/portsniff"
 targets+="        .executableTarget(name: \"portsniff\", dependencies: [rlk, .product(name: \"ZeroMQ\", package: \"$identity\"), .product(name: \"ArgumentParser\", package: \"swift-argument-parser\")]),"$'\n'

@@ -74,11 +74,17 @@ def tap_header(names=(), records=0, version=1, header_size=64, record_size=80, m
     return fixed + b"".join(names)
 
 
-def tap_record(seq, kind=1, head=b"hello", head_length=None, tid=4243, destination=1, source=0, reason=0, trace=0x1f):
+def tap_record(seq, kind=1, head=b"hello", head_length=None, tid=4243, destination=1, source=0, reason=0, trace=0x1f,
+               msgid=7, call=None):
+    """A record of 80 bytes (versions 1 and 2), or with `call` (id, actor,
+    method, role, outcome) one of 104 (version 3)."""
     head_length = len(head) if head_length is None else head_length
-    return (struct.pack("<QqQIIIiQIHHHBBB3x", seq, 5_000_000 + seq, trace, 7, destination, source, tid,
-                        len(head), len(head), 1, 0, reason, kind, 0, head_length)
-            + head.ljust(16, b"\0")[:16])
+    record = (struct.pack("<QqQIIIiQIHHHBBB3x", seq, 5_000_000 + seq, trace, msgid, destination, source, tid,
+                          len(head), len(head), 1, 0, reason, kind, 0, head_length)
+              + head.ljust(16, b"\0")[:16])
+    if call is not None:
+        record += struct.pack("<QQIBB2x", *call)
+    return record
 
 
 def tap_batch(header_frame, records=b""):
@@ -155,7 +161,17 @@ def main():
         "tap-frame-count": tap_batches(message(frame(tap_header()))),
         "tap-short-header": tap_batches(tap_batch(tap_header()[:40])),
         "tap-bad-magic": tap_batches(tap_batch(tap_header(magic=b"RLKX"))),
-        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=3))),
+        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=4))),
+        # Version 3: records of 104 bytes with an actor call's fields; a
+        # call sent (method: label 2) and its reply delivered, outcome value.
+        "tap-v3-actor-call": tap_batches(tap_batch(
+            tap_header(names + [tap_name(3, 2, "Greeter.greet(name:)")], 3, version=3, record_size=104),
+            tap_record(1, msgid=0x52410001, source=2, call=(17, 3, 2, 1, 0))
+            + tap_record(2, kind=2, msgid=0x52410002, destination=2, call=(17, 3, 2, 2, 1))
+            + tap_record(3, call=(0, 0, 0, 0, 0)))),
+        "tap-v3-short-record": tap_batches(tap_batch(tap_header((), 1, version=3), tap_record(1))),
+        "tap-bad-actor-call": tap_batches(tap_batch(tap_header((), 1, version=3, record_size=104),
+                                                    tap_record(1, call=(1, 1, 0, 9, 0)))),
         # Version 2: a tcp port's remote peer (name kind 5), and kind 5 in version 1.
         "tap-v2-peer": tap_batches(tap_batch(tap_header(names + [tap_name(5, 1, "tcp://10.0.0.1:7400 instance 000102")], 2, version=2), two)),
         "tap-v1-peer": tap_batches(tap_batch(tap_header([tap_name(5, 1, "tcp://10.0.0.1:7400")]))),

@@ -10,7 +10,7 @@
 
 // The layout is the wire format's: checked here so that a change to the
 // struct cannot slip past docs/tap-format.md.
-_Static_assert(sizeof(rlk_tap_record) == RLK_TAP_RECORD_SIZE, "rlk_tap_record is 80 bytes");
+_Static_assert(sizeof(rlk_tap_record) == RLK_TAP_RECORD_SIZE, "rlk_tap_record is 104 bytes");
 _Static_assert(offsetof(rlk_tap_record, monotonic_ns) == 8, "record layout");
 _Static_assert(offsetof(rlk_tap_record, msgid) == 24, "record layout");
 _Static_assert(offsetof(rlk_tap_record, tid) == 36, "record layout");
@@ -18,6 +18,9 @@ _Static_assert(offsetof(rlk_tap_record, data_bytes) == 40, "record layout");
 _Static_assert(offsetof(rlk_tap_record, components) == 52, "record layout");
 _Static_assert(offsetof(rlk_tap_record, reason) == 56, "record layout");
 _Static_assert(offsetof(rlk_tap_record, kind) == 58, "record layout");
+_Static_assert(offsetof(rlk_tap_record, call) == 80, "record layout");
+_Static_assert(offsetof(rlk_tap_record, method) == 96, "record layout");
+_Static_assert(offsetof(rlk_tap_record, call_role) == 100, "record layout");
 _Static_assert(offsetof(rlk_tap_record, head) == 64, "record layout");
 
 // A bounded ring of many writers and one reader. Its state is one 64-bit
@@ -168,6 +171,34 @@ int32_t rlk_tap_thread_id(void) {
 int rlk_tap_thread_is_new(void) {
     if (tap_announced) return 0;
     tap_announced = 1;
+    return 1;
+}
+
+// The thread's actor-call note and deferred delivery: set and taken by the
+// same thread, around one send or one handler call.
+static __thread rlk_tap_call tap_call;
+static __thread int tap_call_set;
+static __thread uint64_t tap_deferred_trace;
+static __thread int tap_deferred;
+
+void rlk_tap_call_set(const rlk_tap_call *call) { tap_call = *call; tap_call_set = 1; }
+void rlk_tap_call_clear(void) { tap_call_set = 0; }
+
+void rlk_tap_call_apply(rlk_tap_record *record) {
+    if (!tap_call_set) return;
+    record->call = tap_call.call;
+    record->actor = tap_call.actor;
+    record->method = tap_call.method;
+    record->call_role = tap_call.role;
+    record->outcome = tap_call.outcome;
+}
+
+void rlk_tap_defer_delivery(uint64_t trace) { tap_deferred_trace = trace; tap_deferred = 1; }
+
+int rlk_tap_take_deferred_delivery(uint64_t *trace) {
+    if (!tap_deferred) return 0;
+    tap_deferred = 0;
+    *trace = tap_deferred_trace;
     return 1;
 }
 

@@ -79,6 +79,9 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
     struct PendingCall {
         let outcome: AsyncOutcome
         let destination: Port
+        /// The actor's number and the target, for the tap's view of its reply.
+        let actor: UInt64
+        let target: String
     }
 
     /// A call served here: its caller's reply port and its id there.
@@ -90,6 +93,14 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
     /// A served call's task, or its cancellation if that came first.
     final class ServingTask: @unchecked Sendable {
         private let state = Locked<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
+        /// The call, for the tap's view of its cancellation.
+        let actor: UInt64
+        let target: String
+
+        init(actor: UInt64, target: String) {
+            self.actor = actor
+            self.target = target
+        }
 
         func start(_ task: Task<Void, Never>) {
             let cancelled = state.withLock { state in
@@ -122,6 +133,10 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
             throw error
         }
         sideTableAnchor.hold(self)
+        // The handlers record their deliveries to the tap, as the calls and
+        // replies they decode them to.
+        TapActorCall.recordDeliveriesInHandler(of: callPort)
+        TapActorCall.recordDeliveriesInHandler(of: replyPort)
         callPort.setMessageHandler { [weak self] message in self?.receiveCall(message) }
         replyPort.setMessageHandler { [weak self] message in self?.receiveReply(message) }
         do {
@@ -266,7 +281,7 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         let callID: UInt64? = state.withLock { state in
             guard !state.isShutDown else { return nil }
             defer { state.nextCall += 1 }
-            state.pending[state.nextCall] = PendingCall(outcome: outcome, destination: id.system)
+            state.pending[state.nextCall] = PendingCall(outcome: outcome, destination: id.system, actor: id.number, target: target.identifier)
             return state.nextCall
         }
         guard let callID else { throw PortActorSystemError.transport(.invalidPort("the actor system was shut down")) }
@@ -284,12 +299,14 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
                 let timer = try? thread.runLoop?.perform(afterDelay: seconds) { [self] in
                     guard !outcome.isFinished else { return }
                     outcome.fail(PortActorSystemError.deadlineExceeded(target: identifier, limit: timeout))
-                    sendCancel(callID, to: id.system)
+                    sendCancel(callID, actor: id.number, target: identifier, to: id.system)
                 }
                 outcome.onFinish { timer?.invalidate() }
                 do throws(PortError) {
-                    try id.system.send(msgid: ActorCallMessage.callMsgid, components: components, replyPort: replyPort,
-                                       before: Date(timeIntervalSinceNow: seconds))
+                    try TapActorCall.noting(ActorCallTap.call(.call, id: callID, actor: id.number, target: identifier)) { () throws(PortError) in
+                        try id.system.send(msgid: ActorCallMessage.callMsgid, components: components, replyPort: replyPort,
+                                           before: Date(timeIntervalSinceNow: seconds))
+                    }
                 } catch {
                     outcome.fail(PortActorSystemError.transport(error))
                 }
@@ -299,7 +316,7 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
             // (its task's CancellationError) can never be taken for the outcome.
             let wasFinished = outcome.isFinished
             outcome.cancel()
-            if !wasFinished { sendCancel(callID, to: id.system) }
+            if !wasFinished { sendCancel(callID, actor: id.number, target: identifier, to: id.system) }
         }
         let (tree, ports) = try ActorCallMessage.read(reply, as: ActorCallMessage.replyType)
         let (_, result) = try ActorCallMessage.reply(from: tree)
@@ -328,22 +345,32 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         }
     }
 
-    private func sendCancel(_ callID: UInt64, to destination: Port) {
-        try? destination.send(msgid: ActorCallMessage.cancelMsgid, components: ActorCallMessage.components(cancel: callID),
-                              replyPort: replyPort, before: Date(timeIntervalSinceNow: 1))
+    private func sendCancel(_ callID: UInt64, actor: UInt64, target: String, to destination: Port) {
+        TapActorCall.noting(ActorCallTap.call(.cancellation, id: callID, actor: actor, target: target)) {
+            try? destination.send(msgid: ActorCallMessage.cancelMsgid, components: ActorCallMessage.components(cancel: callID),
+                                  replyPort: replyPort, before: Date(timeIntervalSinceNow: 1))
+        }
     }
 
     // MARK: - Serving (on the system's thread)
 
     private func receiveReply(_ message: PortMessage) {
+        var delivery = DeferredTapDelivery(of: message, on: replyPort)
+        defer { delivery.record(as: nil) }
         guard let (tree, _) = try? ActorCallMessage.read(message, as: ActorCallMessage.replyType),
-              let (id, _) = try? ActorCallMessage.reply(from: tree),
-              let pending = state.withLock({ $0.pending[id] })
+              let (id, outcome) = try? ActorCallMessage.reply(from: tree)
         else { return }
-        pending.outcome.finish(.success(message))
+        // A call given up on (cancelled, past its deadline) is no longer pending: its late reply is dropped.
+        let pending = state.withLock { $0.pending[id] }
+        if delivery.isPending {
+            delivery.record(as: ActorCallTap.reply(id: id, actor: pending?.actor ?? 0, target: pending?.target, outcome: outcome))
+        }
+        pending?.outcome.finish(.success(message))
     }
 
     private func receiveCall(_ message: PortMessage) {
+        var delivery = DeferredTapDelivery(of: message, on: callPort)
+        defer { delivery.record(as: nil) }
         if message.msgid == ActorCallMessage.nameMsgid {
             answerNameQuery(message)
             return
@@ -351,7 +378,9 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         if message.msgid == ActorCallMessage.cancelMsgid {
             guard let (tree, _) = try? ActorCallMessage.read(message, as: ActorCallMessage.cancelType),
                   let id = try? ActorCallMessage.cancelled(from: tree) else { return }
-            state.withLock { $0.serving[ServedCall(caller: message.replyPort, id: id)] }?.cancel()
+            let serving = state.withLock { $0.serving[ServedCall(caller: message.replyPort, id: id)] }
+            if delivery.isPending { delivery.record(as: ActorCallTap.call(.cancellation, id: id, actor: serving?.actor ?? 0, target: serving?.target)) }
+            serving?.cancel()
             return
         }
         let call: ActorCallMessage.Call
@@ -363,14 +392,15 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         } catch {
             return
         }
+        if delivery.isPending { delivery.record(as: ActorCallTap.call(.call, id: call.id, actor: call.actor, target: call.target)) }
         guard let actor = state.withLock({ $0.actors[call.actor]?.actor }) else {
-            reply(call.id, .actorNotFound, ports: [], to: message.replyPort)
+            reply(call.id, .actorNotFound, ports: [], to: message.replyPort, actor: call.actor, target: call.target)
             return
         }
         let key = ServedCall(caller: message.replyPort, id: call.id)
-        let serving = ServingTask()
+        let serving = ServingTask(actor: call.actor, target: call.target)
         state.withLock { $0.serving[key] = serving }
-        let handler = PortResultHandler(system: self, callID: call.id, replyPort: message.replyPort)
+        let handler = PortResultHandler(system: self, callID: call.id, actor: call.actor, target: call.target, replyPort: message.replyPort)
         // On the system's own thread, not the global pool: a call is served
         // even while every thread of the pool is blocked.
         serving.start(Task(executorPreference: thread) { [self] in
@@ -378,19 +408,25 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
             do {
                 try await executeDistributedTarget(on: actor, target: RemoteCallTarget(call.target), invocationDecoder: &decoder, handler: handler)
             } catch {
-                reply(call.id, PortResultHandler.outcome(of: error), to: message.replyPort)
+                reply(call.id, PortResultHandler.outcome(of: error), to: message.replyPort, actor: call.actor, target: call.target)
             }
             _ = state.withLock { $0.serving.removeValue(forKey: key) }
         })
     }
 
-    /// Sends a call's outcome to its caller.
-    func reply(_ callID: UInt64, _ outcome: ActorCallMessage.Outcome, ports: [Port], to replyPort: Port?) {
-        try? replyPort?.send(msgid: ActorCallMessage.replyMsgid, components: ActorCallMessage.components(reply: callID, outcome, ports: ports),
-                             before: Date(timeIntervalSinceNow: 10))
+    /// Sends a call's outcome to its caller; the actor and the target are
+    /// the tap's.
+    func reply(
+        _ callID: UInt64, _ outcome: ActorCallMessage.Outcome, ports: [Port], to replyPort: Port?, actor: UInt64, target: String
+    ) {
+        TapActorCall.noting(ActorCallTap.reply(id: callID, actor: actor, target: target, outcome: outcome)) {
+            try? replyPort?.send(
+                msgid: ActorCallMessage.replyMsgid, components: ActorCallMessage.components(reply: callID, outcome, ports: ports),
+                before: Date(timeIntervalSinceNow: 10))
+        }
     }
 
-    func reply(_ callID: UInt64, _ outcome: (ActorCallMessage.Outcome, [Port]), to replyPort: Port?) {
-        reply(callID, outcome.0, ports: outcome.1, to: replyPort)
+    func reply(_ callID: UInt64, _ outcome: (ActorCallMessage.Outcome, [Port]), to replyPort: Port?, actor: UInt64, target: String) {
+        reply(callID, outcome.0, ports: outcome.1, to: replyPort, actor: actor, target: target)
     }
 }

@@ -11,6 +11,9 @@ public struct PortResultHandler: DistributedTargetInvocationResultHandler {
 
     let system: PortActorSystem
     let callID: UInt64
+    /// The actor and the target called, for the tap's view of the reply.
+    let actor: UInt64
+    let target: String
     let replyPort: Port?
 
     /// Sends the target's value.
@@ -18,21 +21,21 @@ public struct PortResultHandler: DistributedTargetInvocationResultHandler {
         let context = PayloadEncoder.Context()
         do {
             let tree = try PayloadEncoder.tree(of: value, context: context)
-            system.reply(callID, .value(tree), ports: context.ports, to: replyPort)
+            system.reply(callID, .value(tree), ports: context.ports, to: replyPort, actor: actor, target: target)
         } catch {
             system.reply(callID, .remoteError(type: "RunLoopKitPorts.PayloadError", description: "the result could not be encoded: \(error)"),
-                         ports: [], to: replyPort)
+                         ports: [], to: replyPort, actor: actor, target: target)
         }
     }
 
     /// Says that a void target returned.
     public func onReturnVoid() async throws {
-        system.reply(callID, .void, ports: [], to: replyPort)
+        system.reply(callID, .void, ports: [], to: replyPort, actor: actor, target: target)
     }
 
     /// Sends the target's error.
     public func onThrow<Err: Error>(error: Err) async throws {
-        system.reply(callID, PortResultHandler.outcome(of: error), to: replyPort)
+        system.reply(callID, PortResultHandler.outcome(of: error), to: replyPort, actor: actor, target: target)
     }
 
     /// An error as a reply says it: typed when it is `Codable` (and encodes),

@@ -87,7 +87,9 @@ struct LiveView {
             line.tail.append((Self.duration(duration), "33"))
         } else {
             line.names = [Self.named(event.source ?? "-", peer: event.sourcePeer), Self.named(event.destination, peer: event.destinationPeer)]
-            line.middle = [(layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)", nil)]
+            // An actor's message says what it is to its call instead of its msgid.
+            let middle = event.actorCall?.text ?? (layout.narrow ? "#\(event.msgid)" : "msgid \(event.msgid)")
+            line.middle = [(middle, event.actorCall == nil ? nil : "1")]
             line.components = components(of: event)
         }
         if let latency = event.latency { line.tail.append((Self.duration(latency), "33")) }

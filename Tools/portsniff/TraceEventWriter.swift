@@ -39,7 +39,12 @@ struct TraceEventWriter {
                         "\"data_bytes\":\(event.dataBytes)", "\"components\":\(event.componentCount)"]
             if let source = event.source { args.append("\"source\":\(Self.quoted(source))") }
             if let latency = event.latency { args.append("\"latency_ns\":\(latency)") }
-            let name = (event.kind == .send ? "SEND" : "DELIVER") + " msgid \(event.msgid)"
+            if let call = event.actorCall {
+                args.append("\"call\":\(call.id)")
+                args.append("\"actor\":\(call.actor)")
+                if let method = call.method { args.append("\"method\":\(Self.quoted(method))") }
+            }
+            let name = (event.kind == .send ? "SEND " : "DELIVER ") + (event.actorCall?.text ?? "msgid \(event.msgid)")
             emit("{\"ph\":\"X\",\"cat\":\"port\",\"name\":\(Self.quoted(name)),\(common),\"dur\":\(Self.messageSliceMicroseconds),\"args\":{\(args.joined(separator: ","))}}")
             if let trace = event.trace {
                 // Bound to the enclosing slice: the one just written.

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/// One tap event as the tap's wire format carries it: 80 bytes,
+/// One tap event as the tap's wire format carries it: 104 bytes,
 /// little-endian, the same bytes in the ring and on the wire (the record
 /// section of docs/tap-format.md gives each field's meaning).
 typedef struct rlk_tap_record {
@@ -27,15 +27,37 @@ typedef struct rlk_tap_record {
     uint8_t head_length;       // 60: bytes of `head` used (0...16)
     uint8_t reserved[3];       // 61: zero
     uint8_t head[16];          // 64: the first data component's leading bytes
+    // Version 3: a distributed actor's call, reply or cancellation.
+    uint64_t call;             // 80: the call's id in its caller's system (0: not an actor message)
+    uint64_t actor;            // 88: the actor's number in its system
+    uint32_t method;           // 96: tap id of the method's name (a label, kind 3)
+    uint8_t call_role;         // 100: RLK_TAP_CALL_*
+    uint8_t outcome;           // 101: a reply's outcome: RLK_TAP_OUTCOME_*
+    uint8_t reserved2[2];      // 102: zero
 } rlk_tap_record;
 
+/// What a distributed actor's system tells the tap about the message it is
+/// about to send or has just received: copied into the thread's next
+/// record of a message (`rlk_tap_call_apply`).
+typedef struct rlk_tap_call {
+    uint64_t call;
+    uint64_t actor;
+    uint32_t method;
+    uint8_t role;
+    uint8_t outcome;
+} rlk_tap_call;
+
 enum {
-    RLK_TAP_RECORD_SIZE = 80,
+    RLK_TAP_RECORD_SIZE = 104,
     RLK_TAP_HEAD_CAPACITY = 16,
     /// A delivery read in place (`PortMessageView`).
     RLK_TAP_FLAG_IN_PLACE = 2,
     /// A pass (kind 5) that handled a source or a perform request.
     RLK_TAP_FLAG_HANDLED_SOURCE = 4,
+    /// `call_role`: a call, its reply, a caller's cancellation.
+    RLK_TAP_CALL_CALL = 1,
+    RLK_TAP_CALL_REPLY = 2,
+    RLK_TAP_CALL_CANCEL = 3,
 };
 
 typedef struct rlk_tap_ring rlk_tap_ring;
@@ -78,6 +100,21 @@ int32_t rlk_tap_thread_id(void);
 /// 0 after: whether the tap still has to
 /// announce the thread's name.
 int rlk_tap_thread_is_new(void);
+
+/// The calling thread's actor-call note: set by a distributed actor
+/// system around a send (`rlk_tap_call_set`, then `rlk_tap_call_clear`),
+/// copied into that send's record by `rlk_tap_call_apply` (a record is
+/// left as it is when no note is set).
+void rlk_tap_call_set(const rlk_tap_call *call);
+void rlk_tap_call_clear(void);
+void rlk_tap_call_apply(rlk_tap_record *record);
+
+/// A delivery whose record its port's handler writes (a distributed actor
+/// system's ports, which know the call only once they decoded it): the
+/// port leaves the delivery's trace id here, the handler takes it.
+/// `take` returns 1 and the trace id when one was left since the last take.
+void rlk_tap_defer_delivery(uint64_t trace);
+int rlk_tap_take_deferred_delivery(uint64_t *trace);
 
 /// The label of the dispatch queue running the calling thread's code ("" if none).
 const char *rlk_current_queue_label(void);

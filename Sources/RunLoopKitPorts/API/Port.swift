@@ -118,6 +118,10 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// an event reads the two with two loads and no lock.
     let tapIdentity = Atomic<UInt64>(0)
     let tapNameGeneration = Atomic<UInt32>(1)
+    /// Set for a port whose handler writes its deliveries' tap records
+    /// itself (`TapActorCall`): a distributed actor system's ports, which
+    /// know the call only once they have decoded it.
+    let tapDeliveryInHandler = Atomic<Bool>(false)
 
     private static let nextPortID = Atomic<UInt64>(1)
     static let logger = Logger(label: "RunLoopKit.Port")

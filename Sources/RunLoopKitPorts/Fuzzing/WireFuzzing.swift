@@ -64,7 +64,7 @@ package enum WireFuzzing {
     /// reach with tap batches.
     package static let tapErrorNames = [
         "frameCount", "shortHeader", "badMagic", "unsupportedVersion", "badHeaderSize", "badRecordSize",
-        "recordCountMismatch", "badName", "badKind", "badHeadLength",
+        "recordCountMismatch", "badName", "badKind", "badHeadLength", "badActorCall",
     ]
 
     /// Decodes what `input` holds (`FuzzInput`) and says what it reached.

@@ -153,7 +153,12 @@ public enum PortTap {
     }
 
     static func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
-        TapPipeline.shared.recordDelivery(message, on: port, traceID: traceID)
+        // Its handler records it, once it knows what the message is.
+        if port.tapDeliveryInHandler.load(ordering: .relaxed) {
+            rlk_tap_defer_delivery(traceID ?? 0)
+            return
+        }
+        TapPipeline.shared.recordDelivery(message, on: port, traceID: traceID, call: nil)
     }
 
     static func recordDelivery(_ view: borrowing PortMessageView, on port: Port, traceID: UInt64?) {

@@ -55,9 +55,11 @@ public struct PortTapDecoder: Sendable {
         guard version >= TapWireFormat.oldestReadVersion && version <= TapWireFormat.version else { throw .unsupportedVersion(version) }
         let headerSize = Int(Self.read(UInt16.self, header, TapWireFormat.Offset.headerSize))
         guard headerSize >= TapWireFormat.headerBytes, headerSize <= header.count else { throw .badHeaderSize(headerSize) }
-        // Larger records (a later minor revision) are read by their first 80 bytes.
+        // Larger records (a later minor revision) are read by the fields
+        // their version has.
         let recordSize = Int(Self.read(UInt32.self, header, TapWireFormat.Offset.recordSize))
-        guard recordSize >= TapWireFormat.recordBytes, recordSize <= 4096 else { throw .badRecordSize(recordSize) }
+        let knownBytes = TapWireFormat.minimumRecordBytes(version: version)
+        guard recordSize >= knownBytes, recordSize <= 4096 else { throw .badRecordSize(recordSize) }
         let recordCount = Int(Self.read(UInt32.self, header, TapWireFormat.Offset.recordCount))
         guard records.count == recordCount * recordSize else { throw .recordCountMismatch(records: recordCount, bytes: records.count) }
         let pid = Int32(bitPattern: Self.read(UInt32.self, header, TapWireFormat.Offset.pid))
@@ -71,7 +73,7 @@ public struct PortTapDecoder: Sendable {
         var events: [PortTapEvent] = []
         events.reserveCapacity(recordCount)
         for index in 0..<recordCount {
-            let record = UnsafeRawBufferPointer(rebasing: records[(index * recordSize)..<(index * recordSize + TapWireFormat.recordBytes)])
+            let record = UnsafeRawBufferPointer(rebasing: records[(index * recordSize)..<(index * recordSize + knownBytes)])
             events.append(try Self.event(record, pid: pid, started: started, anchor: anchor, names: table))
         }
         // The names are kept only once the whole batch has been read.
@@ -122,7 +124,7 @@ public struct PortTapDecoder: Sendable {
         let reason = UInt32(read(UInt16.self, record, 56))
         let kind = recordKind.eventKind
         guard !recordKind.isLoopRecord else { return loopEvent(kind, record, pid: pid, started: started, anchor: anchor, names: names) }
-        return PortTapEvent(
+        var event = PortTapEvent(
             kind: kind, seq: read(UInt64.self, record, 0), pid: pid, started: started,
             process: names.process, monotonicTime: monotonic, time: monotonic &+ anchor,
             tid: tid, thread: names.threads[UInt32(bitPattern: tid)] ?? "tid \(tid)",
@@ -133,6 +135,22 @@ public struct PortTapDecoder: Sendable {
             reason: reason == 0 ? nil : names.reasons[reason] ?? "reason \(reason)",
             inPlace: flags & UInt8(RLKTapFlags.inPlace) != 0,
             destinationPeer: names.peers[destination], sourcePeer: source == 0 ? nil : names.peers[source])
+        if record.count >= TapWireFormat.recordBytes { event.actorCall = try actorCall(record, names) }
+        return event
+    }
+
+    /// A distributed actor's call, reply or cancellation (version 3,
+    /// docs/tap-format.md, "Actor calls"); nil for any other message.
+    private static func actorCall(_ record: UnsafeRawBufferPointer, _ names: Names) throws(PortTapFormatError) -> PortTapEvent.ActorCall? {
+        let role = record[100]
+        guard role != 0 else { return nil }
+        guard let callRole = PortTapEvent.ActorCall.Role(wireValue: role),
+              let outcome = PortTapEvent.ActorCall.Outcome(wireValue: record[101])
+        else { throw .badActorCall(role: role, outcome: record[101]) }
+        let method = read(UInt32.self, record, 96)
+        return PortTapEvent.ActorCall(
+            role: callRole, id: read(UInt64.self, record, 80), actor: read(UInt64.self, record, 88),
+            method: method == 0 ? nil : names.reasons[method] ?? "label \(method)", outcome: outcome)
     }
 
     /// A loop record (docs/tap-format.md, "Loop records"): the mode in
@@ -204,7 +222,8 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
     case unsupportedVersion(UInt16)
     /// The header's size is below 64 or past the frame.
     case badHeaderSize(Int)
-    /// The record size is below 80 bytes or implausibly large.
+    /// The record size is below what its version writes (80 bytes, 104
+    /// from version 3) or implausibly large.
     case badRecordSize(Int)
     /// The second frame is not the header's record count of records.
     case recordCountMismatch(records: Int, bytes: Int)
@@ -215,6 +234,9 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
     case badKind(UInt8)
     /// A record's head length is over 16.
     case badHeadLength(Int)
+    /// A record's actor-call role is not 0 to 3, or its outcome not 0 to 6
+    /// (version 3).
+    case badActorCall(role: UInt8, outcome: UInt8)
 
     /// What is wrong, in a sentence.
     public var description: String {
@@ -229,6 +251,7 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
         case let .badName(offset): "malformed name entry at byte \(offset) of the names"
         case let .badKind(kind): "unknown event kind \(kind)"
         case let .badHeadLength(length): "head length \(length) over 16"
+        case let .badActorCall(role, outcome): "unknown actor-call role \(role) or outcome \(outcome)"
         }
     }
 
@@ -245,6 +268,7 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
         case .badName: "badName"
         case .badKind: "badKind"
         case .badHeadLength: "badHeadLength"
+        case .badActorCall: "badActorCall"
         }
     }
 }

@@ -104,6 +104,10 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     public var destinationPeer: String?
     /// The reply port's remote peer, as `destinationPeer`.
     public var sourcePeer: String?
+    /// A distributed actor's call, reply or cancellation: what it is, the
+    /// call's id, the actor, the method (tap format 3); nil for any other
+    /// message.
+    public var actorCall: ActorCall?
 
     /// An event with every field given; `PortTapDecoder` makes these.
     public init(
@@ -161,6 +165,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         case passNumber = "pass"
         case destinationPeer = "destination_peer"
         case sourcePeer = "source_peer"
+        case actorCall = "actor_call"
     }
 
     /// Reads a record; one of another version, or not a record, throws.
@@ -208,6 +213,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         passNumber = try container.decodeIfPresent(UInt64.self, forKey: .passNumber)
         destinationPeer = try container.decodeIfPresent(String.self, forKey: .destinationPeer)
         sourcePeer = try container.decodeIfPresent(String.self, forKey: .sourcePeer)
+        actorCall = try container.decodeIfPresent(ActorCall.self, forKey: .actorCall)
     }
 
     /// Writes the record: the trace id as hexadecimal text (ids pass 2^53,
@@ -243,6 +249,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         try container.encodeIfPresent(passNumber, forKey: .passNumber)
         try container.encodeIfPresent(destinationPeer, forKey: .destinationPeer)
         try container.encodeIfPresent(sourcePeer, forKey: .sourcePeer)
+        try container.encodeIfPresent(actorCall, forKey: .actorCall)
     }
 
     /// Bytes as lower-case hexadecimal, two digits each.

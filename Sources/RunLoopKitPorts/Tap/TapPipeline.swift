@@ -227,6 +227,7 @@ final class TapPipeline: @unchecked Sendable {
         traceID: UInt64?, time: Int64, reason: String? = nil
     ) {
         var record = record(reason == nil ? .send : .sendFailed, destination: destination, msgid: msgid, time: time)
+        rlk_tap_call_apply(&record)
         record.describe(components, headBytes: headBytes.load(ordering: .relaxed))
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
         record.trace = traceID ?? 0
@@ -244,9 +245,11 @@ final class TapPipeline: @unchecked Sendable {
         put(&record)
     }
 
-    /// A delivery to a handler of `PortMessage`s.
-    func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?) {
+    /// A delivery to a handler of `PortMessage`s; `call` says what it is
+    /// to a distributed actor system.
+    func recordDelivery(_ message: PortMessage, on port: Port, traceID: UInt64?, call: rlk_tap_call?) {
         var record = record(.deliver, destination: port, msgid: message.msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
+        if let call { record.note(call) }
         record.describe(message.components, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = message.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0

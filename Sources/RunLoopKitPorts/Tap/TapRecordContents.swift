@@ -52,3 +52,15 @@ extension rlk_tap_record {
         withUnsafeMutableBytes(of: &head) { $0.baseAddress!.copyMemory(from: base, byteCount: count) }
     }
 }
+
+extension rlk_tap_record {
+    /// Marks the record as a distributed actor's call, reply or
+    /// cancellation (docs/tap-format.md, "Actor calls").
+    mutating func note(_ call: rlk_tap_call) {
+        self.call = call.call
+        actor = call.actor
+        method = call.method
+        call_role = call.role
+        outcome = call.outcome
+    }
+}

@@ -90,13 +90,35 @@ struct PortTapDecoderTests {
         #expect(entries.filter { $0.kind == 1 }.count == 2)
     }
 
+    @Test("S-TAP-1: a version-3 batch's records of 104 bytes say what an actor's message is to its call: the call sent and its reply delivered, with the call's id, the actor, the method (a label) and the reply's outcome; a message with role 0 is no actor's")
+    func actorCallRecords() throws {
+        var decoder = PortTapDecoder()
+        let batch = try decoder.decode(try Self.batches("tap-v3-actor-call")[0])
+        #expect(batch.events.count == 3)
+        let call = batch.events[0], reply = batch.events[1], plain = batch.events[2]
+        #expect(call.kind == .send && call.msgid == 0x5241_0001 && call.source == "reply")
+        #expect(call.actorCall == PortTapEvent.ActorCall(role: .call, id: 17, actor: 3, method: "Greeter.greet(name:)"))
+        #expect(reply.kind == .deliver && reply.destination == "reply")
+        #expect(reply.actorCall == PortTapEvent.ActorCall(role: .reply, id: 17, actor: 3, method: "Greeter.greet(name:)", outcome: .value))
+        #expect(plain.actorCall == nil && plain.head == Array("hello".utf8))
+        // Versions 1 and 2 have no such fields: their records are 80 bytes.
+        var old = PortTapDecoder()
+        #expect(try old.decode(try Self.batches("tap-v2-peer")[0]).events.allSatisfy { $0.actorCall == nil })
+        // A recording keeps it.
+        let line = try JSONEncoder().encode(reply)
+        #expect(try JSONDecoder().decode(PortTapEvent.self, from: line) == reply)
+        #expect(String(decoding: line, as: UTF8.self).contains(#""actor_call":{"#))
+    }
+
     @Test("S-TAP-1: every malformed batch is refused with its own typed error, and a refused batch's names are not kept")
     func malformedBatchesAreRefused() throws {
         let expected: [(String, PortTapFormatError)] = [
             ("tap-frame-count", .frameCount(1)),
             ("tap-short-header", .shortHeader(40)),
             ("tap-bad-magic", .badMagic),
-            ("tap-unsupported-version", .unsupportedVersion(3)),
+            ("tap-unsupported-version", .unsupportedVersion(4)),
+            ("tap-v3-short-record", .badRecordSize(80)),
+            ("tap-bad-actor-call", .badActorCall(role: 9, outcome: 0)),
             ("tap-v1-peer", .badName(offset: 0)),
             ("tap-bad-header-size", .badHeaderSize(200)),
             ("tap-bad-record-size", .badRecordSize(40)),
