@@ -62,10 +62,11 @@ let package = Package(
         .target(name: "RunLoopKitTesting", dependencies: ["RunLoopKitCore"]),
         // A test target per module, and one for portsniff; the helpers they
         // share (threads and programs made for a test, probes of /proc, the
-        // files a test leaves) are a target of their own.
+        // files a test leaves, hosts made of network namespaces and the
+        // keys of the processes on them) are a target of their own.
         .target(
             name: "RunLoopKitTestSupport",
-            dependencies: ["RunLoopKit", "RunLoopKitTesting", "CLinuxSupport"],
+            dependencies: ["RunLoopKit", "RunLoopKitPorts", "RunLoopKitTesting", "CLinuxSupport", "ZeroMQ", "NetworkPeerSupport"],
             path: "Tests/RunLoopKitTestSupport"
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
@@ -89,11 +90,14 @@ let package = Package(
         ),
         // One RunLoopKit process at one end of a tcp test: run by the
         // network tests on loopback and inside network-namespace hosts.
-        .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts"], path: "Tests/NetworkPeer"),
+        .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts", "NetworkPeerSupport"], path: "Tests/NetworkPeer"),
         .testTarget(
             name: "RunLoopKitDistributedTests",
             dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "RunLoopKitTestSupport"]
         ),
+        // What rlk-net-peer and the tests that run it share: the lines the
+        // program prints, descriptors as hex.
+        .target(name: "NetworkPeerSupport", path: "Tests/NetworkPeerSupport"),
         .testTarget(
             name: "RunLoopKitTestingTests",
             dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]
