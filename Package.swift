@@ -93,10 +93,21 @@ let package = Package(
         .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts", "NetworkPeerSupport"], path: "Tests/NetworkPeer"),
         .testTarget(
             name: "RunLoopKitDistributedTests",
-            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "RunLoopKitTestSupport"]
+            dependencies: [
+                "RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "RunLoopKitTestSupport",
+                "rlk-actor-peer",
+            ]
         ),
-        // What rlk-net-peer and the tests that run it share: the lines the
-        // program prints, descriptors as hex.
+        // A process serving or calling a distributed actor over tcp: run by
+        // the distributed tests inside network-namespace hosts (or on
+        // loopback where they cannot be made).
+        .executableTarget(
+            name: "rlk-actor-peer",
+            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "NetworkPeerSupport"],
+            path: "Tests/ActorPeer"
+        ),
+        // What rlk-net-peer, rlk-actor-peer and the tests that run them
+        // share: the lines the programs print, descriptors as hex.
         .target(name: "NetworkPeerSupport", path: "Tests/NetworkPeerSupport"),
         .testTarget(
             name: "RunLoopKitTestingTests",
