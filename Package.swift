@@ -65,10 +65,11 @@ let package = Package(
         .target(name: "RunLoopKitTesting", dependencies: ["RunLoopKitCore"]),
         // A test target per module, and one for portsniff; the helpers they
         // share (threads and programs made for a test, probes of /proc, the
-        // files a test leaves) are a target of their own.
+        // files a test leaves, hosts made of network namespaces and the
+        // keys of the processes on them) are a target of their own.
         .target(
             name: "RunLoopKitTestSupport",
-            dependencies: ["RunLoopKit", "RunLoopKitTesting", "CLinuxSupport"],
+            dependencies: ["RunLoopKit", "RunLoopKitPorts", "RunLoopKitTesting", "CLinuxSupport", "ZeroMQ", "NetworkPeerSupport"],
             path: "Tests/RunLoopKitTestSupport"
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
@@ -92,11 +93,25 @@ let package = Package(
         ),
         // One RunLoopKit process at one end of a tcp test: run by the
         // network tests on loopback and inside network-namespace hosts.
-        .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts"], path: "Tests/NetworkPeer"),
+        .executableTarget(name: "rlk-net-peer", dependencies: ["RunLoopKit", "RunLoopKitPorts", "NetworkPeerSupport"], path: "Tests/NetworkPeer"),
         .testTarget(
             name: "RunLoopKitDistributedTests",
-            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "RunLoopKitTestSupport"]
+            dependencies: [
+                "RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "RunLoopKitTestSupport",
+                "rlk-actor-peer",
+            ]
         ),
+        // A process serving or calling a distributed actor over tcp: run by
+        // the distributed tests inside network-namespace hosts (or on
+        // loopback where they cannot be made).
+        .executableTarget(
+            name: "rlk-actor-peer",
+            dependencies: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitDistributed", "RunLoopKitPorts", "NetworkPeerSupport"],
+            path: "Tests/ActorPeer"
+        ),
+        // What rlk-net-peer, rlk-actor-peer and the tests that run them
+        // share: the lines the programs print, descriptors as hex.
+        .target(name: "NetworkPeerSupport", path: "Tests/NetworkPeerSupport"),
         .testTarget(
             name: "RunLoopKitTestingTests",
             dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]

@@ -17,7 +17,7 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
     { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y chromium; } >&2
 fi
 
-# The tests across machines make hosts of network namespaces (TCPHostsTests):
+# The tests across machines make hosts of network namespaces (TCPHostsTests, PortActorSystemHostsTests):
 # iproute2 (ip netns, veth, bridge) and util-linux (unshare). Installed when
 # missing and we are root; without root they run over loopback and say so.
 if [ "$(id -u)" -eq 0 ] && { ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; }; then

@@ -36,25 +36,9 @@
 //       an error "ERROR <case> <text>" and exit status 1.
 import Dispatch
 import Glibc
+import NetworkPeerSupport
 import RunLoopKit
 import RunLoopKitPorts
-
-func say(_ line: String) {
-    let bytes = Array((line + "\n").utf8)
-    _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-}
-
-func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
-func bytes(fromHex text: String) -> [UInt8] {
-    var result: [UInt8] = []
-    var index = text.startIndex
-    while index < text.endIndex, let next = text.index(index, offsetBy: 2, limitedBy: text.endIndex) {
-        result.append(UInt8(text[index..<next], radix: 16) ?? 0)
-        index = next
-    }
-    return result
-}
 
 func fail(_ error: Error) -> Never {
     let name = (error as? PortError)?.caseName ?? "other"
@@ -63,11 +47,8 @@ func fail(_ error: Error) -> Never {
 }
 
 func serve(bind: String, port tcpPort: UInt16, plain: Bool, name: String?) throws {
-    // SIGTERM ends the serving, read by sigtimedwait below.
-    var signals = sigset_t()
-    sigemptyset(&signals)
-    sigaddset(&signals, SIGTERM)
-    pthread_sigmask(SIG_BLOCK, &signals, nil)
+    // SIGTERM ends the serving (awaitTermination below).
+    blockTermination()
     let thread = LoopThread(name: "peer")
     try thread.start()
     let port = try Port(transport: .tcp(.listening(on: bind, port: tcpPort, security: plain ? .plainText : .curve)))
@@ -95,8 +76,7 @@ func serve(bind: String, port tcpPort: UInt16, plain: Bool, name: String?) throw
     if let name { try PortNameServer.register(port, name: name) }
     say("PORT \(hex(port.descriptor))")
     say("PID \(getpid())")
-    var limit = timespec(tv_sec: 120, tv_nsec: 0)
-    _ = sigtimedwait(&signals, nil, &limit)
+    awaitTermination()
     port.invalidate()
     thread.stop()
 }
@@ -144,9 +124,6 @@ func pass(descriptor: String, other: String) throws {
 /// little-endian), until one waits 0.2 s for room; with `stay`, then waits
 /// for SIGTERM, so that what it accepted is all written before it exits.
 func flood(descriptor: String, size: Int, stay: Bool) throws {
-    var signals = sigset_t()
-    sigemptyset(&signals)
-    sigaddset(&signals, SIGTERM)
     let remote = try Port.fromDescriptor(bytes(fromHex: descriptor))
     _ = try remote.sendRequest(msgid: 1, sendTimeout: 10, receiveTimeout: 10)
     say("CONNECTED")
@@ -163,8 +140,7 @@ func flood(descriptor: String, size: Int, stay: Bool) throws {
     }
     say("FULL \(sent)")
     guard stay else { return }
-    var limit = timespec(tv_sec: 120, tv_nsec: 0)
-    _ = sigtimedwait(&signals, nil, &limit)
+    awaitTermination()
 }
 
 /// Sends `count` 64-byte blocks, each starting with its index, as fast as
@@ -221,13 +197,8 @@ do {
     case "flood" where arguments.count >= 3:
         let size = arguments.count >= 4 ? Int(arguments[3]) ?? (64 << 10) : 64 << 10
         let stay = arguments.count >= 5 && arguments[4] == "stay"
-        if stay {
-            // Blocked before any thread starts, so that every thread leaves SIGTERM to sigtimedwait.
-            var signals = sigset_t()
-            sigemptyset(&signals)
-            sigaddset(&signals, SIGTERM)
-            pthread_sigmask(SIG_BLOCK, &signals, nil)
-        }
+        // Blocked before any thread starts, so that every thread leaves SIGTERM to awaitTermination.
+        if stay { blockTermination() }
         try onWorker { try flood(descriptor: arguments[2], size: size, stay: stay) }
     case "burst" where arguments.count >= 4:
         try onWorker { try burst(descriptor: arguments[2], count: Int(arguments[3]) ?? 1) }

@@ -16,45 +16,13 @@ import Testing
 @Suite("Ports between hosts made of network namespaces (S-NET-1, S-NET-3, S-NET-4, S-NET-5)", .serialized)
 struct TCPHostsTests {
     /// Three hosts, or loopback where namespaces cannot be made.
-    final class Hosts: Sendable {
-        let namespaces: NamespaceHosts?
-
-        init() throws {
-            _ = NetworkKeysFixture.shared
-            if NamespaceHosts.available {
-                namespaces = try NamespaceHosts(count: 3)
-            } else if NamespaceHosts.required {
-                throw TestFailure("RUNLOOPKIT_REQUIRE_NETNS=1, but namespace hosts cannot be made here (root, /usr/sbin/ip and /usr/bin/unshare are needed)")
-            } else {
-                print("namespace hosts cannot be made here (not root, or no iproute2/unshare): these tests run over loopback")
-                namespaces = nil
-            }
-        }
-
-        func address(_ host: Int) -> String { namespaces?.addresses[host] ?? "127.0.0.1" }
-        func launcher(_ host: Int) -> [String] { namespaces?.launcher(host) ?? [] }
-
-        func serve(_ host: Int, port: UInt16 = 0, name: String? = nil) throws -> NetworkPeerProcess {
-            try NetworkPeerProcess.serve(child: host, bind: address(host), port: port, name: name, launcher: launcher(host))
-        }
-
-        /// Runs `rlk-net-peer` in `host` with `arguments`, after checking
-        /// that every descriptor among them names an address of these hosts.
-        func run(
-            _ host: Int, _ arguments: [String], descriptors: [[UInt8]], environment: [String: String] = [:]
-        ) throws -> NetworkPeerProcess {
-            for descriptor in descriptors { try namespaces?.checkMade(descriptor) }
-            return try NetworkPeerProcess.start(arguments, child: host, launcher: launcher(host), environment: environment)
-        }
-
-        func remove() { namespaces?.remove() }
-    }
+    static func hosts() throws -> NetworkHosts { try NetworkHosts(count: 3) }
 
     static let hex = NetworkPeerProcess.hex
 
     @Test("S-NET-1: between hosts, data, a port component and a reply port go both ways: host A's request is answered, and host B's send to A's port arrives")
     func messagesBothWays() throws {
-        let hosts = try Hosts()
+        let hosts = try Self.hosts()
         defer { hosts.remove() }
         let b = try hosts.serve(1)
         defer { b.stop() }
@@ -68,7 +36,7 @@ struct TCPHostsTests {
 
     @Test("S-NET-1: a send right passed from host A to host B reaches host C's port: B sends to the original")
     func rightPassedFromAThroughBToC() throws {
-        let hosts = try Hosts()
+        let hosts = try Self.hosts()
         defer { hosts.remove() }
         let b = try hosts.serve(1)
         defer { b.stop() }
@@ -82,7 +50,7 @@ struct TCPHostsTests {
 
     @Test("S-NET-4: between hosts, host A looks up a name host B's process registered, at B's endpoint with B's public key, and its request on the send right it gets is answered")
     func nameLookedUpOnAnotherHost() throws {
-        let hosts = try Hosts()
+        let hosts = try Self.hosts()
         defer { hosts.remove() }
         let b = try hosts.serve(1, name: "jobs")
         defer { b.stop() }
@@ -98,7 +66,7 @@ struct TCPHostsTests {
 
     @Test("S-NET-3: a link taken down while both processes live (a partition): heartbeats find the peer dead within their bound, and the waiting request fails with connectionLost")
     func partitionIsFoundByHeartbeats() throws {
-        let hosts = try Hosts()
+        let hosts = try Self.hosts()
         defer { hosts.remove() }
         let b = try hosts.serve(1)
         defer {
@@ -126,7 +94,7 @@ struct TCPHostsTests {
 
     @Test("S-NET-3: a process SIGKILLed on its host: the waiting request on another host fails with connectionLost, at once (its kernel closed the connection)")
     func killedProcess() throws {
-        let hosts = try Hosts()
+        let hosts = try Self.hosts()
         defer { hosts.remove() }
         let b = try hosts.serve(1)
         defer { b.stop() }
@@ -145,7 +113,7 @@ struct TCPHostsTests {
 
     @Test("S-NET-1, S-NET-5: a process restarted at the same address on its host: the other host's old send right fails, and nothing sent through it reaches the new process")
     func restartedProcessGetsNothingOld() throws {
-        let hosts = try Hosts()
+        let hosts = try Self.hosts()
         defer { hosts.remove() }
         let port: UInt16 = 7400 + UInt16(getpid() % 500)
         let first = try hosts.serve(1, port: port)

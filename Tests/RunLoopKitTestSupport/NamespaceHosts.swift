@@ -5,17 +5,50 @@
 // (`unshare --pid --fork --mount-proc`) and its own configuration and
 // runtime directories. Everything is removed by `remove()`, which every
 // test calls in a `defer`, also on failure; hosts a crashed run left
-// behind are removed by the next run.
+// behind are removed by the next run. Shared by the tests of every target
+// that runs processes on hosts (the ports' network tests, the distributed
+// actors'): `NetworkHosts` is what a test makes.
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitPorts
-@_spi(RunLoopKitInternals) import RunLoopKitTestSupport
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
-final class NamespaceHosts: Sendable {
-    /// What the namespaces are called: `rlkt<run>-<role>`.
+/// Hosts made of network namespaces where they can be made (root, iproute2,
+/// unshare), else loopback, which a test says it ran on; with
+/// RUNLOOPKIT_REQUIRE_NETNS=1 (CI) making them fails instead.
+package final class NetworkHosts: Sendable {
+    package let namespaces: NamespaceHosts?
+
+    /// `count` hosts, or loopback where namespaces cannot be made.
+    package init(count: Int) throws {
+        _ = NetworkKeysFixture.shared
+        if NamespaceHosts.available {
+            namespaces = try NamespaceHosts(count: count)
+        } else if NamespaceHosts.required {
+            throw TestFailure("RUNLOOPKIT_REQUIRE_NETNS=1, but namespace hosts cannot be made here (root, /usr/sbin/ip and /usr/bin/unshare are needed)")
+        } else {
+            print("namespace hosts cannot be made here (not root, or no iproute2/unshare): these tests run over loopback")
+            namespaces = nil
+        }
+    }
+
+    /// Host `host`'s address (127.0.0.1 on loopback).
+    package func address(_ host: Int) -> String { namespaces?.addresses[host] ?? "127.0.0.1" }
+
+    /// What runs a program inside host `host` (nothing on loopback).
+    package func launcher(_ host: Int) -> [String] { namespaces?.launcher(host) ?? [] }
+
+    /// Removes the hosts (every namespace, link and bridge).
+    package func remove() { namespaces?.remove() }
+}
+
+package final class NamespaceHosts: Sendable {
+    /// What the namespaces are called: `rlkt<run>-<role>`, the run being
+    /// the test process's pid and how many hosts it made before (suites
+    /// of several targets make hosts at the same time).
     static let prefix = "rlkt"
+    private static let made = Locked(0)
     let run: String
-    let addresses: [String]
+    package let addresses: [String]
     let switchNamespace: String
 
     var namespaces: [String] { addresses.indices.map { hostNamespace($0) } }
@@ -23,18 +56,22 @@ final class NamespaceHosts: Sendable {
     func hostNamespace(_ index: Int) -> String { "\(Self.prefix)\(run)-h\(index)" }
 
     /// Whether namespace hosts can be made here (root, iproute2, unshare).
-    static var available: Bool {
+    package static var available: Bool {
         getuid() == 0 && access("/usr/sbin/ip", X_OK) == 0 && access("/usr/bin/unshare", X_OK) == 0
     }
 
     /// Whether a test must not fall back to loopback (CI sets it).
-    static var required: Bool { getenv("RUNLOOPKIT_REQUIRE_NETNS").map { String(cString: $0) == "1" } ?? false }
+    package static var required: Bool { getenv("RUNLOOPKIT_REQUIRE_NETNS").map { String(cString: $0) == "1" } ?? false }
 
     /// Makes `count` hosts at 10.x.y.1 … count on one bridge.
-    init(count: Int) throws {
+    package init(count: Int) throws {
         Self.removeLeftovers()
         let pid = getpid()
-        run = String(pid % 100_000)
+        let number = Self.made.withLock { made in
+            defer { made += 1 }
+            return made
+        }
+        run = "\(pid % 100_000).\(number)"
         let subnet = "10.\(201 + Int(pid % 50)).\(Int(pid / 50) % 250)"
         addresses = (0..<count).map { "\(subnet).\($0 + 1)" }
         switchNamespace = "\(Self.prefix)\(run)-sw"
@@ -57,46 +94,36 @@ final class NamespaceHosts: Sendable {
         }
     }
 
-    /// What runs `rlk-net-peer` inside host `index`: its network namespace,
+    /// What runs a program inside host `index`: its network namespace,
     /// then pid and mount namespaces of its own (its own /proc), killed
     /// with `unshare` (`--kill-child`).
-    func launcher(_ index: Int) -> [String] {
+    package func launcher(_ index: Int) -> [String] {
         ["/usr/sbin/ip", "netns", "exec", hostNamespace(index), "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
     }
 
     /// Takes host `index`'s link down (a partition: both ends live on) or up.
-    func setLink(_ index: Int, up: Bool) throws {
+    package func setLink(_ index: Int, up: Bool) throws {
         try Self.ip(["-n", switchNamespace, "link", "set", "port\(index)", up ? "up" : "down"])
     }
 
-    /// Checks that a descriptor's endpoint is an address these hosts have,
-    /// before anything is sent to it: traffic never goes anywhere else.
-    func checkMade(_ descriptor: [UInt8]) throws {
-        let address = try descriptor.withUnsafeBytes { try WireFormat.decodeDescriptor($0) }
-        guard let listener = address.tcpEndpoint?.listener, let host = TCPTransport.hostAndPort(listener)?.host,
-              addresses.contains(host) else {
-            throw TestFailure("a descriptor names \(address), not an address of these hosts \(addresses)")
-        }
-    }
-
     /// Removes every namespace (their links and the bridge go with them).
-    func remove() {
-        for namespace in namespaces + [switchNamespace] { try? Self.ip(["netns", "delete", namespace]) }
+    package func remove() {
+        for namespace in namespaces + [switchNamespace] { _ = try? Self.ip(["netns", "delete", namespace]) }
     }
 
     /// Namespaces of runs whose test process is gone.
-    static func removeLeftovers() {
+    package static func removeLeftovers() {
         for name in PortProcess.directoryEntries("/run/netns") where name.hasPrefix(prefix) {
             let digits = name.dropFirst(prefix.count).prefix { $0.isNumber }
             guard let runPID = Int32(digits) else { continue }
             if runPID != getpid() % 100_000 && !PortProcess.directoryEntries("/proc").contains(String(runPID)) {
-                try? ip(["netns", "delete", name])
+                _ = try? ip(["netns", "delete", name])
             }
         }
     }
 
     @discardableResult
-    static func ip(_ arguments: [String]) throws -> String {
+    package static func ip(_ arguments: [String]) throws -> String {
         let directory = NetworkKeysFixture.shared.directory
         let program = try SpawnedProgram(path: "/usr/sbin/ip", arguments, in: directory)
         let status = program.waitForExit(timeout: 30)
