@@ -37,6 +37,10 @@ enum ChildRoles {
         case "rlk-peer" where rest.count == 1 || rest.count == 3:
             let tcp = rest.count == 3 ? RLKPeerChild.TCPPorts(security: rest[1] == "plain" ? .plainText : .curve, count: Int(rest[2]) ?? 1) : nil
             return RLKPeerChild.serve(name: rest[0], tcp: tcp)
+        case "dist-peer" where rest.count == 1:
+            return DistributedPeerChild.serve(name: rest[0])
+        case "grpc-peer" where rest.count == 1:
+            return GRPCPeerChild.serve(path: rest[0])
         case "measure":
             return MeasureChild.run(rest)
         case "memory" where rest.count == 2:

@@ -33,6 +33,16 @@ struct RunConfig: Sendable {
     var roundTripIterations: Int { quick ? 2_000 : 4_000 }
     /// Round trips dropped at the start of each repetition.
     var roundTripWarmup: Int { 200 }
+    /// Distributed calls (and their gRPC peer): repetitions, and calls timed
+    /// per repetition. Fewer than the port round trips in a quick run: a
+    /// call to another process costs a few port round trips, and the two
+    /// rows have a minute of a quick run's time between them.
+    var distributedCallRepetitions: Int { quick ? 3 : 5 }
+    var distributedCallIterations: Int { quick ? 500 : 2_000 }
+    /// Calls dropped at the start of each repetition: fewer than a port
+    /// round trip's 200, a gRPC call costing a millisecond here; the
+    /// warm-up repetition before them is dropped whole.
+    var distributedCallWarmup: Int { 50 }
     /// Foundation's SocketPort is slow; fewer round trips for it and ours beside it.
     var socketPortIterations: Int { quick ? 400 : 2_000 }
 
@@ -111,8 +121,10 @@ let allScenarios: [any Scenario] = [
     ThroughputInproc(),
     FanInInproc(),
     RequestRoundTripInproc(),
+    DistributedCallThreads(),
     RoundTripIPC(),
     ThroughputIPC(),
+    DistributedCallProcesses(),
     RoundTripTCP(),
     ThroughputTCP(),
     PerformRoundTrip(),

@@ -83,6 +83,28 @@ final class ChildProcess {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The next line the child writes to stdout (without its newline),
+    /// waiting up to `seconds`: how a child says it is ready. Reads a byte
+    /// at a time, so that nothing after the line is taken from the pipe.
+    func readLine(within seconds: Double) throws -> String {
+        guard output >= 0 else { throw BenchError("the \(role) child's output is not captured") }
+        let deadline = monotonicNanoseconds() + UInt64(seconds * 1e9)
+        var bytes: [UInt8] = []
+        while true {
+            let now = monotonicNanoseconds()
+            guard now < deadline else { throw BenchError("the \(role) child wrote no line within \(seconds) s") }
+            var descriptor = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32((deadline - now) / 1_000_000 + 1))
+            if ready <= 0 { continue }
+            var byte: UInt8 = 0
+            let count = read(output, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { throw BenchError("the \(role) child closed its output before a line (it exited?)") }
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+    }
+
     /// Waits up to `seconds` for the child to exit, then kills it; always
     /// reaps it. Returns a description of how it ended.
     @discardableResult

@@ -96,6 +96,18 @@ struct Placement: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Pins every thread of this process named `name` (as the kernel keeps
+    /// it: 15 bytes at most) to `cpu`: for threads no handle reaches, such
+    /// as a PortActorSystem's own LoopThread. Returns how many it pinned.
+    @discardableResult
+    static func pinThreads(named name: String, to cpu: Int32) -> Int {
+        guard cpu >= 0 else { return 0 }
+        let kept = String(decoding: name.utf8.prefix(15), as: UTF8.self)
+        let matching = threadAffinities().keys.filter { threadName($0) == kept }
+        for tid in matching { pin(tid, to: cpu) }
+        return matching.count
+    }
+
     /// Thread `tid`'s name (its `comm`), "" if it is gone.
     private static func threadName(_ tid: Int32) -> String {
         guard let file = fopen("/proc/self/task/\(tid)/comm", "r") else { return "" }
