@@ -22,6 +22,9 @@
 #   --request X     per Port.sendRequest round trip (default 3: libzmq's two,
 #                   and the closure that stops the private run if the
 #                   destination dies)
+#   --typed X       per typed sendRequest(_:as:) round trip, an id and 64 B
+#                   (default 56: the untyped request's 3, and the coder's
+#                   value trees, keys and Data at each end, encode and decode)
 #
 # Each count runs `rlk-bench --workload <name> <count>` twice, at n and 2n,
 # and takes (A(2n) - A(n)) / n, so that start-up and set-up cancel:
@@ -36,6 +39,7 @@
 #   delivery   one-way minus send
 #   round trip roundtrip: ping-pong between two LoopThreads (n = 5,000 and 10,000)
 #   request    request: sendRequest from a thread to a LoopThread's port
+#   typed      request-typed: the same with a typed request and reply
 # SEND_N, ONEWAY_N and ROUNDTRIP_N set n for each (800, 10000, 5000).
 # Raw libzmq's own count is shown beside one-way (PUSH/PULL) and the round
 # trip (PAIR): libzmq copies a message over 33 bytes into one malloc'd
@@ -47,12 +51,14 @@ limit_send=1
 limit_delivery=0
 limit_roundtrip=2
 limit_request=3
+limit_typed=56
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --send) limit_send="$2"; shift 2 ;;
         --delivery) limit_delivery="$2"; shift 2 ;;
         --roundtrip) limit_roundtrip="$2"; shift 2 ;;
         --request) limit_request="$2"; shift 2 ;;
+        --typed) limit_typed="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -84,7 +90,7 @@ per() {
     per_message "$a" "$b" "$2" $((2 * $2)) 2
 }
 
-echo "memcheck: send path, one-way, round trip, request; raw libzmq beside…" >&2
+echo "memcheck: send path, one-way, round trip, request, typed request; raw libzmq beside…" >&2
 send="$(per send-only "$SEND_N")"
 oneway="$(per oneway "$ONEWAY_N")"
 oneway_raw="$(per oneway-raw "$ONEWAY_N")"
@@ -92,6 +98,7 @@ roundtrip="$(per roundtrip "$ROUNDTRIP_N")"
 roundtrip_raw="$(per roundtrip-raw "$ROUNDTRIP_N")"
 request="$(per request "$ROUNDTRIP_N")"
 request_raw="$(per request-raw "$ROUNDTRIP_N")"
+typed="$(per request-typed "$ROUNDTRIP_N")"
 delivery="$(awk -v a="$oneway" -v b="$send" 'BEGIN { printf "%.2f", a - b }')"
 
 status=0
@@ -121,6 +128,7 @@ row "delivery" "allocs/message" "$delivery" "-" "$limit_delivery"
 row "one-way, send+deliver" "allocs/message" "$oneway" "$oneway_raw" "-"
 row "round trip" "allocs/round trip" "$roundtrip" "$roundtrip_raw" "$limit_roundtrip"
 row "sendRequest" "allocs/round trip" "$request" "$request_raw" "$limit_request"
+row "typed sendRequest" "allocs/round trip" "$typed" "-" "$limit_typed"
 echo "raw libzmq: PUSH/PULL beside one-way, PAIR beside the round trip, REQ/REP beside sendRequest"
 if [[ $status -ne 0 ]]; then
     echo "allocations grew past a limit (OVER above)" >&2
