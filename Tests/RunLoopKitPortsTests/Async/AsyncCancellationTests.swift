@@ -47,28 +47,44 @@ struct AsyncCancellationTests {
     func cancelledWhileWaiting() async throws {
         let server = try SilentServer("cx-wait")
         defer { server.stop() }
-        let request = Task { try await server.port.request(msgid: 7, timeout: .seconds(300)) }
-        // Cancel once the server has the request (and so the reply port).
-        let limit = MonotonicClock.instant(secondsFromNow: 30)
-        while server.heard.value == 0 && MonotonicClock.now() < limit { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(Self.handlerCount(server.port) == 1)
-        let cancelledAt = MonotonicClock.now()
-        request.cancel()
-        do {
-            _ = try await request.value
-            Issue.record("the cancelled request returned a reply")
-        } catch is CancellationError {
-            // As Task.sleep: the catch a Swift user writes.
-        } catch {
-            Issue.record("expected CancellationError, got \(error)")
+        // The request, the wait for the server to hear it and the
+        // cancellation all run on a LoopThread: in a loaded sanitizer run
+        // other suites' exit tests hold the cooperative pool for minutes,
+        // and a request started there may not even be sent within a bound.
+        let (registered, outcome, secondsToEnd) = try await Self.onDriver("cx-wait-driver") { driver in
+            let request = Task(executorPreference: driver) { try await server.port.request(msgid: 7, timeout: .seconds(300)) }
+            // Cancel once the server has the request (and so the reply
+            // port); the bound is a safety net, not a timing.
+            let limit = MonotonicClock.instant(secondsFromNow: 120)
+            while server.heard.value == 0 && MonotonicClock.now() < limit { try? await Task.sleep(for: .milliseconds(1)) }
+            let registered = Self.handlerCount(server.port)
+            let cancelledAt = MonotonicClock.now()
+            request.cancel()
+            let outcome = await request.result
+            return (registered, outcome, MonotonicClock.seconds(MonotonicClock.now() - cancelledAt))
+        }
+        #expect(registered == 1, "the waiting request registered \(registered) invalidation handler(s)")
+        switch outcome {
+        case .success: Issue.record("the cancelled request returned a reply")
+        case let .failure(error): #expect(error is CancellationError, "expected CancellationError, got \(error)")
         }
         // Not a timing test: 300 s was the request's own limit.
-        #expect(MonotonicClock.seconds(MonotonicClock.now() - cancelledAt) < 60)
+        #expect(secondsToEnd < 60)
         #expect(Self.handlerCount(server.port) == 0, "the request's invalidation handler stayed registered")
         let reply = try #require(server.replyPorts.value.first)
         // The reply port is gone: the late reply cannot be delivered.
         let late = portErrorThrown { try reply.send(PortMessage(msgid: 8), before: portDeadline()) }
         #expect(late != nil)
+    }
+
+    /// Runs `body` in a task on a LoopThread of its own, stopped after.
+    static func onDriver<T: Sendable>(
+        _ name: String, _ body: @escaping @Sendable (LoopThread) async throws -> T
+    ) async throws -> T {
+        let driver = LoopThread(name: name)
+        try driver.start()
+        defer { driver.stop() }
+        return try await Task(executorPreference: driver) { try await body(driver) }.value
     }
 
     @Test("S-ASYNC-1: a request whose task is cancelled before the call sends nothing and throws CancellationError")
@@ -142,7 +158,12 @@ struct AsyncCancellationTests {
         defer { port.invalidate() }
         let stream = try port.messages()
         let got = Locked<[UInt32]>([])
-        let consumer = Task {
+        // The consumer and the wait for it on a LoopThread: in a loaded
+        // sanitizer run the cooperative pool can be held for minutes.
+        let driver = LoopThread(name: "cx-stream-driver")
+        try driver.start()
+        defer { driver.stop() }
+        let consumer = Task(executorPreference: driver) {
             var count = 0
             for await message in stream {
                 count += 1
@@ -151,10 +172,10 @@ struct AsyncCancellationTests {
             return count
         }
         try port.send(PortMessage(msgid: 1), before: portDeadline())
-        // Waited for without holding a thread of the cooperative pool, which
-        // the consumer needs.
-        let limit = MonotonicClock.instant(secondsFromNow: 60)
-        while got.value.isEmpty && MonotonicClock.now() < limit { try await Task.sleep(for: .milliseconds(1)) }
+        try await Task(executorPreference: driver) {
+            let limit = MonotonicClock.instant(secondsFromNow: 120)
+            while got.value.isEmpty && MonotonicClock.now() < limit { try await Task.sleep(for: .milliseconds(1)) }
+        }.value
         #expect(got.value == [1])
         consumer.cancel()
         #expect(await consumer.value == 1, "the iteration did not end when its task was cancelled")
@@ -166,10 +187,10 @@ struct AsyncCancellationTests {
         let later = Locked<[UInt32]>([])
         port.setMessageHandler { message in later.withLock { $0.append(message.msgid) } }
         try port.schedule(in: loop, forMode: .default)
-        // A bound of its own: the first wait's may be spent already when the
-        // cooperative pool is slow to run this task (a loaded sanitizer run).
-        let laterLimit = MonotonicClock.instant(secondsFromNow: 60)
-        while later.value.count < 3 && MonotonicClock.now() < laterLimit { try await Task.sleep(for: .milliseconds(1)) }
+        try await Task(executorPreference: driver) {
+            let limit = MonotonicClock.instant(secondsFromNow: 120)
+            while later.value.count < 3 && MonotonicClock.now() < limit { try await Task.sleep(for: .milliseconds(1)) }
+        }.value
         #expect(later.value == [2, 3, 4])
     }
 }
