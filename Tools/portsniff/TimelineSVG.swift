@@ -141,7 +141,9 @@ struct TimelineSVG {
                     if let latency = event.latency {
                         // Beside the arrow's middle, or a little above or below; left out if all are taken.
                         let text = LiveView.duration(latency)
-                        let labelX = (from.x + at) / 2 + 4, labelY = (from.y + middle) / 2 + 3
+                        // Moved left of the middle where it would run past the picture's right edge.
+                        let labelX = min((from.x + at) / 2 + 4, Self.width - TimelineLabels.width(text, size: 10) - 2)
+                        let labelY = (from.y + middle) / 2 + 3
                         if let y = labels.place(text, x: labelX, spots: [0, -11, 11, -22, 22].map { labelY + $0 }, size: 10) {
                             arrows.append(##"<text class="latency" x="\##(Self.number(labelX))" y="\##(Self.number(y))" font-size="10" fill="#333">\##(Self.escaped(text))</text>"##)
                         }
