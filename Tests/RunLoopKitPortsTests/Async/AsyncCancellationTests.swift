@@ -51,7 +51,7 @@ struct AsyncCancellationTests {
         // cancellation all run on a LoopThread: in a loaded sanitizer run
         // other suites' exit tests hold the cooperative pool for minutes,
         // and a request started there may not even be sent within a bound.
-        let (registered, outcome, secondsToEnd) = try await Self.onDriver("cx-wait-driver") { driver in
+        let (registered, outcome, secondsToEnd) = try await onLoopThread("cx-wait-driver") { driver in
             let request = Task(executorPreference: driver) { try await server.port.request(msgid: 7, timeout: .seconds(300)) }
             // Cancel once the server has the request (and so the reply
             // port); the bound is a safety net, not a timing.
@@ -75,16 +75,6 @@ struct AsyncCancellationTests {
         // The reply port is gone: the late reply cannot be delivered.
         let late = portErrorThrown { try reply.send(PortMessage(msgid: 8), before: portDeadline()) }
         #expect(late != nil)
-    }
-
-    /// Runs `body` in a task on a LoopThread of its own, stopped after.
-    static func onDriver<T: Sendable>(
-        _ name: String, _ body: @escaping @Sendable (LoopThread) async throws -> T
-    ) async throws -> T {
-        let driver = LoopThread(name: name)
-        try driver.start()
-        defer { driver.stop() }
-        return try await Task(executorPreference: driver) { try await body(driver) }.value
     }
 
     @Test("S-ASYNC-1: a request whose task is cancelled before the call sends nothing and throws CancellationError")

@@ -25,25 +25,25 @@ struct TCPPortTests {
         let remote = try peer.sendRight()
         #expect(remote.transport == .tcp(.listening(on: "127.0.0.1", port: TCPTransport.hostAndPort(remote.address.tcpEndpoint!.listener!)!.port, advertising: "127.0.0.1")))
 
-        // Once seen under ThreadSanitizer: the connection broke mid-test. What the peer said, if it happens again.
-        let reply: PortMessage
-        do {
-            reply = try await remote.request(msgid: 1, components: [.data(Data("hello".utf8)), .port(inbox.port)], timeout: .seconds(20))
-        } catch {
-            throw TestFailure("\(error); the peer said: \(peer.program.output) \(peer.program.errorOutput)")
+        // Both requests on a LoopThread: awaited on the cooperative pool,
+        // the second came after the peer's own 120 s limit in a sanitizer
+        // run whose exit tests held the pool for minutes ("connection broke").
+        let (reply, arrived) = try await onLoopThread("tcp-rt-driver") { _ -> (PortMessage, Bool) in
+            let reply: PortMessage
+            do {
+                reply = try await remote.request(msgid: 1, components: [.data(Data("hello".utf8)), .port(inbox.port)], timeout: .seconds(20))
+                // The peer sends to the component it was given: over the same connection.
+                _ = try await remote.request(msgid: 2, components: [.port(inbox.port)], timeout: .seconds(20))
+            } catch {
+                throw TestFailure("\(error); the peer said: \(peer.program.output) \(peer.program.errorOutput)")
+            }
+            return (reply, await inbox.arrival(ofCount: 1))
         }
         #expect(reply.msgid == 1)
         #expect(reply.dataComponents.first == Data("hello".utf8))
         guard case let .port(back)? = reply.components.last else { throw TestFailure("no port component in \(reply)") }
         #expect(back === inbox.port, "S-PORT-3: this process's own port comes back as the same object")
-
-        // The peer sends to the component it was given: over the same connection.
-        do {
-            _ = try await remote.request(msgid: 2, components: [.port(inbox.port)], timeout: .seconds(20))
-        } catch {
-            throw TestFailure("\(error); the peer said: \(peer.program.output) \(peer.program.errorOutput)")
-        }
-        #expect(await inbox.arrival(ofCount: 1))
+        #expect(arrived)
         #expect(inbox.messages.first.map { String(decoding: $0.dataComponents.first ?? Data(), as: UTF8.self) } == "via \(peer.program.pid)")
     }
 
