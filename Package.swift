@@ -72,7 +72,7 @@ let package = Package(
             dependencies: ["RunLoopKit", "RunLoopKitPorts", "RunLoopKitTesting", "CLinuxSupport", "ZeroMQ", "NetworkPeerSupport"],
             path: "Tests/RunLoopKitTestSupport"
         ),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "RunLoopKitTestSupport"]),
         .testTarget(
             name: "RunLoopKitCoreTests",
             dependencies: [

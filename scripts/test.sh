@@ -29,6 +29,7 @@ echo "== Foundation beside RunLoopKit: every clashing name covered by both recip
 ./scripts/foundation-clashes.sh
 swift run --skip-build foundation-interop
 echo "== swift test"
+./scripts/check-test-suites.sh
 source scripts/ensure-test-deps.sh
 # A hung run fails with a list of what was running (scripts/test-watchdog.sh).
 source scripts/test-watchdog.sh

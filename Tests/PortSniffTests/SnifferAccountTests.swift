@@ -7,7 +7,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("portsniff: its socket and its account of the events (S-TAP-1)")
+@Suite("portsniff: its socket and its account of the events (S-TAP-1)", .blocksThreads)
 struct SnifferAccountTests {
     @Test("portsniff's socket file is 0600 while it listens, and removed when it stops (Ctrl-C)",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))

@@ -6,7 +6,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("portsniff: distributed actor calls")
+@Suite("portsniff: distributed actor calls", .blocksThreads)
 struct SnifferActorCallTests {
     static let built = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("distributed")
 

@@ -5,7 +5,7 @@ import Testing
 import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("portsniff live: --stats and --top add up to the summary's account")
+@Suite("portsniff live: --stats and --top add up to the summary's account", .blocksThreads)
 struct SnifferLiveAccountTests {
     /// The summary's line for the one process: owed, received, dropped.
     static func account(_ errorOutput: String) throws -> (owed: Int, received: Int, dropped: Int) {

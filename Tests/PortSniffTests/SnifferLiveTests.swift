@@ -7,7 +7,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("portsniff: live with the demos")
+@Suite("portsniff: live with the demos", .blocksThreads)
 struct SnifferLiveTests {
     @Test("portsniff shows events in time order (a reorder window), so that a DELIVER comes after its SEND and carries the latency: live, pingpong's events in time order; replayed, a recording written out of order comes out sorted",
           .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))

@@ -6,7 +6,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("portsniff: reading recordings")
+@Suite("portsniff: reading recordings", .blocksThreads)
 struct SnifferReadTests {
     @Test("portsniff --help shows `--count <N>`: value names say what an option takes, not the property behind it",
           .enabled(if: SpawnedProgram.isBuilt("portsniff"), "build the programs first: swift build (scripts/test.sh does)"))

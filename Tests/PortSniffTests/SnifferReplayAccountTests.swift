@@ -8,7 +8,7 @@ import Testing
 import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("portsniff --read: every view adds up to the recording's account")
+@Suite("portsniff --read: every view adds up to the recording's account", .blocksThreads)
 struct SnifferReplayAccountTests {
     static let ready = SpawnedProgram.isBuilt("portsniff")
 

@@ -7,7 +7,7 @@ import Testing
 import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("portsniff on a terminal")
+@Suite("portsniff on a terminal", .blocksThreads)
 struct SnifferTerminalTests {
     static let ready = SpawnedProgram.isBuilt("portsniff") && access("/usr/bin/script", X_OK) == 0
 

@@ -9,7 +9,7 @@ import Testing
 import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("portsniff's timeline")
+@Suite("portsniff's timeline", .blocksThreads)
 struct SnifferTimelineTests {
     static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { (path: String) in access(path, X_OK) == 0 }
     static let programsBuilt = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("pingpong")

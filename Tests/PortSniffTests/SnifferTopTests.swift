@@ -9,7 +9,7 @@ import RunLoopKit
 import Testing
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("portsniff's top view")
+@Suite("portsniff's top view", .blocksThreads)
 struct SnifferTopTests {
     static let ready = SpawnedProgram.isBuilt("portsniff") && SpawnedProgram.isBuilt("pingpong")
         && access("/usr/bin/script", X_OK) == 0 && access("/usr/bin/nice", X_OK) == 0

@@ -11,7 +11,7 @@ import RunLoopKitDistributed
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Distributed actor calls in the port tap (issue 43)")
+@Suite("Distributed actor calls in the port tap (issue 43)", .blocksThreads)
 struct ActorCallTapTests {
     @Test("S-TAP-1: a call, its reply and a cancellation are tap events naming the method, the call and the actor, at both ends: the call's delivery before its reply's send, a reply with its outcome (value, remoteError), a cancelled call's cancellation")
     func callsAndRepliesNameTheirMethod() async {

@@ -15,7 +15,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Distributed actors between hosts made of network namespaces (issue 43; S-NET-1, S-NET-3, S-NET-4)", .serialized)
+@Suite("Distributed actors between hosts made of network namespaces (issue 43; S-NET-1, S-NET-3, S-NET-4)", .serialized, .blocksThreads)
 struct PortActorSystemHostsTests {
     /// What a run of the two hosts' programs printed, read by the test.
     struct Run: Sendable {

@@ -105,7 +105,7 @@ final class TwoSystems: Sendable {
     }
 }
 
-@Suite("Distributed actors over ports (issue 43)")
+@Suite("Distributed actors over ports (issue 43)", .blocksThreads)
 struct PortActorSystemTests {
     @Test("a call through another system's ports runs on the actor's named LoopThread, as a local call does")
     func pinnedToItsThread() async throws {

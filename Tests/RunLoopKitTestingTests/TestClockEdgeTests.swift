@@ -6,7 +6,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Test clock edge cases (S-TMR-7)")
+@Suite("Test clock edge cases (S-TMR-7)", .blocksThreads)
 struct TestClockEdgeTests {
     @Test("S-TMR-7: a timer already due when a test-clock loop would sleep fires without waiting for an advance; a passed deadline returns")
     func dueTimerDoesNotWaitForAnAdvance() throws {

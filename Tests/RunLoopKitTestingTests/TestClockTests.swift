@@ -6,7 +6,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Test clock (S-TMR-7)")
+@Suite("Test clock (S-TMR-7)", .blocksThreads)
 struct TestClockTests {
     @Test("S-TMR-7: a timer on a test-clock loop fires only when the clock is advanced past its date, never early")
     func firesOnlyWhenAdvanced() throws {

@@ -2,9 +2,10 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// ZMQContext and ZMQ: the process context, its socket limit, and library facts.
-@Suite struct ContextTests {
+@Suite(.blocksThreads) struct ContextTests {
     @Test func sharedContextAllowsFarMoreThanLibzmqsDefault() {
         // libzmq's default is 1023; min(65_536, ZMQ_SOCKET_LIMIT) is 65_535 with epoll.
         #expect(ZMQContext.shared.maxSockets > 1_023)

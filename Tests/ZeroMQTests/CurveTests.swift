@@ -2,10 +2,11 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// CURVE: keys and their Z85 form, and a CURVE connection over tcp loopback
 /// that a client with the server's key makes and one with another key does not.
-@Suite(.enabled(if: ZMQ.has("curve"), "libzmq without CURVE"))
+@Suite(.enabled(if: ZMQ.has("curve"), "libzmq without CURVE"), .blocksThreads)
 struct CurveTests {
     @Test func aKeyPairHas32ByteKeysWhoseZ85TextRoundTrips() throws {
         let pair = try CurveKeyPair.generate()

@@ -2,9 +2,10 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// ZMQError: libzmq errno values mapped to a typed, descriptive Swift error.
-@Suite struct ErrorTests {
+@Suite(.blocksThreads) struct ErrorTests {
     @Test func describesOperationReasonAndErrno() {
         let error = ZMQError(code: EADDRINUSE, operation: "zmq_bind(tcp://127.0.0.1:5555)")
         #expect(error.message == "Address already in use")

@@ -2,9 +2,10 @@ import Dispatch
 import FoundationEssentials
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// FramePool: frames sent from buffers used again once libzmq lets them go.
-@Suite struct FramePoolTests {
+@Suite(.blocksThreads) struct FramePoolTests {
     /// Sends one frame of `size` bytes, each `fill`, from `pool`.
     private func send(size: Int, fill: UInt8, from pool: FramePool, on socket: Socket, dontWait: Bool = false) throws -> Bool {
         try socket.send(byteCount: size, from: pool, dontWait: dontWait) { $0.initializeMemory(as: UInt8.self, repeating: fill) }

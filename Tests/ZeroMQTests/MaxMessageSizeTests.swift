@@ -2,13 +2,14 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// ZMQ_MAXMSGSIZE: a peer announcing an oversized message is cut off before the message
 /// is read; the receiving socket keeps working.
 ///
 /// The misbehaving peer is a raw TCP client speaking ZMTP 3.0 by hand, so the test can
 /// see the connection being dropped (end of stream) instead of guessing with a delay.
-@Suite struct MaxMessageSizeTests {
+@Suite(.blocksThreads) struct MaxMessageSizeTests {
     static let limit = 1_024
 
     /// ZMTP 3.0 greeting for the NULL mechanism and a READY command saying "I am a PUSH".

@@ -1,9 +1,10 @@
 import FoundationEssentials
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// Message: a reusable zmq_msg_t.
-@Suite struct MessageTests {
+@Suite(.blocksThreads) struct MessageTests {
     @Test func newMessageIsEmpty() {
         let message = Message()
         #expect(message.count == 0)

@@ -3,12 +3,13 @@ import Glibc
 import Synchronization
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// The network's pieces: a ZAP handler deciding who gets in, a socket
 /// monitor reporting what happens to connections, the tcp options, and what
 /// a received frame says of its connection. Over tcp loopback, each context
 /// of its own (a context has one ZAP handler).
-@Suite(.enabled(if: ZMQ.has("curve"), "libzmq without CURVE"), .serialized)
+@Suite(.enabled(if: ZMQ.has("curve"), "libzmq without CURVE"), .serialized, .blocksThreads)
 struct NetworkTests {
     /// A CURVE ROUTER behind a ZAP handler that lets in only `allowed` (and
     /// records who asked), and its monitor.

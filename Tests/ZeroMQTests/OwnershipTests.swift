@@ -2,11 +2,12 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// One owner thread per socket, checked by assertions in debug builds (docs/design.md: "every
 /// socket has one owner at a time"). Each case runs in a child process, so that a failed
 /// assertion ends that process and not the test run.
-@Suite struct OwnershipTests {
+@Suite(.blocksThreads) struct OwnershipTests {
     #if DEBUG
     @Test func usingASocketOnASecondThreadFailsTheAssertion() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -2,9 +2,10 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// ZMQ_FD and ZMQ_EVENTS: what a run loop waits on, and how it learns a socket is ready.
-@Suite struct ReadinessTests {
+@Suite(.blocksThreads) struct ReadinessTests {
     /// Waits until `fd` is readable; false when the hang guard expires.
     private func waitReadable(_ fd: Int32) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

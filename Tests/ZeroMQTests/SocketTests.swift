@@ -2,10 +2,11 @@ import FoundationEssentials
 import Glibc
 import Testing
 import ZeroMQ
+import RunLoopKitTestSupport
 
 /// Sockets: endpoints, sending and receiving single and multipart messages, non-blocking
 /// behaviour, timeouts, closing.
-@Suite struct SocketTests {
+@Suite(.blocksThreads) struct SocketTests {
     @Test func pairRoundTripsASingleFrameBothWays() throws {
         let (a, b) = try connectedSockets(.pair, .pair, label: "pair-single")
         defer { a.close(); b.close() }

@@ -6,7 +6,7 @@ import Testing
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Custom sources (Source0)")
+@Suite("Custom sources (Source0)", .blocksThreads)
 struct CustomSourceTests {
     // MARK: S-SRC0-1
 

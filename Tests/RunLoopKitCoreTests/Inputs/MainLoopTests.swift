@@ -7,7 +7,7 @@ import Glibc
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("RunLoop.main serves the main queue (S-EXEC-3, S-RUN-1)")
+@Suite("RunLoop.main serves the main queue (S-EXEC-3, S-RUN-1)", .blocksThreads)
 struct MainLoopTests {
     /// The checks' report: run once for the whole suite.
     static let report: (status: Int32?, output: String, errors: String) = {

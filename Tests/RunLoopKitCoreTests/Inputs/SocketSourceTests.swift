@@ -33,7 +33,7 @@ func receiveOne(_ socket: Socket) -> String? {
     return frames.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "|")
 }
 
-@Suite("Socket sources (Source1)")
+@Suite("Socket sources (Source1)", .blocksThreads)
 struct SocketSourceTests {
     // MARK: S-SRC1-1
 

@@ -10,7 +10,7 @@ import Glibc
 import RunLoopKitTesting
 import Testing
 
-@Suite("Blocks and perform requests (S-BLK)")
+@Suite("Blocks and perform requests (S-BLK)", .blocksThreads)
 struct BlockTests {
     private static let ms = nanosecondsPerMillisecond
 

@@ -7,7 +7,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("limitDate(forMode:) (S-RUN-10)")
+@Suite("limitDate(forMode:) (S-RUN-10)", .blocksThreads)
 struct LimitDateTests {
     @Test("S-RUN-10: nil for an empty mode, distantFuture for sources without a timer, else the next timer's exact date")
     func answers() throws {

@@ -7,7 +7,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Misuse errors")
+@Suite("Misuse errors", .blocksThreads)
 struct MisuseTests {
     /// Checks that a trap's message (on the child's stderr) says what the bug is.
     private static func expectMessage(_ result: ExitTest.Result?, contains text: String) {

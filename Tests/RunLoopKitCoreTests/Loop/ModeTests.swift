@@ -7,7 +7,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Modes")
+@Suite("Modes", .blocksThreads)
 struct ModeTests {
     // MARK: S-MODE-1
 

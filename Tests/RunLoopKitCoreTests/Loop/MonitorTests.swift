@@ -10,7 +10,7 @@ import Glibc
 import RunLoopKitTesting
 import Testing
 
-@Suite("Run loop monitor")
+@Suite("Run loop monitor", .blocksThreads)
 struct MonitorTests {
     final class Recorder: RunLoopMonitor, @unchecked Sendable {
         let callouts = Locked<[RunLoop.CalloutReport]>([])

@@ -8,7 +8,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Running the loop: nested runs (S-RUN-8)")
+@Suite("Running the loop: nested runs (S-RUN-8)", .blocksThreads)
 struct NestedRunTests {
     // MARK: S-RUN-8
 

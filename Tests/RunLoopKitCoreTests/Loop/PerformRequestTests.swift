@@ -8,7 +8,7 @@ import Dispatch
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ordered and cancellable performs, modes on a LoopThread, Timer.userInfo")
+@Suite("Ordered and cancellable performs, modes on a LoopThread, Timer.userInfo", .blocksThreads)
 struct PerformRequestTests {
     @Test("S-BLK-4: ordered performs run lowest order first; equal orders, and plain performs as order 0, in the order queued")
     func orderedPerformsRunByOrder() throws {

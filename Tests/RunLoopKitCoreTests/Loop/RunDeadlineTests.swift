@@ -8,7 +8,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Running the loop: deadlines and handled sources (S-RUN-3, S-RUN-5)")
+@Suite("Running the loop: deadlines and handled sources (S-RUN-3, S-RUN-5)", .blocksThreads)
 struct RunDeadlineTests {
     // MARK: S-RUN-3
 

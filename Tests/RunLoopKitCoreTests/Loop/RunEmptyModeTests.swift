@@ -7,7 +7,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Running the loop: an empty mode (S-RUN-1)")
+@Suite("Running the loop: an empty mode (S-RUN-1)", .blocksThreads)
 struct RunEmptyModeTests {
     // MARK: S-RUN-1
 

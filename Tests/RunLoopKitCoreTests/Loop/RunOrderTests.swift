@@ -7,7 +7,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Running the loop: the order of a run (S-RUN-2)")
+@Suite("Running the loop: the order of a run (S-RUN-2)", .blocksThreads)
 struct RunOrderTests {
     // MARK: S-RUN-2
 

@@ -8,7 +8,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Running the loop: stop and the convenience entry points (S-RUN-4, S-RUN-6)")
+@Suite("Running the loop: stop and the convenience entry points (S-RUN-4, S-RUN-6)", .blocksThreads)
 struct RunStopTests {
     // MARK: S-RUN-4
 

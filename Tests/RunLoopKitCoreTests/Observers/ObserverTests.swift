@@ -6,7 +6,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Observers (S-OBS)")
+@Suite("Observers (S-OBS)", .blocksThreads)
 struct ObserverTests {
     typealias Activity = RunLoop.Activity
 

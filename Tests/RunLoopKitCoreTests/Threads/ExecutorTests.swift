@@ -68,7 +68,7 @@ final class CalloutKinds: RunLoopMonitor {
     func runLoop(_ loop: RunLoop, didFinish callout: RunLoop.CalloutReport) { kinds.withLock { $0.append(callout.kind) } }
 }
 
-@Suite("LoopThread as a serial executor (S-EXEC-1)")
+@Suite("LoopThread as a serial executor (S-EXEC-1)", .blocksThreads)
 struct ExecutorTests {
     /// What an exit test does off the thread (synchronous: assumeIsolated
     /// is not offered to async code).

@@ -9,7 +9,7 @@ import RunLoopKitTesting
 import Synchronization
 import Testing
 
-@Suite("Keep-alive threads (S-KEEP)")
+@Suite("Keep-alive threads (S-KEEP)", .blocksThreads)
 struct KeepAliveTests {
     /// What the classic iOS example's view controller was: an object that owns a keep-alive
     /// thread and submits tasks that capture itself strongly.

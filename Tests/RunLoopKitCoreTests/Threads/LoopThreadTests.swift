@@ -7,7 +7,7 @@ import Glibc
 import RunLoopKitTesting
 import Testing
 
-@Suite("LoopThread (S-KEEP-1)")
+@Suite("LoopThread (S-KEEP-1)", .blocksThreads)
 struct LoopThreadTests {
     @Test("S-KEEP-1, S-THR-5: the thread carries its name at the OS level and in its loop")
     func threadIsNamed() throws {

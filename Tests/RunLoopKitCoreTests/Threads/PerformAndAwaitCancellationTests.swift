@@ -8,7 +8,7 @@ import Dispatch
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Cancelling performAndAwait (S-ASYNC-1)")
+@Suite("Cancelling performAndAwait (S-ASYNC-1)", .blocksThreads)
 struct PerformAndAwaitCancellationTests {
     static func started(_ name: String) throws -> LoopThread {
         let worker = LoopThread(name: name)

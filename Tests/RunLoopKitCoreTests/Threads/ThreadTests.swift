@@ -7,7 +7,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("Run loops and threads")
+@Suite("Run loops and threads", .blocksThreads)
 struct ThreadTests {
     // MARK: S-THR-1
 

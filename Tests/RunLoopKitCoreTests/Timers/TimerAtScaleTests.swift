@@ -8,7 +8,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Timers at scale (S-TMR-1, S-TMR-2, S-TMR-4, S-TMR-5)")
+@Suite("Timers at scale (S-TMR-1, S-TMR-2, S-TMR-4, S-TMR-5)", .blocksThreads)
 struct TimerAtScaleTests {
     private static let ms = nanosecondsPerMillisecond
 

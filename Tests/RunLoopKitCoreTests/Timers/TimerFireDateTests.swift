@@ -6,7 +6,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Timer fire dates (S-TMR-6)")
+@Suite("Timer fire dates (S-TMR-6)", .blocksThreads)
 struct TimerFireDateTests {
     @Test("S-TMR-6: a timer made with a fire date reports exactly that date")
     func exactFireDate() throws {

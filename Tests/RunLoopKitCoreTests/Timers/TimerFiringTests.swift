@@ -23,7 +23,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Timers firing (S-TMR-1, S-TMR-2)")
+@Suite("Timers firing (S-TMR-1, S-TMR-2)", .blocksThreads)
 struct TimerFiringTests {
     private static let ms = nanosecondsPerMillisecond
 

@@ -10,7 +10,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Timer heaps (S-TMR-1, S-TMR-2, S-TMR-3, S-TMR-5)")
+@Suite("Timer heaps (S-TMR-1, S-TMR-2, S-TMR-3, S-TMR-5)", .blocksThreads)
 struct TimerHeapTests {
     @Test("S-TMR-1: a timer in the heaps of several modes (the common items and three common modes) keeps its own place in each: leaving one, and moving its date, leaves it where it is in the others")
     func timerInSeveralHeaps() throws {

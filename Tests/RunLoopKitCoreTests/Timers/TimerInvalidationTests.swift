@@ -10,7 +10,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Invalidating timers (S-TMR-4)")
+@Suite("Invalidating timers (S-TMR-4)", .blocksThreads)
 struct TimerInvalidationTests {
     @Test("S-TMR-4, S-TMR-7: invalidate() from another thread while the loop sleeps ends the run with .finished")
     func invalidateFromAnotherThreadWhileSleeping() throws {

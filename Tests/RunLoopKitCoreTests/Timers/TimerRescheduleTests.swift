@@ -8,7 +8,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Moving a timer (S-TMR-5)")
+@Suite("Moving a timer (S-TMR-5)", .blocksThreads)
 struct TimerRescheduleTests {
     private static let ms = nanosecondsPerMillisecond
 

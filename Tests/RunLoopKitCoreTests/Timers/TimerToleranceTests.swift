@@ -12,7 +12,7 @@ import Dispatch
 import RunLoopKitTesting
 import Testing
 
-@Suite("Timer tolerance (S-TMR-3)")
+@Suite("Timer tolerance (S-TMR-3)", .blocksThreads)
 struct TimerToleranceTests {
     private static let ms = nanosecondsPerMillisecond
 

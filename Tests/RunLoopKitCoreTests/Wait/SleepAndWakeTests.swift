@@ -9,7 +9,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import RunLoopKitTesting
 
-@Suite("A loop's sleep and wake-ups (S-RUN-7, S-RUN-9)")
+@Suite("A loop's sleep and wake-ups (S-RUN-7, S-RUN-9)", .blocksThreads)
 struct SleepAndWakeTests {
     // MARK: S-RUN-7
 

@@ -9,7 +9,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Port batches (S-SRC1-1, S-SRC1-2)")
+@Suite("Port batches (S-SRC1-1, S-SRC1-2)", .blocksThreads)
 struct PortBatchTests {
     /// A port scheduled in `mode` of the calling thread's loop, with an
     /// observer that logs "pass" at the start of each pass, and a handler

@@ -10,7 +10,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports in Foundation's shape (S-PORT-1, S-PORT-3, S-PORT-5)")
+@Suite("Ports in Foundation's shape (S-PORT-1, S-PORT-3, S-PORT-5)", .blocksThreads)
 struct PortFoundationShapeTests {
     @Test("S-PORT-3: an outgoing message's sendPort is its destination and receivePort where replies arrive; received, they swap roles")
     func sendAndReceivePorts() throws {

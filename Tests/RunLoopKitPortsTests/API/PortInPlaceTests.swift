@@ -9,7 +9,7 @@ import RunLoopKit
 import Testing
 import ZeroMQ
 
-@Suite("Ports read in place and sent from bytes (S-PORT-2, S-SRC1-1)")
+@Suite("Ports read in place and sent from bytes (S-PORT-2, S-SRC1-1)", .blocksThreads)
 struct PortInPlaceTests {
     /// What an in-place handler saw of one message, copied out while it ran.
     struct Seen: Sendable, Equatable {

@@ -14,7 +14,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Ports in one process: invalidation (S-PORT-5)")
+@Suite("Ports in one process: invalidation (S-PORT-5)", .blocksThreads)
 struct PortInvalidationTests {
     // MARK: - S-PORT-5
 

@@ -14,7 +14,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Ports in one process: messages and the ports in them (S-PORT-2, S-PORT-3)")
+@Suite("Ports in one process: messages and the ports in them (S-PORT-2, S-PORT-3)", .blocksThreads)
 struct PortMessageTests {
     // MARK: - S-PORT-2
 

@@ -11,7 +11,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Port requests (sendRequest, request, messages)")
+@Suite("Port requests (sendRequest, request, messages)", .blocksThreads)
 struct PortRequestTests {
     /// Serves `port` on `loop`: each request's reply port gets what `answer`
     /// returns for it (nothing for nil).

@@ -14,7 +14,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Ports in one process: scheduling and delivery (S-PORT-1)")
+@Suite("Ports in one process: scheduling and delivery (S-PORT-1)", .blocksThreads)
 struct PortSchedulingTests {
     // MARK: - S-PORT-1
 

@@ -13,7 +13,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Ports in one process: sending (S-PORT-4)")
+@Suite("Ports in one process: sending (S-PORT-4)", .blocksThreads)
 struct PortSendingTests {
     // MARK: - S-PORT-4
 

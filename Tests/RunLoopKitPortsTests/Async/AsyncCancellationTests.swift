@@ -10,7 +10,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Cancelling async requests (S-ASYNC-1)")
+@Suite("Cancelling async requests (S-ASYNC-1)", .blocksThreads)
 struct AsyncCancellationTests {
     /// A port served on a loop thread of its own, whose handler keeps each
     /// request's reply port and answers nothing until told.

@@ -10,7 +10,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("A port's message stream with back-pressure (S-ASYNC-2)")
+@Suite("A port's message stream with back-pressure (S-ASYNC-2)", .blocksThreads)
 struct PortMessageStreamTests {
     /// Waits, off the cooperative pool's threads, until `condition` or 30 s.
     private static func wait(for condition: () -> Bool) async throws {

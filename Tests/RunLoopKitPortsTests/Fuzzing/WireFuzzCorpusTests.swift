@@ -8,8 +8,9 @@
 import Foundation
 import Testing
 @testable import RunLoopKitPorts
+import RunLoopKitTestSupport
 
-@Suite("The wire fuzzer's corpus (S-PORT-7)")
+@Suite("The wire fuzzer's corpus (S-PORT-7)", .blocksThreads)
 struct WireFuzzCorpusTests {
     // Tests/<target>/Fuzzing/WireFuzzCorpusTests.swift → Tests/FuzzCorpus.
     static let corpus = URL(fileURLWithPath: #filePath)

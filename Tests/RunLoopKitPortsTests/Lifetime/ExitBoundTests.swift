@@ -16,7 +16,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("The exit bound (S-PORT-4)")
+@Suite("The exit bound (S-PORT-4)", .blocksThreads)
 struct ExitBoundTests {
     /// Slack over the bound for process teardown and a loaded machine: 3 s,
     /// or 8 s under a sanitizer, whose slowness stretches the teardown (and

@@ -9,7 +9,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Injected faults")
+@Suite("Injected faults", .blocksThreads)
 struct FaultInjectionTests {
     /// Sends one message from a port of its own to `destination` and waits
     /// for it: the service works.

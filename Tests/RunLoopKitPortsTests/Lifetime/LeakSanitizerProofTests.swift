@@ -26,7 +26,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("LeakSanitizer still sees a leaked port")
+@Suite("LeakSanitizer still sees a leaked port", .blocksThreads)
 struct LeakSanitizerProofTests {
     @Test("A child that leaks two used, invalidated ports with side tables (one retained and dropped, one owned by an object in a retain cycle through a closure) is reported by LeakSanitizer at its exit, suppressions in place")
     func plantedLeaksAreReported() async throws {

@@ -15,7 +15,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Peer death: a send waiting for room (S-PORT-5, S-PORT-4)")
+@Suite("Peer death: a send waiting for room (S-PORT-5, S-PORT-4)", .blocksThreads)
 struct PeerDeathSendTests {
     /// The orders the peer takes, and the check of a .peerDied, as in PeerDeathTests.
     typealias Order = PeerDeathTests.Order

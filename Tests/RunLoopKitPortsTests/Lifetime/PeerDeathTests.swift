@@ -17,7 +17,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Peer death (S-PORT-5)")
+@Suite("Peer death (S-PORT-5)", .blocksThreads)
 struct PeerDeathTests {
     /// How the peer dies.
     enum Death: String, Codable, Sendable, CaseIterable {

@@ -15,7 +15,7 @@ import Synchronization
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports are freed (live counts)")
+@Suite("Ports are freed (live counts)", .blocksThreads)
 struct PortLifetimeTests {
     /// What the child runs, in order, each checked against the start.
     static let scenarios = [

@@ -14,7 +14,7 @@ import RunLoopKit
 import Testing
 import ZeroMQ
 
-@Suite("Unreachable port descriptors (S-PORT-8)")
+@Suite("Unreachable port descriptors (S-PORT-8)", .blocksThreads)
 struct UnreachablePortTests {
     /// One reply attempt made by the server's handler.
     struct Attempt: Sendable {

@@ -16,7 +16,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("A dead holder's name is said so for ten minutes (S-PORT-9)")
+@Suite("A dead holder's name is said so for ten minutes (S-PORT-9)", .blocksThreads)
 struct NameHolderDiedTests {
     /// Starts `ipc-demo server NAME` in `directory`, waits until it holds
     /// the name, SIGKILLs it; returns its pid.

@@ -10,7 +10,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Name lookups are atomic (S-PORT-9)")
+@Suite("Name lookups are atomic (S-PORT-9)", .blocksThreads)
 struct NameLookupTests {
     /// A holder process: `ipc-demo server NAME`, which registers the name
     /// and serves until killed.

@@ -16,7 +16,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Port names across processes (S-PORT-6)")
+@Suite("Port names across processes (S-PORT-6)", .blocksThreads)
 struct PortNameServerTests {
     // MARK: - Validation
 

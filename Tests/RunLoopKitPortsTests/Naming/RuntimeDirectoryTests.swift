@@ -16,7 +16,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("The runtime directory of named ports (S-PORT-6)")
+@Suite("The runtime directory of named ports (S-PORT-6)", .blocksThreads)
 struct RuntimeDirectoryTests {
     /// A directory whose path is exactly `length` bytes, under a fresh temporary directory.
     static func directory(ofLength length: Int, in parent: String) -> String {

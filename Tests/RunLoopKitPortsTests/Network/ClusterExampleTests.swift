@@ -7,7 +7,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Examples/cluster (S-NET-1, S-NET-2, S-NET-4)", .serialized)
+@Suite("Examples/cluster (S-NET-1, S-NET-2, S-NET-4)", .serialized, .blocksThreads)
 struct ClusterExampleTests {
     @Test("S-NET-4: the cluster example makes every host's key on its first run and keeps it after, lists every key in one authorized-keys file copied to every host, and the client gets every answer, from both workers")
     func clusterRunsTwice() throws {

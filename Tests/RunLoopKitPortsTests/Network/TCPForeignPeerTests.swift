@@ -9,7 +9,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("A Python peer with pyzmq and CURVE, written from the docs (S-NET-1, S-NET-2, S-NET-4)", .serialized)
+@Suite("A Python peer with pyzmq and CURVE, written from the docs (S-NET-1, S-NET-2, S-NET-4)", .serialized, .blocksThreads)
 struct TCPForeignPeerTests {
     init() { _ = NetworkKeysFixture.shared }
 

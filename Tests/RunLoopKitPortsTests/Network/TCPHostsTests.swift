@@ -13,7 +13,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports between hosts made of network namespaces (S-NET-1, S-NET-3, S-NET-4, S-NET-5)", .serialized)
+@Suite("Ports between hosts made of network namespaces (S-NET-1, S-NET-3, S-NET-4, S-NET-5)", .serialized, .blocksThreads)
 struct TCPHostsTests {
     /// Three hosts, or loopback where namespaces cannot be made.
     static func hosts() throws -> NetworkHosts { try NetworkHosts(count: 3) }

@@ -10,7 +10,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("A loop reads tcp for its ports (S-NET-1, S-SRC1-2, S-RUN-1)", .serialized)
+@Suite("A loop reads tcp for its ports (S-NET-1, S-SRC1-2, S-RUN-1)", .serialized, .blocksThreads)
 struct TCPLoopReadingTests {
     init() { _ = NetworkKeysFixture.shared }
 

@@ -9,7 +9,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Names looked up over tcp (S-NET-4)", .serialized)
+@Suite("Names looked up over tcp (S-NET-4)", .serialized, .blocksThreads)
 struct TCPNameLookupTests {
     init() { _ = NetworkKeysFixture.shared }
 

@@ -10,7 +10,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports over tcp between processes (S-NET-1, S-NET-2, S-NET-3)", .serialized)
+@Suite("Ports over tcp between processes (S-NET-1, S-NET-2, S-NET-3)", .serialized, .blocksThreads)
 struct TCPPortTests {
     init() { _ = NetworkKeysFixture.shared }
 

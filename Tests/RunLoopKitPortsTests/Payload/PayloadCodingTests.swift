@@ -6,6 +6,7 @@ import Glibc
 import RunLoopKit
 @_spi(RunLoopKitInternals) @testable import RunLoopKitPorts
 import Testing
+import RunLoopKitTestSupport
 
 struct Order: Codable, Sendable, Equatable {
     enum Priority: String, Codable, Sendable { case low, high }
@@ -43,7 +44,7 @@ enum Evolution {
     }
 }
 
-@Suite("Typed payloads: the coding (issue 43)")
+@Suite("Typed payloads: the coding (issue 43)", .blocksThreads)
 struct PayloadCodingTests {
     static let order = Order(
         id: UInt64.max, items: ["tea", "ünïcode ✓", "", "quote \" and \\ and \n"], quantities: ["tea": 2],

@@ -45,7 +45,7 @@ final class QuestionServer: Sendable {
     }
 }
 
-@Suite("Typed messages on ports (issue 43)")
+@Suite("Typed messages on ports (issue 43)", .blocksThreads)
 struct TypedMessageTests {
     @Test("a typed request is answered with a typed reply, synchronously and async, in binary and JSON (the reply in the request's encoding); a port inside the question reaches the server as a usable send right")
     func requestAndReply() async throws {

@@ -9,7 +9,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("The network's keys (S-NET-2)")
+@Suite("The network's keys (S-NET-2)", .blocksThreads)
 struct NetworkKeysTests {
     static func mode(_ path: String) -> mode_t {
         var info = stat()

@@ -5,7 +5,7 @@ import Glibc
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Programs the tests start (SpawnedProgram)")
+@Suite("Programs the tests start (SpawnedProgram)", .blocksThreads)
 struct SpawnedProgramTests {
     @Test("a program that ends is reaped at once, with nobody waiting for it: no zombie is left for the test runner's waitid(P_ALL) to stall on")
     func reapedWhenItEnds() async throws {

@@ -8,8 +8,9 @@ import Testing
 import RunLoopKit
 @_spi(RunLoopKitInternals) @testable import RunLoopKitCore
 @testable import RunLoopKitPorts
+import RunLoopKitTestSupport
 
-@Suite("The tap's batch format and its decoder")
+@Suite("The tap's batch format and its decoder", .blocksThreads)
 struct PortTapDecoderTests {
     /// A corpus input's batches: each as its frames (docs/fuzzing.md's input format).
     static func batches(_ seed: String) throws -> [[Data]] {

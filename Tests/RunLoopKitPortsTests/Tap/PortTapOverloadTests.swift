@@ -12,7 +12,7 @@ import RunLoopKit
 import Testing
 import ZeroMQ
 
-@Suite("Port traffic tap under overload (S-TAP-1, S-TAP-2)")
+@Suite("Port traffic tap under overload (S-TAP-1, S-TAP-2)", .blocksThreads)
 struct PortTapOverloadTests {
     @Test("S-TAP-2: a sniffer that cannot keep up costs drops, counted and reported, never a blocked sender (each send keeps a 2 s deadline); nothing is lost silently")
     func overloadShowsAsDrops() async throws {

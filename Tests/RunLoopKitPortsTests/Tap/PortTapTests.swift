@@ -12,7 +12,7 @@ import RunLoopKit
 import Testing
 import ZeroMQ
 
-@Suite("Port traffic tap")
+@Suite("Port traffic tap", .blocksThreads)
 struct PortTapTests {
     // MARK: - The tap in the library (each in a child process: the tap is per process)
 

@@ -3,8 +3,9 @@
 // program that started itself again through /proc/self/exe.
 import Testing
 @testable import RunLoopKitPorts
+import RunLoopKitTestSupport
 
-@Suite("The tap's process names")
+@Suite("The tap's process names", .blocksThreads)
 struct TapProcessNameTests {
     static func cmdline(_ arguments: String...) -> [UInt8] { arguments.flatMap { Array($0.utf8) + [0] } }
 

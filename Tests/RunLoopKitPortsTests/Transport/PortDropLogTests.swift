@@ -40,7 +40,7 @@ struct FileLogHandler: LogHandler {
     }
 }
 
-@Suite("Drops logged per reason, at most one line a second (S-PORT-7)")
+@Suite("Drops logged per reason, at most one line a second (S-PORT-7)", .blocksThreads)
 struct PortDropLogTests {
     /// Ports a child keeps until it exits.
     static let keptUntilExit = Locked<[Port]>([])

@@ -14,7 +14,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports across processes: flow (S-PORT-4)")
+@Suite("Ports across processes: flow (S-PORT-4)", .blocksThreads)
 struct PortIPCFlowTests {
     // MARK: - S-PORT-4
 

@@ -16,7 +16,7 @@ import RunLoopKit
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Ports across processes (S-PORT-1, S-PORT-2, S-PORT-3)")
+@Suite("Ports across processes (S-PORT-1, S-PORT-2, S-PORT-3)", .blocksThreads)
 struct PortIPCTests {
     // MARK: - S-PORT-1, S-PORT-3
 

@@ -22,7 +22,7 @@ struct MalformedInput: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-@Suite("Malformed input to ports (S-PORT-7)")
+@Suite("Malformed input to ports (S-PORT-7)", .blocksThreads)
 struct PortMalformedInputTests {
     static let ourPID = ProcessIdentity.current.pid
     static let ourStart = ProcessIdentity.current.startTime

@@ -10,7 +10,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Wire format: round trips and decoding errors (docs/wire-format.md)")
+@Suite("Wire format: round trips and decoding errors (docs/wire-format.md)", .blocksThreads)
 struct WireFormatDecodingTests {
     // MARK: - Round trips
 

@@ -11,7 +11,7 @@ import RunLoopKit
 @testable import RunLoopKitPorts
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 
-@Suite("Wire format: the document's examples (docs/wire-format.md)")
+@Suite("Wire format: the document's examples (docs/wire-format.md)", .blocksThreads)
 struct WireFormatTests {
     // MARK: - The example of docs/wire-format.md
 

@@ -11,7 +11,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitTestSupport
 import Testing
 
-@Suite("Wire format version 3: tcp messages, descriptors and connections (docs/wire-format.md)")
+@Suite("Wire format version 3: tcp messages, descriptors and connections (docs/wire-format.md)", .blocksThreads)
 struct WireFormatVersion3Tests {
     /// The document's instances: bytes 00…0F and 10…1F, each half little-endian.
     static let owner = ProcessInstance(high: 0x0706_0504_0302_0100, low: 0x0F0E_0D0C_0B0A_0908)
