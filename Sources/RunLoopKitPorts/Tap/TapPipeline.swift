@@ -76,10 +76,6 @@ final class TapPipeline: @unchecked Sendable {
     private var buffer = [rlk_tap_record](repeating: rlk_tap_record(), count: TapPipeline.batchRecords)
     /// The number of the last record taken (under `drainLock`).
     private var lastTaken: UInt64 = 0
-    /// How long start waits for a listening reader to connect, so that the
-    /// first events are not dropped for want of a connection.
-    static let connectWait: TimeInterval = 0.2
-
     /// The tap thread's loop, by identity (0 before start), which the loop
     /// tracer leaves out.
     private let tapLoopIdentity = Atomic<UInt>(0)
@@ -168,12 +164,16 @@ final class TapPipeline: @unchecked Sendable {
         }
     }
 
-    /// Waits up to `connectWait` for `push` to reach its reader, so that
-    /// the events that follow are not dropped for want of a connection
-    /// (with ZMQ_IMMEDIATE, pollOut means connected). On the thread that
-    /// owns the socket, before it passes anything on.
+    /// Waits up to the connection bound (`Port.connectionBound`, as a
+    /// port's handshake with a live peer) for `push` to reach its reader,
+    /// so that the events that follow are not dropped for want of a
+    /// connection (with ZMQ_IMMEDIATE, pollOut means connected). On the tap
+    /// thread, which owns the socket, before it passes anything on: the
+    /// program's threads never wait, the ring holds their events meanwhile.
+    /// (A fixed 0.2 s was passed by a loaded machine's handshake, and the
+    /// first events of a program run under portsniff were dropped.)
     static func awaitConnection(_ push: Socket) {
-        let deadline = MonotonicClock.instant(secondsFromNow: connectWait)
+        let deadline = MonotonicClock.now() &+ Port.connectionBoundNanoseconds
         while (try? push.events.contains(.pollOut)) != true && MonotonicClock.now() < deadline {
             guard var descriptor = (try? push.fileDescriptor).map({ pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }) else { break }
             _ = poll(&descriptor, 1, 10)

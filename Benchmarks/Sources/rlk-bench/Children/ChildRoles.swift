@@ -39,8 +39,10 @@ enum ChildRoles {
             return RLKPeerChild.serve(name: rest[0], tcp: tcp)
         case "dist-peer" where rest.count == 1:
             return DistributedPeerChild.serve(name: rest[0])
+        #if RLK_BENCH_GRPC
         case "grpc-peer" where rest.count == 1:
             return GRPCPeerChild.serve(path: rest[0])
+        #endif
         case "measure":
             return MeasureChild.run(rest)
         case "memory" where rest.count == 2:

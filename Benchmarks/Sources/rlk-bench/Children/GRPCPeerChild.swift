@@ -1,3 +1,5 @@
+// Built only with the gRPC peer (Package.swift, RLK_BENCH_GRPC).
+#if RLK_BENCH_GRPC
 import Dispatch
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
@@ -68,3 +70,4 @@ enum GRPCPeerChild {
         return 0
     }
 }
+#endif

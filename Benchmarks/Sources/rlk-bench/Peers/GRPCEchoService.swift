@@ -1,3 +1,5 @@
+// Built only with the gRPC peer (Package.swift, RLK_BENCH_GRPC).
+#if RLK_BENCH_GRPC
 import EchoService
 import GRPCCore
 
@@ -12,3 +14,4 @@ struct GRPCEchoService: Rlkbench_Echo.SimpleServiceProtocol {
         return .with { $0.value = request.value }
     }
 }
+#endif

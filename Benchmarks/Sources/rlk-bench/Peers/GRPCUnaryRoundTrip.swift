@@ -1,3 +1,5 @@
+// Built only with the gRPC peer (Package.swift, RLK_BENCH_GRPC).
+#if RLK_BENCH_GRPC
 import EchoService
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
@@ -88,3 +90,4 @@ final class GRPCUnaryRoundTrip: Contender {
         caller = nil
     }
 }
+#endif

@@ -14,8 +14,14 @@ struct DistributedCallProcesses: Scenario {
         let (iterations, placement) = (config.distributedCallIterations, config.placement)
         let ours = DistributedCallRoundTrip(.childProcess, iterations: iterations, warmup: config.distributedCallWarmup,
                                             timeout: config.timeoutSeconds, placement: placement)
-        let grpc = GRPCUnaryRoundTrip(iterations: iterations, warmup: config.distributedCallWarmup,
-                                      timeout: config.timeoutSeconds, placement: placement)
+        #if RLK_BENCH_GRPC
+        let grpc: any Contender = GRPCUnaryRoundTrip(iterations: iterations, warmup: config.distributedCallWarmup,
+                                                     timeout: config.timeoutSeconds, placement: placement)
+        #else
+        let grpc: any Contender = NotBuiltPeer(
+            label: "grpc-swift 2 unary, HTTP/2 over a Unix domain socket (a child process)",
+            reason: "this rlk-bench was built with RLK_BENCH_GRPC=0, without its gRPC peer")
+        #endif
         let measured = interleave([ours, grpc], repetitions: config.distributedCallRepetitions, better: .lower)
         return [
             ScenarioResult(
