@@ -59,6 +59,18 @@ distributed actor Kitchen {
     }
 }
 
+/// An order the kitchen cannot make: its error arrives as itself (the diner's
+/// system allows the type). A function, so that its message is released
+/// before the program exits: LeakSanitizer misreads a String still held in
+/// top-level code's frame at exit (docs/contributing.md).
+func orderWhatIsSoldOut(from remote: Kitchen) async throws {
+    do {
+        _ = try await remote.take(Order(dish: "soufflé", table: 9))
+    } catch let KitchenError.soldOut(dish) {
+        print("typed error: \(dish) is sold out")
+    }
+}
+
 var count = 3
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -86,11 +98,7 @@ for table in 1...count {
     let ticket = try await remote.take(Order(dish: "soup", table: table))
     print(ticket)
 }
-do {
-    _ = try await remote.take(Order(dish: "soufflé", table: 9))
-} catch let KitchenError.soldOut(dish) {
-    print("typed error: \(dish) is sold out")
-}
+try await orderWhatIsSoldOut(from: remote)
 // A call the diner stops waiting for: the kitchen's task is cancelled too.
 do {
     _ = try await PortActorSystem.$callTimeout.withValue(.milliseconds(200)) { try await remote.slowRoast() }

@@ -17,8 +17,8 @@ extension PortActorSystem {
         var number: UInt64?
     }
 
-    /// Registers `actor`, of this system, under `name`, until it resigns
-    /// or the process exits.
+    /// Registers `actor`, of this system, under `name`, until it resigns,
+    /// the system shuts down or the process exits.
     /// - Throws: what `PortNameServer.register` throws (`.nameInUse` while
     ///   a live process holds the name); `PortError.notLocal` for an actor
     ///   of another system.

@@ -150,15 +150,22 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
 
     deinit { shutdown() }
 
-    /// Stops the system: its ports are invalidated (callers elsewhere see
-    /// its actors' calls fail), calls waiting here fail with
+    /// Stops the system: the names its actors were registered under are
+    /// unregistered, its ports are invalidated (callers elsewhere see its
+    /// actors' calls fail), calls waiting here fail with
     /// `PortActorSystemError.transport`, and its thread stops.
     public func shutdown() {
-        let pending = state.withLock { state -> [PendingCall] in
+        let (pending, names) = state.withLock { state -> ([PendingCall], [String]) in
             state.isShutDown = true
-            defer { state.pending = [:] }
-            return Array(state.pending.values)
+            defer {
+                state.pending = [:]
+                state.names = [:]
+            }
+            return (Array(state.pending.values), Array(state.names.keys))
         }
+        // Before the port goes: a lookup meanwhile finds no name rather
+        // than a port that is about to be invalid.
+        for name in names { PortNameServer.unregister(name) }
         for call in pending { call.outcome.fail(PortActorSystemError.transport(.invalidPort("the actor system was shut down"))) }
         callPort.invalidate()
         replyPort.invalidate()

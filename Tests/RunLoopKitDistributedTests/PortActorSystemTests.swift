@@ -430,3 +430,17 @@ extension PortActorSystemTests {
         #expect(oldCallFailed, "a reference to the first generation's actor still answered")
     }
 }
+
+extension PortActorSystemTests {
+    @Test("shutdown unregisters the names the system's actors were registered under: a lookup then says .nameNotFound")
+    func shutdownUnregistersNames() throws {
+        let system = try PortActorSystem(transport: .ipc, name: "actors-names-down")
+        let named = Named(generation: 1, actorSystem: system)
+        let name = "named-down-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try system.register(named, name: name)
+        #expect(throws: Never.self) { try PortNameServer.lookup(name) }
+        system.shutdown()
+        #expect(throws: PortError.nameNotFound(name)) { try PortNameServer.lookup(name) }
+        withExtendedLifetime(named) {}
+    }
+}
