@@ -1,15 +1,23 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // RunLoopKit: CFRunLoop / NSRunLoop semantics and NSMachPort-like ports for Linux.
 import PackageDescription
 
 /// Every example is an executable target in Examples/<name>, built by `swift build`.
 let examples = [
     "keepalive", "common-modes", "observer-log", "custom-source", "lag-monitor",
-    "keepalive-churn", "foundation-interop", "pingpong", "ipc-demo", "actors", "cluster", "distributed",
+    "keepalive-churn", "foundation-interop", "pingpong", "ipc-demo", "actors", "cluster", "distributed", "metrics",
+    "graceful-shutdown",
 ]
 
 /// Examples that need more than the umbrella: a product each.
-let exampleProducts: [String: [String]] = ["distributed": ["RunLoopKitDistributed"]]
+let exampleProducts: [String: [Target.Dependency]] = [
+    "distributed": ["RunLoopKitDistributed"],
+    "metrics": [
+        "RunLoopKitMetrics", .product(name: "CoreMetrics", package: "swift-metrics"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
+    ],
+    "graceful-shutdown": ["RunLoopKitLifecycle", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+]
 
 let package = Package(
     name: "RunLoopKit",
@@ -22,11 +30,20 @@ let package = Package(
         // Distributed actors over ports: a product of its own, so that a
         // user who needs none links none of it (nor Swift's Distributed).
         .library(name: "RunLoopKitDistributed", targets: ["RunLoopKitDistributed"]),
+        // The ecosystem's bridges, a product each for the same reason:
+        // RunLoopKit's figures in swift-metrics; LoopThreads and the
+        // ports' flush as swift-service-lifecycle services.
+        .library(name: "RunLoopKitMetrics", targets: ["RunLoopKitMetrics"]),
+        .library(name: "RunLoopKitLifecycle", targets: ["RunLoopKitLifecycle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // For the metrics example only (the exposition text Prometheus scrapes).
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // No `pkgConfig:`: Debian's libzmq.pc adds `-isystem /usr/include/mit-krb5`,
@@ -62,6 +79,11 @@ let package = Package(
         ),
         .target(name: "RunLoopKit", dependencies: ["RunLoopKitCore", "RunLoopKitPorts"]),
         .target(name: "RunLoopKitDistributed", dependencies: ["RunLoopKitCore", "RunLoopKitPorts"]),
+        // What the core and the ports count, reported to swift-metrics.
+        .target(
+            name: "RunLoopKitMetrics",
+            dependencies: ["RunLoopKitCore", "RunLoopKitPorts", .product(name: "CoreMetrics", package: "swift-metrics")]
+        ),
         .target(name: "RunLoopKitTesting", dependencies: ["RunLoopKitCore"]),
         // A test target per module, and one for portsniff; the helpers they
         // share (threads and programs made for a test, probes of /proc, the
@@ -113,6 +135,34 @@ let package = Package(
         // share: the lines the programs print, descriptors as hex.
         .target(name: "NetworkPeerSupport", path: "Tests/NetworkPeerSupport"),
         .testTarget(
+            name: "RunLoopKitMetricsTests",
+            dependencies: [
+                "RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitMetrics", "RunLoopKitTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                // The tcp peer of the connection figures, and the example its test runs.
+                "rlk-net-peer", "metrics",
+            ]
+        ),
+        // LoopThreads and the ports' flush as swift-service-lifecycle services.
+        .target(
+            name: "RunLoopKitLifecycle",
+            dependencies: [
+                "RunLoopKitCore", "RunLoopKitPorts",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "RunLoopKitLifecycleTests",
+            dependencies: [
+                "RunLoopKit", "RunLoopKitPorts", "RunLoopKitLifecycle", "RunLoopKitTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                // The tcp peer the flush sends to, and the example its test runs.
+                "rlk-net-peer", "graceful-shutdown",
+            ]
+        ),
+        .testTarget(
             name: "RunLoopKitTestingTests",
             dependencies: ["RunLoopKitCore", "RunLoopKitTesting", "RunLoopKitTestSupport"]
         ),
@@ -136,7 +186,7 @@ let package = Package(
         .executableTarget(
             name: name,
             dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
-                + (exampleProducts[name] ?? []).map { .target(name: $0) },
+                + (exampleProducts[name] ?? []),
             path: "Examples/\(name)"
         )
     },

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // rlk-bench: RunLoopKit side by side with its peers (raw libzmq, the OS
 // floor, SwiftNIO, Foundation, Dispatch, grpc-swift 2). Its own package, so
 // that building or testing RunLoopKit never pulls in SwiftNIO or gRPC.

@@ -127,6 +127,10 @@ public final class ZAPHandler: @unchecked Sendable {
                 continue
             }
         }
+        // Unbound first: libzmq frees an inproc endpoint at unbind, but at
+        // close only once its reaper has destroyed the socket, so that a new
+        // handler bound right after `close()` could find it taken.
+        try? socket.unbind(Self.endpoint)
         socket.close()
         state.withLock { $0.closed = true }
     }

@@ -18,7 +18,7 @@ struct Options {
         usage: rlk-bench [--quick] [--json] [--markdown] [--svg DIR] [--write-reference PATH] [--filter NAME]...
                          [--placement cross|same|free] [--passes N] [--list]
 
-          --quick        smaller counts, twelve short passes: about 8-11 minutes (what CI runs)
+          --quick        smaller counts, twelve short passes: about 8-11 minutes (CI runs three)
           --json         print the results as JSON on stdout (progress goes to stderr)
           --markdown     also print the summary as a Markdown table (docs/performance.md)
           --svg DIR      write DIR/scaling.svg and DIR/latency.svg

@@ -25,8 +25,10 @@ extension Port {
             case nil: deliverMessages(&batch, from: receiver, to: { dropForNoHandler($0, receiver: receiver) }, version: version, delivers: false)
             }
             switch outcome {
-            case .ranDry: return CalloutBatch.Outcome(handled: batch.handled > 0, drained: true)
-            case .stopped: return CalloutBatch.Outcome(handled: batch.handled > 0, drained: false)
+            case .ranDry, .stopped:
+                // Once a callout, not per message: one series lookup for the batch.
+                if batch.delivered > 0 && PortMetrics.attached.load(ordering: .relaxed) { metricsDelivered(batch.delivered) }
+                return CalloutBatch.Outcome(handled: batch.handled > 0, drained: outcome == .ranDry)
             case .handlerChanged: continue
             }
         }
@@ -42,6 +44,8 @@ extension Port {
         let limit: Int
         var callout: CalloutBatch
         var handled = 0
+        /// Of those, messages handed to a handler (for metrics).
+        var delivered = 0
 
         /// After a message or a drop: may the batch read another?
         mutating func next() -> Bool {
@@ -81,7 +85,10 @@ extension Port {
             case let .message(traceID):
                 // A message with no handler is not delivered: the handler
                 // drops it, and the tap reports the drop instead.
-                if delivers && PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
+                if delivers {
+                    batch.delivered &+= 1
+                    if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
+                }
                 handler(inbox)
             }
             guard batch.next() else {
@@ -121,6 +128,7 @@ extension Port {
                 receiver.drops.emitPending()
             case let .message(traceID):
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
+                batch.delivered &+= 1
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view, on: self, traceID: traceID) }
                 handler(view)
             }

@@ -54,6 +54,7 @@ extension Port {
         if let traceID {
             PortTap.recordSend(to: self, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: sendTime)
         }
+        if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sent(1) }
     }
 
     /// The path of every send: Port → encode → send channel → socket.
@@ -77,6 +78,7 @@ extension Port {
         if let traceID {
             PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
         }
+        if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sent(1) }
     }
 
     /// Sends what `encoder` sized: packed, written by `write` straight into
@@ -121,6 +123,7 @@ extension Port {
             if PortTap.active.load(ordering: .relaxed) {
                 PortTap.recordFailedSend(to: self, msgid: msgid, components: components(), replyPort: replyPort, error: error)
             }
+            if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sendFailed(error) }
             throw error
         }
         let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
@@ -134,6 +137,7 @@ extension Port {
     /// handlers that the channel found due while it held the lock
     /// (`destinationError`).
     private func failedSend(_ error: PortError) -> PortError {
+        if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sendFailed(error) }
         switch error {
         case .unreachable, .peerDied, .connectionLost: invalidate(because: error)
         default: runPendingInvalidationHandlers()

@@ -90,6 +90,8 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         var registeredNames: [String] = []
         /// The name a send right was looked up under.
         var lookedUpName: String?
+        /// The port's series in the attached metrics recorder (`metricsSeries()`).
+        var metrics: PortMetricsBinding?
     }
 
     /// Behind its own lock; the message path reads none of it.
@@ -156,6 +158,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         descriptorBytes = WireFormat.encodeDescriptor(address)
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
+        receiver?.drops.owned(by: self)
         _ = PortTap.configuredFromEnvironment
         Self.liveCount.wrappingAdd(1, ordering: .relaxed)
         sideTableAnchor.hold(self)

@@ -96,6 +96,29 @@ public enum PortDropReason: Hashable, Sendable, CaseIterable, CustomStringConver
 
     /// The reason's place in a count array.
     var index: Int { Self.allCases.firstIndex(of: self)! }
+
+    /// The case's name, as metrics label a drop (`noHandler`, `badMagic`).
+    package var caseName: String {
+        switch self {
+        case .noHandler: "noHandler"
+        case .unsupportedVersion: "unsupportedVersion"
+        case .oversized: "oversized"
+        case .truncated: "truncated"
+        case .badMagic: "badMagic"
+        case .unknownFlags: "unknownFlags"
+        case .unknownComponentKind: "unknownComponentKind"
+        case .tooManyComponents: "tooManyComponents"
+        case .frameCountMismatch: "frameCountMismatch"
+        case .badPackedRecords: "badPackedRecords"
+        case .badDescriptor: "badDescriptor"
+        case .badExtension: "badExtension"
+        case .wrongInstance: "wrongInstance"
+        case .noSuchPort: "noSuchPort"
+        case .wrongPayloadType: "wrongPayloadType"
+        case .unsupportedPayloadVersion: "unsupportedPayloadVersion"
+        case .undecodablePayload: "undecodablePayload"
+        }
+    }
 }
 
 /// A local port's drops, per reason (`Port.dropCounts`).

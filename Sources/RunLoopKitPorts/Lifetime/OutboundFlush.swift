@@ -82,6 +82,13 @@ final class OutboundFlush: Sendable {
         var isEmpty: Bool { messages.isEmpty && uncountedChannels == 0 && bytes == 0 && busyChannels == 0 }
     }
 
+    /// Waits until what the channels accepted is written and read, or
+    /// until `deadline`; closes nothing (`Port.flushOutbound`).
+    func flush(until deadline: UInt64) -> Leftover {
+        let open = state.withLock { $0.channels.values.compactMap(\.channel) }
+        return waitUntilWritten(open, deadline: deadline)
+    }
+
     private func flushAtExit() {
         let started = MonotonicClock.now()
         let bound = ExitBound.nanoseconds

@@ -17,6 +17,8 @@ import ZeroMQ
 /// loads no key.
 final class NetworkHub: @unchecked Sendable {
     static let shared = NetworkHub()
+    /// Whether `shared` was made (a flush makes none, `flushIfStarted`).
+    static let isMade = Atomic<Bool>(false)
     static let logger = Logger(label: "RunLoopKit.Network")
     /// The ZAP domains of CURVE and plain-text listeners.
     static let curveDomain = "runloopkit"
@@ -67,6 +69,8 @@ final class NetworkHub: @unchecked Sendable {
     /// Bumped whenever a listener or connection comes or goes: the network
     /// thread reads its lists of sockets again only then.
     let generation = Atomic<UInt64>(0)
+
+    private init() { Self.isMade.store(true, ordering: .releasing) }
 
     // MARK: - Bounds
 
@@ -235,7 +239,7 @@ final class NetworkHub: @unchecked Sendable {
     /// connection per remote process); the network thread closes it.
     func closeIfSpare(_ connection: TCPConnection) {
         let spare = state.withLock { $0.connections[connection.peer] !== connection }
-        guard spare, connection.breakDown("a second connection to the process, made for a name lookup, is not needed") else { return }
+        guard spare, connection.breakDown("a second connection to the process, made for a name lookup, is not needed", end: .closed) else { return }
         wakeNetworkThread()
     }
 
@@ -270,6 +274,7 @@ final class NetworkHub: @unchecked Sendable {
             if let live = state.connections[connection.peer], live.brokenError == nil { return }
             state.connections[connection.peer] = connection
         }
+        if let metrics = PortMetrics.current { metrics.connectionOpened(peer: connection.remoteAddress) }
     }
 
     /// Why `address` cannot be reached at all, decided at once (S-PORT-8):
@@ -283,8 +288,8 @@ final class NetworkHub: @unchecked Sendable {
     /// `connection` broke: every send right to its peer's ports is invalid
     /// from now on (S-NET-3), with the reason; its socket is closed.
     /// Network thread.
-    func connectionBroke(_ connection: TCPConnection, because reason: String) {
-        let first = connection.breakDown(reason)
+    func connectionBroke(_ connection: TCPConnection, because reason: String, end: TCPConnectionEnd) {
+        let first = connection.breakDown(reason, end: end)
         let peer = connection.peer
         // A spare connection (a lookup's, while another was made) or one
         // that never learned its peer leaves the peer's send rights alone.
@@ -301,6 +306,7 @@ final class NetworkHub: @unchecked Sendable {
         }
         guard let peerLost else { return }
         connection.close(lingerMilliseconds: 0)
+        if let metrics = PortMetrics.current { metrics.connectionEnded(peer: connection.remoteAddress, reason: connection.end ?? end) }
         if first { Self.logger.info("tcp: the connection to \(connection.peerDescription) broke: \(reason)") }
         guard peerLost else { return }
         PortRegistry.shared.connectionLost(to: peer) { port in
@@ -362,21 +368,28 @@ final class NetworkHub: @unchecked Sendable {
         thread.stop(lingerUntil: deadline)
         wakeNetworkThread()
         let closed = thread.finished.wait(until: deadline) != nil
-        let terminated = Completion<Void>()
+        // Filled with when the context's termination ended: libzmq had
+        // then written everything, or the sockets' linger (what was left
+        // of the bound) ran out.
+        let terminated = Completion<UInt64>()
         if closed {
             var handle = pthread_t()
             // U-NETWORK-THREADS (docs/unsafe-sites.md).
             let box = Unmanaged.passRetained(terminated)
             pthread_create(&handle, nil, { raw in
-                let terminated = Unmanaged<Completion<Void>>.fromOpaque(raw!).takeRetainedValue()
+                let terminated = Unmanaged<Completion<UInt64>>.fromOpaque(raw!).takeRetainedValue()
                 NetworkHub.shared.state.withLock { $0.zap }?.close()
                 NetworkHub.shared.context.terminate()
-                terminated.fill(.success(()))
+                terminated.fill(.success(MonotonicClock.now()))
                 return nil
             }, box.toOpaque())
             pthread_detach(handle)
         }
-        if !closed || terminated.wait(until: deadline) == nil {
+        // Ended by the deadline, not merely seen by it: a termination that
+        // the linger ended, just past the deadline, left messages unwritten
+        // even when this wait wakes late enough to see it.
+        let endedInTime: Bool = if closed, case let .success(at)? = terminated.wait(until: deadline) { at < deadline } else { false }
+        if !endedInTime {
             Self.logger.error("exit: tcp connections still held unwritten messages when the exit bound (\(ExitBound.nanoseconds / 1_000_000) ms, Port.exitBound) ran out; they are lost")
         }
     }

@@ -125,25 +125,25 @@ final class NetworkThread: @unchecked Sendable {
             let lost = hub.state.withLock { state in
                 state.open.values.first { !$0.isDialled && $0.acceptedDescriptor == event.value && $0.brokenError == nil }
             }
-            if let lost { hub.connectionBroke(lost, because: "the peer disconnected, or its heartbeats stopped") }
+            if let lost { hub.connectionBroke(lost, because: "the peer disconnected, or its heartbeats stopped", end: .lost) }
         }
     }
 
     private func readEvents(of connection: TCPConnection) {
         guard let monitor = connection.monitor else { return }
         while let event = try? monitor.next(dontWait: true) {
-            let reason: String? = switch event.kind {
-            case .disconnected: "the peer disconnected, or its heartbeats stopped"
-            case .closed: "the connection closed"
-            case .handshakeFailedAuth: "the server refused this process's key (its authorized-keys file does not list it)"
-            case .handshakeFailedProtocol: "the handshake failed: the peer does not speak this security (a wrong server key, or plain text against CURVE)"
-            case .handshakeFailedNoDetail: "the handshake failed"
-            default: nil
+            let (reason, end): (String?, TCPConnectionEnd) = switch event.kind {
+            case .disconnected: ("the peer disconnected, or its heartbeats stopped", .lost)
+            case .closed: ("the connection closed", .lost)
+            case .handshakeFailedAuth: ("the server refused this process's key (its authorized-keys file does not list it)", .handshakeFailed)
+            case .handshakeFailedProtocol: ("the handshake failed: the peer does not speak this security (a wrong server key, or plain text against CURVE)", .handshakeFailed)
+            case .handshakeFailedNoDetail: ("the handshake failed", .handshakeFailed)
+            default: (nil, .lost)
             }
             guard let reason, connection.brokenError == nil else { continue }
             // What the peer sent before it went is delivered, not closed away with the socket.
             if let inbound = connection.inbound { while inbound.read(limit: Self.batch, by: nil) == .more {} }
-            hub.connectionBroke(connection, because: reason)
+            hub.connectionBroke(connection, because: reason, end: end)
         }
     }
 
@@ -157,16 +157,19 @@ final class NetworkThread: @unchecked Sendable {
             if let broken = connection.brokenError {
                 // Broken by a sender that waited out the bound, or spare: closed here.
                 let reason = if case let .connectionLost(_, _, reason) = broken { reason } else { "\(broken)" }
-                hub.connectionBroke(connection, because: reason)
+                hub.connectionBroke(connection, because: reason, end: connection.end ?? .closed)
             } else if !connection.isReady && now &- connection.startedAt >= NetworkHub.connectionBoundNanoseconds {
-                hub.connectionBroke(connection, because: "no connection within the tcp connection bound")
+                hub.connectionBroke(connection, because: "no connection within the tcp connection bound", end: .connectionBound)
             }
         }
         guard now &- lastHousekeeping >= 250_000_000 else { return false }
         lastHousekeeping = now
         hub.pruneReaders()
         guard let authorized = hub.state.withLock({ $0.authorized }) else { return true }
-        let revoked = Set(authorized.refresh().map(\.z85))
+        // Taken, not just refreshed: a handshake's refresh (the ZAP
+        // handler's, on another thread) may have seen the change first.
+        _ = authorized.refresh()
+        let revoked = Set(authorized.takeRevoked().map(\.z85))
         guard !revoked.isEmpty else { return true }
         let closing = hub.state.withLock { state in
             state.open.values.filter { !$0.isDialled && $0.clientKey.map(revoked.contains) == true }
@@ -175,7 +178,7 @@ final class NetworkThread: @unchecked Sendable {
             // libzmq has no call to drop one peer of a ROUTER: shutting its
             // socket down makes libzmq see the connection end.
             shutdown(connection.acceptedDescriptor, Int32(SHUT_RDWR))
-            hub.connectionBroke(connection, because: "its key was revoked")
+            hub.connectionBroke(connection, because: "its key was revoked", end: .keyRevoked)
         }
         return true
     }

@@ -56,6 +56,8 @@ final class TCPConnection: @unchecked Sendable {
         var peer: ProcessInstance
         var isReady = false
         var broken: PortError?
+        /// Why it broke, as metrics count it (with `broken`).
+        var end: TCPConnectionEnd?
         /// An accepted connection's file descriptor (for closing it when its
         /// key is revoked) and CURVE key (as the server's ZAP handler allowed it).
         var descriptor: Int32 = -1
@@ -109,6 +111,8 @@ final class TCPConnection: @unchecked Sendable {
     var isDialled: Bool { dialledSocket != nil }
     var isReady: Bool { status.load(ordering: .acquiring) == 1 }
     var brokenError: PortError? { state.withLock { $0.broken } }
+    /// Why it broke, if it did (for metrics).
+    var end: TCPConnectionEnd? { state.withLock { $0.end } }
     var acceptedDescriptor: Int32 { state.withLock { $0.descriptor } }
     var clientKey: String? { state.withLock { $0.clientKey } }
 
@@ -122,7 +126,7 @@ final class TCPConnection: @unchecked Sendable {
     func welcomed(by instance: ProcessInstance) -> Bool {
         let expected = peer
         guard instance == expected || (expected == .any && instance != .any) else {
-            breakDown("another process (instance \(instance)) listens at \(remoteAddress) now: the process the port belonged to is gone")
+            breakDown("another process (instance \(instance)) listens at \(remoteAddress) now: the process the port belonged to is gone", end: .replaced)
             return false
         }
         let first: Bool = state.withLock { state in
@@ -134,6 +138,7 @@ final class TCPConnection: @unchecked Sendable {
         }
         // Known by its instance before anyone waiting for it goes on.
         if first && expected == .any { NetworkHub.shared.identified(self) }
+        if first, let metrics = PortMetrics.current { metrics.connectionOpened(peer: remoteAddress) }
         if first { readiness.fill(.success(())) }
         return first
     }
@@ -141,11 +146,12 @@ final class TCPConnection: @unchecked Sendable {
     /// Marks the connection broken with `reason`; false if it was already.
     /// Sends waiting for it fail, and later ones too.
     @discardableResult
-    func breakDown(_ reason: String) -> Bool {
+    func breakDown(_ reason: String, end: TCPConnectionEnd) -> Bool {
         let error = PortError.connectionLost(port: "(any)", peer: peerDescription, reason: reason)
         let first: Bool = state.withLock { state in
             guard state.broken == nil else { return false }
             state.broken = error
+            state.end = end
             status.store(2, ordering: .releasing)
             return true
         }
@@ -174,7 +180,7 @@ final class TCPConnection: @unchecked Sendable {
         case .success?: return
         case .failure?: throw lostError(for: port) ?? .unreachable(port.description, reason: "the connection to \(peerDescription) failed")
         case nil:
-            breakDown("no connection within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound))))")
+            breakDown("no connection within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound))))", end: .connectionBound)
             throw .unreachable(port.description, reason: "no connection to \(peerDescription) within the tcp connection bound (\(Duration.nanoseconds(Int64(clamping: bound)))): nothing answers there, the handshake did not finish, or the keys do not match")
         }
     }
@@ -211,7 +217,7 @@ final class TCPConnection: @unchecked Sendable {
                 guard try sendRoutingFrame(on: socket, port: port) else { return false }
                 guard try sendFrame(0, of: frames, on: socket) else { return false }
                 for index in 1..<frames.count where try !sendFrame(index, of: frames, on: socket) {
-                    breakDown("the connection broke in the middle of a message")
+                    breakDown("the connection broke in the middle of a message", end: .lost)
                     throw lostError(for: port)!
                 }
                 return true
@@ -268,7 +274,7 @@ final class TCPConnection: @unchecked Sendable {
         do throws(ZMQError) {
             return try Self.send(routingID, on: socket, more: true)
         } catch where error.code == EHOSTUNREACH {
-            breakDown("the peer is no longer connected")
+            breakDown("the peer is no longer connected", end: .lost)
             throw lostError(for: port)!
         } catch {
             throw .zeroMQ(error)

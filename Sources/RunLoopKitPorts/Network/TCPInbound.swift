@@ -212,7 +212,7 @@ final class TCPInbound: @unchecked Sendable {
                 return hub.drops.emitPending()
             }
             if !dialled.welcomed(by: from) && dialled.brokenError != nil {
-                hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now")
+                hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now", end: .replaced)
             }
             return
         }

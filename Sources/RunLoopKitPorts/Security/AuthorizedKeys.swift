@@ -25,6 +25,9 @@ final class AuthorizedKeys: @unchecked Sendable {
         /// in ns); nil when missing or refused.
         var stamp: [Int64]?
         var read = false
+        /// Keys revoked by a change not yet taken (`takeRevoked`): a
+        /// handshake's refresh may be the one that sees the change.
+        var revokedUntaken: Set<CurveKey> = []
     }
     private let state = Locked(State())
     private static let logger = Logger(label: "RunLoopKit.Network")
@@ -54,7 +57,18 @@ final class AuthorizedKeys: @unchecked Sendable {
             state.keys = keys
             state.stamp = stamp
             state.read = true
+            state.revokedUntaken.formUnion(revoked)
+            state.revokedUntaken.subtract(keys)
             return revoked
+        }
+    }
+
+    /// The keys revoked since the last call, whichever refresh saw the
+    /// change: whoever closes revoked keys' connections takes them here.
+    func takeRevoked() -> Set<CurveKey> {
+        state.withLock { state in
+            defer { state.revokedUntaken.removeAll() }
+            return state.revokedUntaken
         }
     }
 

@@ -320,6 +320,8 @@ final class TapPipeline: @unchecked Sendable {
             return (tookAny, settled, recordCame)
         }
         noteSettled(settled)
+        // On the tap's thread, once a drain: the totals, never a sender's cost.
+        if tookAny, let metrics = PortMetrics.current { metrics.tap(produced: producedCount, dropped: droppedCount) }
         if tookAny || recordCame { scheduleDrain() }
     }
 

@@ -45,11 +45,19 @@ final class DropAccount: Sendable {
         var timerArmed = false
         /// `emitPending` must arm the timer.
         var timerWanted = false
+        /// The port whose drops these are, for metrics (`owned(by:)`);
+        /// nil for the tcp endpoint's account.
+        weak var owner: Port?
     }
 
     private let state = Locked(State())
 
     init(portName: String) { self.portName = portName }
+
+    /// Names the port these drops are counted for in metrics.
+    func owned(by port: Port) {
+        state.withLock { $0.owner = port }
+    }
 
     var totalCount: UInt64 { total.load(ordering: .relaxed) }
 
@@ -76,7 +84,7 @@ final class DropAccount: Sendable {
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String, at now: UInt64) {
         total.wrappingAdd(1, ordering: .relaxed)
         latest.store(reason.index + 1, ordering: .relaxed)
-        state.withLock { state in
+        let owner = state.withLock { state -> Port? in
             let index = reason.index
             state.counts[index] &+= 1
             if state.unlogged[index] == 0 { state.firstFault[index] = detail() }
@@ -87,8 +95,24 @@ final class DropAccount: Sendable {
                 state.timerArmed = true
                 state.timerWanted = true
             }
+            return PortMetrics.attached.load(ordering: .relaxed) ? state.owner : nil
+        }
+        if PortMetrics.attached.load(ordering: .relaxed) { recordMetric(reason, of: owner) }
+    }
+
+    /// Counts the drop in the attached metrics recorder: in its port's
+    /// series, or, for drops of the tcp endpoint, in its own.
+    private func recordMetric(_ reason: PortDropReason, of owner: Port?) {
+        if let owner {
+            owner.metricsSeries()?.dropped(reason)
+        } else {
+            PortMetrics.current?.series(port: Self.endpointSeries, peer: nil).dropped(reason)
         }
     }
+
+    /// The series of drops that no port of this process was meant to have
+    /// (the tcp endpoint's: another instance, a port closed meanwhile).
+    static let endpointSeries = "tcp endpoint"
 
     /// Makes a line for every reason with drops not yet in one (at
     /// invalidation, at exit), then writes the lines. No library lock held.
