@@ -24,7 +24,11 @@ let package = Package(
     products: [
         // What users import: the umbrella (the core and the ports), the
         // testing module for their test targets, and the ZeroMQ layer.
-        .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        // The umbrella and the two modules it re-exports: the product's
+        // targets are what the public-API guard compares with the last
+        // release (scripts/check-api-breaks.sh), and a re-export alone
+        // would leave Core and Ports out of it.
+        .library(name: "RunLoopKit", targets: ["RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts"]),
         .library(name: "RunLoopKitTesting", targets: ["RunLoopKitTesting"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         // Distributed actors over ports: a product of its own, so that a
@@ -197,4 +201,12 @@ let package = Package(
 // RLK_DOCS=1), so that ordinary builds, tests and clients never fetch it.
 if Context.environment["RLK_DOCS"] != nil {
     package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
+
+// The public-API guard (scripts/check-api-breaks.sh sets RLK_API_CHECK=1)
+// compares the library products' modules only, and builds this manifest at
+// the last release's commit as well: without the examples, tools and tests,
+// which would only lengthen both builds.
+if Context.environment["RLK_API_CHECK"] != nil {
+    package.targets.removeAll { $0.type == .executable || $0.type == .test }
 }

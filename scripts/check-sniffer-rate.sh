@@ -25,9 +25,11 @@ for run in 1 2 3; do
     lines="$(grep -vc '^{"account":' "$work/all-$run.jsonl")"
     echo "run $run: ${summary:-no account for pingpong}; $lines lines recorded"
     if [[ "$summary" == *"400000 received + 0 dropped"* && "$lines" == 400001 ]]; then clean=$((clean + 1)); fi
+    # Two clean runs decide it: a third could not change the outcome.
+    if [ "$clean" -ge 2 ]; then break; fi
 done
 if [ "$clean" -lt 2 ]; then
     echo "error: portsniff lost events of pingpong --count 100000 in $((3 - clean)) of 3 runs" >&2
     exit 1
 fi
-echo "sniffer rate: $clean of 3 runs took all 400,000 events"
+echo "sniffer rate: $clean of $run runs took all 400,000 events"

@@ -16,11 +16,13 @@ part() {
     part_start=$SECONDS
 }
 
-echo "== swift build (library, examples, tools)"
+echo "== swift build --build-tests (library, examples, tools, tests)"
+# One build for everything, the tests included (two cores kept busy to the
+# end, rather than a second build's tail).
 # No warning from the build's own set-up: libzmq's pkg-config flags used to
 # make SwiftPM print "prohibited flag(s)" in every client's build.
 mkdir -p .build
-swift build 2>&1 | tee .build/build-output.txt
+swift build --build-tests 2>&1 | tee .build/build-output.txt
 if grep -q "prohibited flag" .build/build-output.txt; then
     echo "error: the build printed a 'prohibited flag' warning (see Package.swift, CZeroMQ)" >&2
     exit 1
@@ -33,17 +35,17 @@ echo "== swift test"
 source scripts/ensure-test-deps.sh
 # A hung run fails with a list of what was running (scripts/test-watchdog.sh).
 source scripts/test-watchdog.sh
-run_with_watchdog "the tests" swift test
+run_with_watchdog "the tests" swift test --skip-build
 part "plain build and tests passed"
 if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then
     echo "== swift test --sanitize=thread"
     # A build directory of its own, so that the plain build stays valid; the
     # programs too, because the portsniff tests run them.
-    swift build --sanitize=thread --scratch-path .build/tsan
+    swift build --build-tests --sanitize=thread --scratch-path .build/tsan
     # Every process is several times slower under a sanitizer: a handshake
     # with a live peer may pass the 1 s connection bound (docs/ports.md).
     RUNLOOPKIT_CONNECTION_BOUND=5 \
-        run_with_watchdog "the tests under ThreadSanitizer" swift test --sanitize=thread --scratch-path .build/tsan
+        run_with_watchdog "the tests under ThreadSanitizer" swift test --skip-build --sanitize=thread --scratch-path .build/tsan
     part "ThreadSanitizer build and tests passed"
 fi
 echo "== all tests passed"

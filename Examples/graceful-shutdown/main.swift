@@ -45,9 +45,20 @@ func serve() async throws -> (sent: Int, handled: Int, flushed: PortFlushReport?
             LoopThreadService(producer),
         ],
         gracefulShutdownSignals: [.sigterm], logger: logger)
-    let running = Task { try await group.run() }
+    let ended = Mutex(false)
+    let running = Task {
+        defer { ended.withLock { $0 = true } }
+        try await group.run()
+    }
     // The services start the threads; the group traps SIGTERM before that.
-    while !(worker.isRunning && producer.isRunning) { try await Task.sleep(for: .milliseconds(1)) }
+    while !(worker.isRunning && producer.isRunning) {
+        // A group that ended first (a service failed): its error is the outcome.
+        if ended.withLock({ $0 }) {
+            try await running.value
+            return (0, 0, nil)
+        }
+        try await Task.sleep(for: .milliseconds(1))
+    }
     try jobs.schedule(on: worker)
 
     let sendRight = try PortNameServer.lookup("jobs-\(getpid())")

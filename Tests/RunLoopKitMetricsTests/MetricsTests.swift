@@ -190,8 +190,7 @@ struct MetricsTests {
             RunLoopKitMetrics.start(factory: metrics)
             let peer = try NetworkPeerProcess.start(["serve", "127.0.0.1", "0"], child: 0)
             defer { peer.stop() }
-            let descriptor = try #require(peer.waitForLine(starting: "PORT ")).map { NetworkPeerProcess.bytes(fromHex: $0) }
-            let right = try Port.fromDescriptor(#require(descriptor))
+            let right = try Port.fromDescriptor(NetworkPeerProcess.bytes(fromHex: #require(peer.waitForLine(starting: "PORT "))))
             let address = try #require(right.address.tcpEndpoint?.listener)
             _ = try right.sendRequest(msgid: 1, sendTimeout: 30, receiveTimeout: 60)
             #expect(metrics.counterTotal(label: "runloopkit_tcp_connections_opened_total", dimensions: [("peer", address)]) == 1)

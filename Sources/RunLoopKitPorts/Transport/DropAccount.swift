@@ -84,6 +84,7 @@ final class DropAccount: Sendable {
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String, at now: UInt64) {
         total.wrappingAdd(1, ordering: .relaxed)
         latest.store(reason.index + 1, ordering: .relaxed)
+        let metricsAttached = PortMetrics.attached.load(ordering: .relaxed)
         let owner = state.withLock { state -> Port? in
             let index = reason.index
             state.counts[index] &+= 1
@@ -95,9 +96,9 @@ final class DropAccount: Sendable {
                 state.timerArmed = true
                 state.timerWanted = true
             }
-            return PortMetrics.attached.load(ordering: .relaxed) ? state.owner : nil
+            return metricsAttached ? state.owner : nil
         }
-        if PortMetrics.attached.load(ordering: .relaxed) { recordMetric(reason, of: owner) }
+        if metricsAttached { recordMetric(reason, of: owner) }
     }
 
     /// Counts the drop in the attached metrics recorder: in its port's
