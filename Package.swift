@@ -39,6 +39,7 @@ let package = Package(
         // ports' flush as swift-service-lifecycle services.
         .library(name: "RunLoopKitMetrics", targets: ["RunLoopKitMetrics"]),
         .library(name: "RunLoopKitLifecycle", targets: ["RunLoopKitLifecycle"]),
+        .library(name: "RunLoopKitTracing", targets: ["RunLoopKitTracing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -46,6 +47,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // For the metrics example only (the exposition text Prometheus scrapes).
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
@@ -165,6 +167,44 @@ let package = Package(
                 // The tcp peer the flush sends to, and the example its test runs.
                 "rlk-net-peer", "graceful-shutdown",
             ]
+        ),
+        // W3C trace context through ports, for swift-distributed-tracing.
+        .target(
+            name: "RunLoopKitTracing",
+            dependencies: [
+                "RunLoopKitCore", "RunLoopKitPorts",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .testTarget(
+            name: "RunLoopKitTracingTests",
+            dependencies: [
+                "RunLoopKit", "RunLoopKitPorts", "RunLoopKitTracing", "RunLoopKitDistributed", "RunLoopKitTestSupport",
+                "TracingTestSupport", "NetworkPeerSupport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // The process at the other end of the ipc and tcp hops.
+                "rlk-trace-peer",
+            ]
+        ),
+        // The tests' tracer: swift-distributed-tracing's in-memory one,
+        // propagating W3C's headers as OpenTelemetry's does.
+        .target(
+            name: "TracingTestSupport",
+            dependencies: [
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
+            path: "Tests/TracingTestSupport"
+        ),
+        // A traced process serving a port over ipc or tcp: prints the trace
+        // each message's handler ran in.
+        .executableTarget(
+            name: "rlk-trace-peer",
+            dependencies: ["RunLoopKit", "RunLoopKitPorts", "RunLoopKitTracing", "TracingTestSupport", "NetworkPeerSupport",
+                           .product(name: "Tracing", package: "swift-distributed-tracing")],
+            path: "Tests/TracePeer"
         ),
         .testTarget(
             name: "RunLoopKitTestingTests",

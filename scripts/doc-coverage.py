@@ -51,7 +51,8 @@ import re
 import sys
 from urllib.parse import unquote, urlparse
 
-MODULES = ("RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitTesting", "RunLoopKitDistributed", "ZeroMQ")
+MODULES = ("RunLoopKit", "RunLoopKitCore", "RunLoopKitPorts", "RunLoopKitTesting", "RunLoopKitDistributed",
+           "RunLoopKitMetrics", "RunLoopKitLifecycle", "RunLoopKitTracing", "ZeroMQ")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Short kind names for the output; the rest are the graph's own, less "swift.".

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the manual, the DocC documentation of every module (RunLoopKit's
-# umbrella, RunLoopKitCore, RunLoopKitPorts, RunLoopKitTesting, RunLoopKitDistributed, RunLoopKitMetrics, RunLoopKitLifecycle and ZeroMQ),
+# umbrella, RunLoopKitCore, RunLoopKitPorts, RunLoopKitTesting, RunLoopKitDistributed, RunLoopKitMetrics, RunLoopKitLifecycle, RunLoopKitTracing and ZeroMQ),
 # with every DocC warning treated as an error, then counts the public
 # symbols that have no doc comment (scripts/doc-coverage.py):
 #   ./scripts/docs.sh
@@ -36,7 +36,7 @@ fi
 export RLK_DOCS=1
 SCRATCH=.build-docs
 # Dependencies before the modules that link to them.
-TARGETS=(ZeroMQ RunLoopKitCore RunLoopKitPorts RunLoopKit RunLoopKitTesting RunLoopKitDistributed RunLoopKitMetrics RunLoopKitLifecycle)
+TARGETS=(ZeroMQ RunLoopKitCore RunLoopKitPorts RunLoopKit RunLoopKitTesting RunLoopKitDistributed RunLoopKitMetrics RunLoopKitLifecycle RunLoopKitTracing)
 PREVIEW="RLK_DOCS=1 swift package --scratch-path $SCRATCH --disable-sandbox preview-documentation --target RunLoopKit"
 
 resolved_backup=""
@@ -82,7 +82,7 @@ python3 scripts/doc-coverage.py --scratch-path "$SCRATCH" || coverage=$?
 echo
 echo "To preview the manual in a browser (http://localhost:8080/documentation/runloopkit):"
 echo "  $PREVIEW"
-echo "(or --target RunLoopKitCore, RunLoopKitPorts, RunLoopKitTesting, RunLoopKitDistributed, RunLoopKitMetrics, RunLoopKitLifecycle, ZeroMQ)."
+echo "(or --target RunLoopKitCore, RunLoopKitPorts, RunLoopKitTesting, RunLoopKitDistributed, RunLoopKitMetrics, RunLoopKitLifecycle, RunLoopKitTracing, ZeroMQ)."
 
 status=0
 if [ "$docc_ok" -eq 0 ]; then

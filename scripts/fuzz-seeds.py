@@ -104,6 +104,9 @@ def main():
     (packed_v3,) = example(text, "## Example, packed version 3 (tcp)")
     # The destination field alone: the extension area of the example.
     extension = packed_v3[13:13 + 32]
+    (traced,) = example(text, "## Example, packed version 3 with a trace context")
+    # Fields 2 and 3 of that example: its extension area.
+    trace_area = traced[13:13 + 4 + 51]
     record = lambda data: struct.pack("<I", len(data)) + data
     (typed,) = example(text, "## Example, a typed payload (binary)")
     (typed_json,) = example(text, "## Example, a typed payload (JSON)")
@@ -129,6 +132,14 @@ def main():
                                                    + record(b"hi")))),
         "v3-bad-extension": messages(message(frame(header(3, 0, [0]) + struct.pack("<IHH", 6, 9, 5) + b"ab"
                                                    + record(b"hi")))),
+        # A trace context (fields 2 and 3): the example, multipart, beside
+        # a destination, and a traceparent field one byte short.
+        "doc-packed-v3-trace": messages(message(frame(traced))),
+        "multipart-v3-trace": messages(message(frame(header(3, 4, [0]) + trace_area), frame(b"hi"))),
+        "v3-trace-and-destination": messages(message(frame(header(3, 0, [0]) + struct.pack("<I", 28 + 51)
+                                                           + extension[4:] + trace_area[4:] + record(b"hi")))),
+        "v3-trace-short": messages(message(frame(header(3, 0, [0]) + struct.pack("<IHH", 29, 2, 25) + bytes(25)
+                                                 + record(b"hi")))),
         # A port component, not only a reply port.
         "port-component": messages(message(frame(header(2, 0, [1, 0]) + record(descriptor_v2) + record(b"x")))),
         # The limits, out of mutation's reach: a frame over 64 MiB, a

@@ -89,7 +89,11 @@ extension Port {
                     batch.delivered &+= 1
                     if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
                 }
-                handler(inbox)
+                if let trace = inbox.traceBox {
+                    PortTracing.deliver(in: trace.context, on: self, msgid: inbox.msgid) { handler(inbox) }
+                } else {
+                    handler(inbox)
+                }
             }
             guard batch.next() else {
                 receiver.endBatch(&inbox)
@@ -130,7 +134,11 @@ extension Port {
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
                 batch.delivered &+= 1
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view, on: self, traceID: traceID) }
-                handler(view)
+                if message.header.hasTraceContext, let trace = WireFormat.traceContext(ofHeader: message.headerFrame) {
+                    PortTracing.deliver(in: trace, on: self, msgid: message.header.msgid) { handler(view) }
+                } else {
+                    handler(view)
+                }
             }
             guard batch.next() else { return .stopped }
         }

@@ -44,8 +44,15 @@ extension Port {
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
-                encoder.writePacked(bytes: bytes, into: $0)
+            // Traced apart: an untraced send pays one load for tracing.
+            if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
+                try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
+                    encoder.writePacked(bytes: bytes, into: $0)
+                }
+            } else {
+                try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
+                    encoder.writePacked(bytes: bytes, into: $0)
+                }
             }
         } catch {
             if traceID != nil { PortTap.recordFailedSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, error: error) }
@@ -68,8 +75,14 @@ extension Port {
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
-                encoder.writePacked(components, into: $0)
+            if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
+                try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { components }) {
+                    encoder.writePacked(components, into: $0)
+                }
+            } else {
+                try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
+                    encoder.writePacked(components, into: $0)
+                }
             }
         } catch {
             if traceID != nil { PortTap.recordFailedSend(to: self, msgid: msgid, components: components, replyPort: replyPort, error: error) }
@@ -94,12 +107,33 @@ extension Port {
         try channel.withGuaranteedReference { (channel) throws(PortError) in
             guard let size = encoder.packedSize else {
                 return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
-                    if channel.isNetwork { return try channel.sendOverNetwork(frames, deadline: deadline) }
+                    if channel.isNetwork { return try channel.sendOverNetwork(frames, trace: nil, deadline: deadline) }
                     try channel.send(frames, deadline: deadline, destination: self)
                 }
             }
-            if channel.isNetwork { return try channel.sendOverNetwork(packedSize: size, deadline: deadline, write: write) }
+            if channel.isNetwork { return try channel.sendOverNetwork(packedSize: size, trace: nil, deadline: deadline, write: write) }
             try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
+        }
+    }
+
+    /// `send(_:on:deadline:largeComponents:write:)` for a message that
+    /// carries `trace`: version 3 on every transport (docs/wire-format.md,
+    /// "Trace context").
+    @inline(never)
+    private func sendTraced(
+        // U-SEND-CHANNEL (docs/unsafe-sites.md).
+        _ encoder: MessageEncoder, trace: PortTraceContext, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
+        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        try channel.withGuaranteedReference { (channel) throws(PortError) in
+            guard let size = encoder.packedSize else {
+                return try encoder.withMultipartFrames(largeComponents()) { (frames) throws(PortError) in
+                    if channel.isNetwork { return try channel.sendOverNetwork(frames, trace: trace, deadline: deadline) }
+                    try channel.send(frames, trace: trace, deadline: deadline, destination: self)
+                }
+            }
+            if channel.isNetwork { return try channel.sendOverNetwork(packedSize: size, trace: trace, deadline: deadline, write: write) }
+            try channel.send(packedSize: size, trace: trace, deadline: deadline, destination: self, write: write)
         }
     }
 

@@ -228,11 +228,15 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// `Port(<pid>/<port id> (inproc|ipc path))`, as logs and errors show it.
     public var description: String { "Port(\(address))" }
 
-    /// How the tap and portsniff name the port: a name it is registered or
-    /// was looked up under, else "<pid>/<port id>".
-    var tapLabel: String {
-        state.withLock { $0.registeredNames.first ?? $0.lookedUpName } ?? "\(address.pid)/\(address.portID)"
+    /// The name the port is registered or was looked up under, if any: how
+    /// the tap, metrics and traces name it.
+    package var knownName: String? {
+        state.withLock { $0.registeredNames.first ?? $0.lookedUpName }
     }
+
+    /// How the tap and portsniff name the port: its known name, else
+    /// "<pid>/<port id>".
+    var tapLabel: String { knownName ?? "\(address.pid)/\(address.portID)" }
 
     /// For a send right to a tcp port of another process, its peer as the
     /// tap names it: the endpoint (or that it only connects) and the

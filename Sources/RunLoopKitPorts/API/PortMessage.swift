@@ -44,6 +44,19 @@ public struct PortMessage: Sendable, CustomStringConvertible {
     /// `receivePort` then read as NSPortMessage's do for an incoming message.
     public private(set) var isIncoming = false
 
+    /// On a received message, the W3C trace context it was sent in, if it
+    /// carried one (docs/wire-format.md, "Trace context"): a message sent
+    /// while tracing was started (RunLoopKitTracing) and a span was
+    /// current. Its handler already runs in that trace; a message taken
+    /// from a stream (`port.messages`) can be traced from here. Nil on an
+    /// outgoing message: a send carries the sending span's context, not
+    /// this one.
+    public var traceContext: PortTraceContext? { traceBox?.context }
+
+    /// Boxed, so that the message a batch reuses stays small, and an
+    /// untraced one costs a nil reference.
+    var traceBox: TraceContextBox?
+
     /// The reply port, whichever way the message goes: where replies
     /// arrive on an outgoing message (its `receivePort`), where replies go
     /// on a received one (its `sendPort`). Reply with
@@ -97,4 +110,10 @@ public struct PortMessage: Sendable, CustomStringConvertible {
     public var description: String {
         "PortMessage(msgid: \(msgid), components: \(components), reply: \(replyPort.map(\.description) ?? "none"))"
     }
+}
+
+/// A received message's trace context, held by reference (`PortMessage.traceBox`).
+final class TraceContextBox: Sendable {
+    let context: PortTraceContext
+    init(_ context: PortTraceContext) { self.context = context }
 }

@@ -60,6 +60,13 @@ public struct PortMessageView: ~Copyable {
     /// `sendPort` for a received message; ``PortMessage/replyPort``).
     public var replyPort: Port? { reply }
 
+    /// The W3C trace context the message was sent in, if it carried one
+    /// (``PortMessage/traceContext``); read from the message's header
+    /// each time.
+    public var traceContext: PortTraceContext? {
+        read { $0.header.hasTraceContext ? WireFormat.traceContext(ofHeader: $0.headerFrame) : nil }
+    }
+
     /// Whether component `index` is a port (else it is data).
     /// - Precondition: `index` is below ``componentCount``.
     public func isPort(at index: Int) -> Bool {

@@ -16,7 +16,8 @@ import Foundation
 ///
 /// Beyond "no crash, no leak, no hang" (what the sanitizers and libFuzzer
 /// check), it checks that the two decoders agree: both accept a message
-/// and read the same msgid, components, reply port and trace id, or both
+/// and read the same msgid, components, reply port, trace id and trace
+/// context, or both
 /// refuse it with the same error; a disagreement traps, so that the
 /// fuzzer reports it.
 package enum WireFuzzing {
@@ -211,6 +212,8 @@ package enum WireFuzzing {
         let header = inPlace.header
         precondition(inbox.msgid == header.msgid, "the decoders disagree on the msgid")
         precondition(traceID == header.traceID, "the decoders disagree on the trace id")
+        let inPlaceTrace = header.hasTraceContext ? WireFormat.traceContext(ofHeader: inPlace.headerFrame) : nil
+        precondition(inbox.traceContext == inPlaceTrace, "the decoders disagree on the trace context")
         precondition(inbox.components.count == header.componentCount, "the decoders disagree on the component count")
         precondition(inbox.sendPort?.address == replyPort?.address, "the decoders disagree on the reply port")
         for (index, component) in inbox.components.enumerated() {

@@ -19,9 +19,7 @@ extension Port {
     /// The port as metrics name it: the name it is registered or was
     /// looked up under, else "unnamed" (reply ports above all: one series
     /// for all, not one each).
-    var metricsLabel: String {
-        state.withLock { $0.registeredNames.first ?? $0.lookedUpName } ?? "unnamed"
-    }
+    var metricsLabel: String { knownName ?? "unnamed" }
 
     /// For a send right to a tcp port of another process, the address its
     /// messages go to (the peer's listener); nil otherwise. Never the

@@ -190,27 +190,28 @@ final class SendChannel: @unchecked Sendable {
     }
 
     /// A packed message over tcp: written as version 2 after room for the
-    /// extension area, then made version 3 naming the destination
-    /// (`WireFormat.extendPacked`), so that inproc and ipc sends pay
-    /// nothing for tcp.
+    /// extension area, then made version 3 naming the destination (and
+    /// carrying `trace`, if any) (`WireFormat.extendPacked`), so that
+    /// inproc and ipc sends pay nothing for tcp.
     @inline(never)
     func sendOverNetwork(
-        packedSize: Int, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void
+        packedSize: Int, trace: PortTraceContext?, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
-        let destination = destination!
-        let gap = WireFormat.destinationExtensionSize
+        let fields = WireFormat.ExtensionFields(destination: destination!, trace: trace)
+        let gap = fields.areaSize
         try withConnection(deadline: deadline) { (connection) throws(PortError) in
             try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
                 write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
-                WireFormat.extendPacked(buffer, destination: destination)
+                WireFormat.extendPacked(buffer, with: fields)
             }
         }
     }
 
     /// A large message over tcp: its header frame made version 3.
     @inline(never)
-    func sendOverNetwork(_ frames: OutgoingFrames, deadline: SendDeadline) throws(PortError) {
-        let header = WireFormat.extendedMultipartHeader(frames.header, destination: destination!)
+    func sendOverNetwork(_ frames: OutgoingFrames, trace: PortTraceContext?, deadline: SendDeadline) throws(PortError) {
+        let fields = WireFormat.ExtensionFields(destination: destination!, trace: trace)
+        let header = WireFormat.extendedMultipartHeader(frames.header, with: fields)
         // withUnsafeBytes rethrows untyped errors: the typed one travels in a Result.
         let outcome: Result<Void, PortError> = header.withUnsafeBytes { bytes in
             let extended = OutgoingFrames(header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor)
@@ -219,6 +220,34 @@ final class SendChannel: @unchecked Sendable {
                     try connection.send(extended, deadline: deadline, port: address)
                 }
             }
+        }
+        try outcome.get()
+    }
+
+    /// A packed message with a trace context over inproc or ipc: version 3
+    /// with the context in its extension area, written as the tcp path
+    /// writes it; other sends stay version 2.
+    @inline(never)
+    func send(
+        packedSize: Int, trace: PortTraceContext, deadline: SendDeadline, destination: Port,
+        write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        let fields = WireFormat.ExtensionFields(destination: nil, trace: trace)
+        let gap = fields.areaSize
+        try send(packedSize: packedSize + gap, deadline: deadline, destination: destination) { buffer in
+            write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
+            WireFormat.extendPacked(buffer, with: fields)
+        }
+    }
+
+    /// A large message with a trace context over inproc or ipc: its header
+    /// frame made version 3.
+    @inline(never)
+    func send(_ frames: OutgoingFrames, trace: PortTraceContext, deadline: SendDeadline, destination: Port) throws(PortError) {
+        let header = WireFormat.extendedMultipartHeader(frames.header, with: WireFormat.ExtensionFields(destination: nil, trace: trace))
+        let outcome: Result<Void, PortError> = header.withUnsafeBytes { bytes in
+            let extended = OutgoingFrames(header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor)
+            return Result { () throws(PortError) in try send(extended, deadline: deadline, destination: destination) }
         }
         try outcome.get()
     }

@@ -64,6 +64,12 @@ struct MessageDecoder {
         } else {
             try decodeMultipart(frames, header, into: &message)
         }
+        // A nil check on the usual message: only version 3 carries a context.
+        if header.hasTraceContext {
+            message.traceBox = WireFormat.traceContext(ofHeader: frames.firstBytes).map(TraceContextBox.init)
+        } else if message.traceBox != nil {
+            message.traceBox = nil
+        }
         return header.traceID
     }
 

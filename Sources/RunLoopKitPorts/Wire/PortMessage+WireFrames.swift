@@ -3,19 +3,29 @@
 /// port's queue (S-ASYNC-2, `PortReceiver.requeue`), to be decoded again
 /// like any arrival, whichever kind of handler takes them.
 extension PortMessage {
-    /// The message's wire frames (docs/wire-format.md), untraced: packed in
-    /// one frame when it fits, else a header frame, a frame per component
-    /// and the reply port's descriptor. It arrived within the wire limits,
-    /// so it fits them again.
+    /// The message's wire frames (docs/wire-format.md), with its trace
+    /// context if it carried one (but no tap trace id): packed in one
+    /// frame when it fits, else a header frame, a frame per component and
+    /// the reply port's descriptor. It arrived within the wire limits, so
+    /// it fits them again.
     func wireFrames() throws(PortError) -> [[UInt8]] {
         let encoder = try MessageEncoder(
             msgid: msgid, components: components, replyPort: replyPort, traceID: nil, checkingPorts: { _, _ in })
+        let fields = traceContext.map { WireFormat.ExtensionFields(destination: nil, trace: $0) }
         if let size = encoder.packedSize {
-            var bytes = [UInt8](repeating: 0, count: size)
-            bytes.withUnsafeMutableBytes { encoder.writePacked(components, into: $0) }
+            let gap = fields?.areaSize ?? 0
+            var bytes = [UInt8](repeating: 0, count: gap + size)
+            bytes.withUnsafeMutableBytes { buffer in
+                encoder.writePacked(components, into: UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
+                if let fields { WireFormat.extendPacked(buffer, with: fields) }
+            }
             return [bytes]
         }
-        return try encoder.withMultipartFrames(components) { frames in frames.allBytes }
+        return try encoder.withMultipartFrames(components) { frames in
+            var all = frames.allBytes
+            if let fields { all[0] = WireFormat.extendedMultipartHeader(frames.header, with: fields) }
+            return all
+        }
     }
 }
 

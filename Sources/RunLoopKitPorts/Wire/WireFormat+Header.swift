@@ -49,11 +49,7 @@ extension WireFormat {
         return headerFixedSize + count + traceIDSize
     }
 
-    // MARK: - Version 3 (tcp)
-
-    /// The extension area a tcp message carries: its length, one field
-    /// header and the destination.
-    static let destinationExtensionSize = extensionLengthSize + extensionFieldHeaderSize + destinationFieldSize
+    // MARK: - Version 3 (tcp, and a trace context on any transport)
 
     /// The size of the header (without extension) that `bytes`, a version-1
     /// or -2 header frame written by this side, starts with.
@@ -63,43 +59,30 @@ extension WireFormat {
     }
 
     /// Makes the packed (version-2) frame written at
-    /// `buffer[destinationExtensionSize...]` a version-3 one in `buffer`:
-    /// its header moves to the start, marked version 3, and the extension
-    /// area with `destination` fills the gap before the records, which stay
-    /// where they were written. How a tcp send writes its frame, so that
-    /// inproc and ipc sends pay nothing for tcp.
-    static func extendPacked(_ buffer: UnsafeMutableRawBufferPointer, destination: Destination) {
-        let written = UnsafeRawBufferPointer(rebasing: buffer[destinationExtensionSize...])
+    /// `buffer[fields.areaSize...]` a version-3 one in `buffer`: its header
+    /// moves to the start, marked version 3, and the extension area with
+    /// `fields` fills the gap before the records, which stay where they
+    /// were written. How a tcp send, or a send with a trace context,
+    /// writes its frame, so that other sends pay nothing for either.
+    static func extendPacked(_ buffer: UnsafeMutableRawBufferPointer, with fields: ExtensionFields) {
+        let written = UnsafeRawBufferPointer(rebasing: buffer[fields.areaSize...])
         let size = writtenHeaderSize(written)
         buffer.baseAddress!.copyMemory(from: written.baseAddress!, byteCount: size)
         buffer[4] = extendedVersion
-        writeExtension(destination, into: buffer, at: size)
+        fields.write(into: buffer, at: size)
     }
 
     /// A multipart (version-1) header frame as version 3: the same header,
     /// marked version 3 and multipart, then the extension area.
-    static func extendedMultipartHeader(_ header: UnsafeRawBufferPointer, destination: Destination) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: header.count + destinationExtensionSize)
+    static func extendedMultipartHeader(_ header: UnsafeRawBufferPointer, with fields: ExtensionFields) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: header.count + fields.areaSize)
         bytes.withUnsafeMutableBytes { buffer in
             buffer.baseAddress!.copyMemory(from: header.baseAddress!, byteCount: header.count)
             buffer[4] = extendedVersion
             buffer[5] |= flagMultipart
-            writeExtension(destination, into: buffer, at: header.count)
+            fields.write(into: buffer, at: header.count)
         }
         return bytes
-    }
-
-    /// Version 3's extension area holding one field, the destination.
-    private static func writeExtension(_ destination: Destination, into buffer: UnsafeMutableRawBufferPointer, at start: Int) {
-        let fieldBytes = extensionFieldHeaderSize + destinationFieldSize
-        buffer.storeBytes(of: UInt32(fieldBytes).littleEndian, toByteOffset: start, as: UInt32.self)
-        let offset = start + extensionLengthSize
-        buffer.storeBytes(of: fieldDestination.littleEndian, toByteOffset: offset, as: UInt16.self)
-        buffer.storeBytes(of: UInt16(destinationFieldSize).littleEndian, toByteOffset: offset + 2, as: UInt16.self)
-        let field = offset + extensionFieldHeaderSize
-        buffer.storeBytes(of: destination.instance.high.littleEndian, toByteOffset: field, as: UInt64.self)
-        buffer.storeBytes(of: destination.instance.low.littleEndian, toByteOffset: field + 8, as: UInt64.self)
-        buffer.storeBytes(of: destination.portID.littleEndian, toByteOffset: field + 16, as: UInt64.self)
     }
 
     struct Header {
@@ -115,6 +98,8 @@ extension WireFormat {
         let hasPortComponent: Bool
         /// Present when the sender's tap was on.
         let traceID: UInt64?
+        /// Version 3 with a trace context (`traceContext(ofHeader:)` reads it).
+        var hasTraceContext = false
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
         /// Components, then the reply port's descriptor if there is one.
         var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
@@ -178,11 +163,13 @@ extension WireFormat {
         let isPacked = flags & flagMultipart == 0
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         guard count <= maxComponents else { throw .tooManyComponents(count) }
-        let (size, destination) = try readExtension(bytes, at: headerSize(componentCount: count, traced: flags & flagHasTraceID != 0))
-        guard isPacked ? bytes.count >= size : bytes.count == size else {
+        let area = try readExtension(bytes, at: headerSize(componentCount: count, traced: flags & flagHasTraceID != 0))
+        guard isPacked ? bytes.count >= area.end : bytes.count == area.end else {
             throw .shortFrame("header: \(bytes.count) bytes for \(count) components and an extension area")
         }
-        return (try header(bytes, flags: flags, count: count, isPacked: isPacked, size: size), destination)
+        var read = try header(bytes, flags: flags, count: count, isPacked: isPacked, size: area.end)
+        read.hasTraceContext = area.trace != nil
+        return (read, area.destination)
     }
 
     /// The header whose fixed fields were checked: its kinds read (each
@@ -220,15 +207,24 @@ extension WireFormat {
         return try readExtendedHeader(bytes).destination
     }
 
+    /// The trace context a version-3 header frame carries (its fields
+    /// checked as `readHeader` checks them), or nil.
+    static func traceContext(ofHeader bytes: UnsafeRawBufferPointer) -> PortTraceContext? {
+        guard bytes.count >= headerFixedSize, bytes[4] == extendedVersion else { return nil }
+        let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
+        return try? readExtension(bytes, at: headerSize(componentCount: count, traced: bytes[5] & flagHasTraceID != 0)).trace
+    }
+
     /// Reads version 3's extension area at `start` (its length is there):
-    /// returns where the header ends and the destination field, if any.
-    /// Fields of a type this side does not know are stepped over, so that
-    /// a later field needs no new version; a field that runs past the
-    /// area, a second destination, or one of the wrong size is malformed.
+    /// returns where the header ends, the destination field and the trace
+    /// context, if any. Fields of a type this side does not know are
+    /// stepped over, so that a later field needs no new version; a field
+    /// that runs past the area, a second one of a kind, one of the wrong
+    /// size, or a trace context W3C calls invalid is malformed.
     @inline(never)
     private static func readExtension(
         _ bytes: UnsafeRawBufferPointer, at start: Int
-    ) throws(DecodeError) -> (end: Int, destination: Destination?) {
+    ) throws(DecodeError) -> (end: Int, destination: Destination?, trace: PortTraceContext?) {
         guard bytes.count >= start + extensionLengthSize else {
             throw .shortFrame("header: \(bytes.count) bytes, no room for the extension area's length")
         }
@@ -241,13 +237,16 @@ extension WireFormat {
         let end = areaStart + length
         var offset = areaStart
         var destination: Destination?
+        var traceParent: Int?
+        var traceState: Range<Int>?
         while offset < end {
             guard end - offset >= extensionFieldHeaderSize else { throw .badExtension("a field's type and length run past the area") }
             let type = UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
             let size = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)))
             offset += extensionFieldHeaderSize
             guard end - offset >= size else { throw .badExtension("field \(type) announces \(size) bytes, \(end - offset) are left") }
-            if type == fieldDestination {
+            switch type {
+            case fieldDestination:
                 guard size == destinationFieldSize else { throw .badExtension("a destination field of \(size) bytes, not \(destinationFieldSize)") }
                 guard destination == nil else { throw .badExtension("two destination fields") }
                 let instance = ProcessInstance(
@@ -255,9 +254,44 @@ extension WireFormat {
                     low: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
                 destination = Destination(
                     instance: instance, portID: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)))
+            case fieldTraceParent:
+                guard size == traceParentFieldSize else { throw .badExtension("a traceparent field of \(size) bytes, not \(traceParentFieldSize)") }
+                guard traceParent == nil else { throw .badExtension("two traceparent fields") }
+                traceParent = offset
+            case fieldTraceState:
+                guard size >= 1, size <= PortTraceContext.maxTraceStateBytes else {
+                    throw .badExtension("a tracestate field of \(size) bytes, not 1 to \(PortTraceContext.maxTraceStateBytes)")
+                }
+                guard traceState == nil else { throw .badExtension("two tracestate fields") }
+                traceState = offset..<(offset + size)
+            default:
+                break
             }
             offset += size
         }
-        return (end, destination)
+        let trace = try traceParent.map { (at) throws(DecodeError) in try traceContext(bytes, at: at, state: traceState) }
+        if traceState != nil && trace == nil { throw .badExtension("a tracestate field without a traceparent field") }
+        return (end, destination, trace)
+    }
+
+    /// The traceparent field at `offset` and the tracestate in `state`.
+    private static func traceContext(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int, state: Range<Int>?
+    ) throws(DecodeError) -> PortTraceContext {
+        guard bytes[offset] != 0xFF else { throw .badExtension("traceparent version 255, which W3C calls invalid") }
+        var text: String?
+        if let state {
+            guard let decoded = String(validating: UnsafeRawBufferPointer(rebasing: bytes[state]), as: UTF8.self) else {
+                throw .badExtension("a tracestate field that is not UTF-8")
+            }
+            text = decoded
+        }
+        guard let context = PortTraceContext(
+            traceIDHigh: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 1, as: UInt64.self)),
+            traceIDLow: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 9, as: UInt64.self)),
+            parentID: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 17, as: UInt64.self)),
+            flags: bytes[offset + 25], traceState: text)
+        else { throw .badExtension("a traceparent with a trace id or parent id of zeros, which W3C calls invalid") }
+        return context
     }
 }

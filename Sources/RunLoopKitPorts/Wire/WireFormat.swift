@@ -63,6 +63,13 @@ enum WireFormat {
     /// Field 1: the destination's process instance (16 bytes) and port id (8).
     static let fieldDestination: UInt16 = 1
     static let destinationFieldSize = 24
+    /// Field 2: W3C traceparent, binary: version (0), trace id (16 bytes),
+    /// parent id (8), flags (1), each in the order its hex digits give.
+    static let fieldTraceParent: UInt16 = 2
+    static let traceParentFieldSize = 26
+    /// Field 3: W3C tracestate, its UTF-8 text (1 to 512 bytes); only
+    /// beside field 2.
+    static let fieldTraceState: UInt16 = 3
 
     static let kindData: UInt8 = 0
     static let kindPort: UInt8 = 1

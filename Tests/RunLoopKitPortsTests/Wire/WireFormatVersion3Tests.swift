@@ -64,7 +64,7 @@ struct WireFormatVersion3Tests {
     func multipartHeaderExtended() throws {
         let header = Array(RawWire.header(version: 1, flags: 1, msgid: 9, kinds: [0, 1]))
         let target = WireFormat.Destination(instance: Self.destination, portID: 77)
-        let extended = header.withUnsafeBytes { WireFormat.extendedMultipartHeader($0, destination: target) }
+        let extended = header.withUnsafeBytes { WireFormat.extendedMultipartHeader($0, with: WireFormat.ExtensionFields(destination: target, trace: nil)) }
         #expect(extended.count == header.count + 32)
         let read = try extended.withUnsafeBytes { try WireFormat.readHeader($0) }
         #expect(!read.isPacked && read.msgid == 9 && read.hasReplyPort && read.componentCount == 2 && read.size == extended.count)
