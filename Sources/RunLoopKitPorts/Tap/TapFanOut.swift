@@ -96,9 +96,10 @@ final class TapFanOut: @unchecked Sendable {
             outlets[path] = nil
         }
         for path in present where outlets[path] == nil {
-            // Batches queue for the reader while the handshake is under
-            // way (no wait here, and none lost to a slow handshake).
             guard let socket = try? connect(to: "ipc://" + path) else { continue }
+            // The tap's ring holds the events meanwhile: none is lost to
+            // a connection still under way.
+            TapPipeline.awaitConnection(socket)
             // A new reader is sent every name before its first records.
             outlets[path] = TapPipeline.Outlet(socket)
         }
@@ -106,7 +107,7 @@ final class TapFanOut: @unchecked Sendable {
 
     private func connect(to endpoint: String) throws(ZMQError) -> Socket {
         let push = try context.makeSocket(.push)
-        try TapPipeline.configure(push, immediate: false, lingerMilliseconds: lingerMilliseconds)
+        try TapPipeline.configure(push, lingerMilliseconds: lingerMilliseconds)
         try push.connect(endpoint)
         push.releaseOwnership()
         return push

@@ -126,7 +126,7 @@ final class TapPipeline: @unchecked Sendable {
             do throws(ZMQError) {
                 if let endpoint {
                     let push = try context.makeSocket(.push)
-                    try Self.configure(push, immediate: true, lingerMilliseconds: linger)
+                    try Self.configure(push, lingerMilliseconds: linger)
                     try push.connect(endpoint)
                     push.releaseOwnership()
                     state.single = Outlet(push)
@@ -165,12 +165,13 @@ final class TapPipeline: @unchecked Sendable {
     }
 
     /// Waits up to the connection bound (`Port.connectionBound`, as a
-    /// port's handshake with a live peer) for `push`, the socket to an
-    /// endpoint given, to reach its reader, so that the events that follow
-    /// are not dropped for want of a connection (with ZMQ_IMMEDIATE,
-    /// pollOut means connected). Before the tap passes anything on: the
-    /// ring holds the program's events meanwhile. (Readers in the readers'
-    /// directory need no wait: their batches queue, see `configure`.)
+    /// port's handshake with a live peer) for `push` to reach its reader,
+    /// so that the events that follow are not dropped for want of a
+    /// connection (with ZMQ_IMMEDIATE, pollOut means connected). On the tap
+    /// thread, which owns the socket, before it passes anything on: the
+    /// program's threads never wait, the ring holds their events meanwhile.
+    /// (A fixed 0.2 s was passed by a loaded machine's handshake, and the
+    /// first events of a program run under portsniff were dropped.)
     static func awaitConnection(_ push: Socket) {
         let deadline = MonotonicClock.now() &+ Port.connectionBoundNanoseconds
         while (try? push.events.contains(.pollOut)) != true && MonotonicClock.now() < deadline {
@@ -180,16 +181,11 @@ final class TapPipeline: @unchecked Sendable {
         push.releaseOwnership()
     }
 
-    /// How every tap socket is set up: a bounded queue towards its reader
-    /// and the exit's linger. With `immediate` (an endpoint given, where a
-    /// reader may not be listening yet) a batch sent before the reader's
-    /// connection is up fails at once and counts as dropped, instead of
-    /// queueing for a reader that may never come; without (a reader found
-    /// in the readers' directory, bound before the tap saw its file)
-    /// batches queue for it, up to the mark, while the handshake is under
-    /// way.
-    static func configure(_ push: Socket, immediate: Bool, lingerMilliseconds: Int32) throws(ZMQError) {
-        try push.setImmediate(immediate)
+    /// How every tap socket is set up: no reader yet means sends fail at
+    /// once (and count as drops) instead of queueing for a reader that
+    /// may never come; a bounded queue towards it; the exit's linger.
+    static func configure(_ push: Socket, lingerMilliseconds: Int32) throws(ZMQError) {
+        try push.setImmediate(true)
         try push.setSendHighWaterMark(socketHighWaterMark)
         try push.setLinger(milliseconds: lingerMilliseconds)
     }
