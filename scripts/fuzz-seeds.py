@@ -75,15 +75,18 @@ def tap_header(names=(), records=0, version=1, header_size=64, record_size=80, m
 
 
 def tap_record(seq, kind=1, head=b"hello", head_length=None, tid=4243, destination=1, source=0, reason=0, trace=0x1f,
-               msgid=7, call=None):
+               msgid=7, call=None, w3c_trace_id=None):
     """A record of 80 bytes (versions 1 and 2), or with `call` (id, actor,
-    method, role, outcome) one of 104 (version 3)."""
+    method, role, outcome) one of 104 (version 3), and with `w3c_trace_id`
+    (16 bytes, or b"" for none) one of 120 (version 4)."""
     head_length = len(head) if head_length is None else head_length
     record = (struct.pack("<QqQIIIiQIHHHBBB3x", seq, 5_000_000 + seq, trace, msgid, destination, source, tid,
                           len(head), len(head), 1, 0, reason, kind, 0, head_length)
               + head.ljust(16, b"\0")[:16])
     if call is not None:
         record += struct.pack("<QQIBB2x", *call)
+    if w3c_trace_id is not None:
+        record += w3c_trace_id.ljust(16, b"\0")
     return record
 
 
@@ -172,7 +175,7 @@ def main():
         "tap-frame-count": tap_batches(message(frame(tap_header()))),
         "tap-short-header": tap_batches(tap_batch(tap_header()[:40])),
         "tap-bad-magic": tap_batches(tap_batch(tap_header(magic=b"RLKX"))),
-        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=4))),
+        "tap-unsupported-version": tap_batches(tap_batch(tap_header(version=5))),
         # Version 3: records of 104 bytes with an actor call's fields; a
         # call sent (method: label 2) and its reply delivered, outcome value.
         "tap-v3-actor-call": tap_batches(tap_batch(
@@ -181,6 +184,15 @@ def main():
             + tap_record(2, kind=2, msgid=0x52410002, destination=2, call=(17, 3, 2, 2, 1))
             + tap_record(3, call=(0, 0, 0, 0, 0)))),
         "tap-v3-short-record": tap_batches(tap_batch(tap_header((), 1, version=3), tap_record(1))),
+        # Version 4: records of 120 bytes with a W3C trace id (docs/tap-format.md's
+        # example, 4bf92f35…); a send and its delivery in the trace, a message outside it.
+        "tap-v4-trace-context": tap_batches(tap_batch(
+            tap_header(names, 3, version=4, record_size=120),
+            tap_record(1, call=(0, 0, 0, 0, 0), w3c_trace_id=bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736"))
+            + tap_record(2, kind=2, source=2, call=(0, 0, 0, 0, 0), w3c_trace_id=bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736"))
+            + tap_record(3, call=(0, 0, 0, 0, 0), w3c_trace_id=b""))),
+        "tap-v4-short-record": tap_batches(tap_batch(tap_header((), 1, version=4, record_size=104),
+                                                     tap_record(1, call=(0, 0, 0, 0, 0)))),
         "tap-bad-actor-call": tap_batches(tap_batch(tap_header((), 1, version=3, record_size=104),
                                                     tap_record(1, call=(1, 1, 0, 9, 0)))),
         # Version 2: a tcp port's remote peer (name kind 5), and kind 5 in version 1.

@@ -10,7 +10,8 @@
 
 // The layout is the wire format's: checked here so that a change to the
 // struct cannot slip past docs/tap-format.md.
-_Static_assert(sizeof(rlk_tap_record) == RLK_TAP_RECORD_SIZE, "rlk_tap_record is 104 bytes");
+_Static_assert(sizeof(rlk_tap_record) == RLK_TAP_RECORD_SIZE, "rlk_tap_record is 120 bytes");
+_Static_assert(offsetof(rlk_tap_record, w3c_trace_id) == 104, "record layout");
 _Static_assert(offsetof(rlk_tap_record, monotonic_ns) == 8, "record layout");
 _Static_assert(offsetof(rlk_tap_record, msgid) == 24, "record layout");
 _Static_assert(offsetof(rlk_tap_record, tid) == 36, "record layout");

@@ -10,6 +10,14 @@
 //       <span id> <parent span id> <span name>", the span it runs in (or
 //       "IN none" outside any), and answers its reply port with the same
 //       data (msgid 2), from inside that span.
+//
+//   rlk-trace-peer request
+//       For portsniff's tests: inside a span, sends msgid 7 to a port of
+//       its own on a LoopThread, whose handler answers with msgid 2 from
+//       the consumer span; then msgid 8 and its answer outside any span.
+//       Prints "TRACE <trace id>" (the span's) once both answers came,
+//       and exits.
+import Dispatch
 import Glibc
 import InMemoryTracing
 import NetworkPeerSupport
@@ -44,10 +52,44 @@ func serve(_ transport: String) throws {
     thread.stop()
 }
 
+struct NoAnswer: Error {}
+
+func request() throws {
+    let tracer = W3CTestTracer()
+    InstrumentationSystem.bootstrap(tracer)
+    RunLoopKitTracing.start()
+    let thread = LoopThread(name: "traced")
+    try thread.start()
+    let service = try Port(transport: .inproc)
+    let replies = try Port(transport: .inproc)
+    let answered = DispatchSemaphore(value: 0)
+    service.setMessageHandler { message in
+        try? message.replyPort?.send(msgid: 2, components: message.components, before: Date() + 10)
+    }
+    replies.setMessageHandler { _ in answered.signal() }
+    try service.schedule(on: thread)
+    try replies.schedule(on: thread)
+    let traceID = try tracer.withSpan("request") { span in
+        try service.send(msgid: 7, components: [.data(Data("traced".utf8))], replyPort: replies, before: Date() + 10)
+        return span.context.inMemorySpanContext!.traceID
+    }
+    guard answered.wait(timeout: .now() + 60) == .success else { throw NoAnswer() }
+    try service.send(msgid: 8, components: [.data(Data("plain".utf8))], replyPort: replies, before: Date() + 10)
+    guard answered.wait(timeout: .now() + 60) == .success else { throw NoAnswer() }
+    say("TRACE \(traceID)")
+    service.invalidate()
+    replies.invalidate()
+    thread.stop()
+}
+
 do {
     let arguments = CommandLine.arguments
+    if arguments.count == 2, arguments[1] == "request" {
+        try request()
+        exit(0)
+    }
     guard arguments.count == 3, arguments[1] == "serve", ["ipc", "tcp"].contains(arguments[2]) else {
-        say("usage: rlk-trace-peer serve ipc|tcp")
+        say("usage: rlk-trace-peer serve ipc|tcp | rlk-trace-peer request")
         exit(2)
     }
     try serve(arguments[2])

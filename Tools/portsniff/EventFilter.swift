@@ -40,10 +40,13 @@ struct EventFilter {
     var pids: Set<Int32> = []
     /// `send`, `deliver`, `sendFailed`, `messageDropped` (or `!` one of them).
     var kinds = Patterns([])
+    /// `--trace-id`: W3C trace ids, or their first digits, in lowercase.
+    var w3cTraceIDPrefixes: [String] = []
 
     /// Whether no filter was given: every event is accepted.
     var isEmpty: Bool {
         msgids.isEmpty && ports.isEmpty && processes.isEmpty && threads.isEmpty && pids.isEmpty && kinds.isEmpty
+            && w3cTraceIDPrefixes.isEmpty
     }
 
     /// Whether the process passes --pid and --process: a line about the
@@ -61,6 +64,9 @@ struct EventFilter {
         if !processes.isEmpty && !processes.accepts([event.process ?? "?"]) { return false }
         if !threads.isEmpty && !threads.accepts([event.thread]) { return false }
         if !kinds.isEmpty && !kinds.accepts([event.kind.rawValue]) { return false }
+        if !w3cTraceIDPrefixes.isEmpty {
+            guard let id = event.w3cTraceID, w3cTraceIDPrefixes.contains(where: { id.hasPrefix($0) }) else { return false }
+        }
         return true
     }
 }

@@ -2,7 +2,7 @@
 /// gives up its least useful parts first: the data's bytes, then the middle
 /// of the port (or callout) names down to `readableName` characters, then
 /// the components, then the names down to `shortestName`. The columns before
-/// the names, the msgid and the tail (latency with its unit, a failure's
+/// the names, the msgid and the tail (a W3C trace id, latency with its unit, a failure's
 /// reason, LATE) stay whole; only a terminal too narrow even for those cuts
 /// the line's end.
 struct EventLine {
@@ -17,7 +17,7 @@ struct EventLine {
     var middle: [Part] = []
     /// `[N: B bytes, ports]`, and with --hex the data's first bytes.
     var components: (summary: String, bytes: String?)?
-    /// Latency, reason, LATE.
+    /// W3C trace id, latency, reason, LATE.
     var tail: [Part] = []
 
     /// A name cut to this keeps enough of each end to tell it ("repl…-17").

@@ -5,8 +5,9 @@ import RunLoopKit
 /// thread, what happened, source and
 /// destination ports, msgid, the components (count, data bytes, ports;
 /// with --hex the first data component's leading bytes, in hex and as
-/// text) and, on a delivery paired with its send, the latency; failed
-/// sends and drops with their reason.
+/// text), the W3C trace id of a message sent in a trace and, on a
+/// delivery paired with its send, the latency; failed sends and drops with
+/// their reason.
 ///
 /// On a terminal the view fits its width: a header row names the columns,
 /// a terminal under 120 columns gets the narrow layout (milliseconds, shorter
@@ -92,6 +93,7 @@ struct LiveView {
             line.middle = [(middle, event.actorCall == nil ? nil : "1")]
             line.components = components(of: event)
         }
+        if let id = event.w3cTraceID { line.tail.append((Self.w3cTrace(id, narrow: layout.narrow), "35")) }
         if let latency = event.latency { line.tail.append((Self.duration(latency), "33")) }
         if let reason = event.reason { line.tail.append((reason, "31")) }
         if late { line.tail.append(("LATE", "35")) }
@@ -117,6 +119,13 @@ struct LiveView {
         guard let hexBytes, hexBytes > 0, !event.head.isEmpty else { return (text, nil) }
         let head = Array(event.head.prefix(hexBytes))
         return (text, PortTapEvent.hex(head) + " |" + Self.printable(head) + "|")
+    }
+
+    /// The W3C trace a message was sent in: its whole id, which a tracer's
+    /// search takes; the narrow layout keeps its first 8 digits, as
+    /// tracers' short ids do (`--json` and recordings keep it whole).
+    static func w3cTrace(_ id: String, narrow: Bool) -> String {
+        "trace " + (narrow ? String(id.prefix(8)) : id)
     }
 
     /// Bytes as text, `.` for what does not print (as `tcpdump -X` shows

@@ -38,6 +38,9 @@ struct PortSniff: ParsableCommand {
     @Option(name: .customLong("pid"), help: ArgumentHelp("Only events of this process (repeatable).", valueName: "PID"))
     var pids: [Int32] = []
 
+    @Option(name: .customLong("trace-id"), help: ArgumentHelp("Only messages sent in this W3C trace: its trace id (32 hex digits, as tracers show it) or the id's first digits (repeatable).", valueName: "HEX"))
+    var w3cTraceIDs: [String] = []
+
     // Unconditional, so that `--hex -1` reaches validate() and gets its
     // message rather than ArgumentParser's "Missing value".
     @Option(parsing: .unconditional, help: ArgumentHelp("Show the first N bytes of a message's first data component, in hex and as text: 0 to \(PortTap.maxDataBytes) (the tap sends RUNLOOPKIT_TAP_BYTES, default and most \(PortTap.maxDataBytes)).", valueName: "N"))
@@ -109,6 +112,9 @@ struct PortSniff: ParsableCommand {
         for kind in kinds where PortTapEvent.Kind(rawValue: kind.hasPrefix("!") ? String(kind.dropFirst()) : kind) == nil {
             throw ValidationError("--kind takes \(Self.kindNames) (or ! and one), not \(kind)")
         }
+        for id in w3cTraceIDs where id.isEmpty || id.count > 32 || !id.allSatisfy(\.isHexDigit) {
+            throw ValidationError("--trace-id takes a W3C trace id, or its first digits: up to 32 hex digits, not \(id)")
+        }
         if loops && command.isEmpty {
             throw ValidationError("--loops traces the program run after --; for other programs set RUNLOOPKIT_TAP_LOOPS=1 in their environment")
         }
@@ -122,7 +128,7 @@ struct PortSniff: ParsableCommand {
         let timeFormat = time.flatMap(TimeFormat.init(rawValue:)) ?? TimeFormat(tcpdumpCount: tcpdumpTime) ?? .absolute
         let filter = EventFilter(
             msgids: Set(msgids), ports: .init(ports), processes: .init(processes), threads: .init(threads), pids: Set(pids),
-            kinds: .init(kinds))
+            kinds: .init(kinds), w3cTraceIDPrefixes: w3cTraceIDs.map { $0.lowercased() })
         // With --write -, the records are the output: the live view is not shown.
         let view: Sniffer.View = write == "-" ? .none : json ? .json : top ? .top : (stats ? .stats : .live)
         let sniffer = Sniffer(

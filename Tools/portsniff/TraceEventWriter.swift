@@ -39,6 +39,7 @@ struct TraceEventWriter {
                         "\"data_bytes\":\(event.dataBytes)", "\"components\":\(event.componentCount)"]
             if let source = event.source { args.append("\"source\":\(Self.quoted(source))") }
             if let latency = event.latency { args.append("\"latency_ns\":\(latency)") }
+            if let id = event.w3cTraceID { args.append("\"w3c_trace_id\":\(Self.quoted(id))") }
             if let call = event.actorCall {
                 args.append("\"call\":\(call.id)")
                 args.append("\"actor\":\(call.actor)")

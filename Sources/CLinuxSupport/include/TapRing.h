@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/// One tap event as the tap's wire format carries it: 104 bytes,
+/// One tap event as the tap's wire format carries it: 120 bytes,
 /// little-endian, the same bytes in the ring and on the wire (the record
 /// section of docs/tap-format.md gives each field's meaning).
 typedef struct rlk_tap_record {
@@ -34,6 +34,8 @@ typedef struct rlk_tap_record {
     uint8_t call_role;         // 100: RLK_TAP_CALL_*
     uint8_t outcome;           // 101: a reply's outcome: RLK_TAP_OUTCOME_*
     uint8_t reserved2[2];      // 102: zero
+    // Version 4: the message's W3C trace context, when it carried one.
+    uint8_t w3c_trace_id[16];  // 104: its trace id, in traceparent's byte order (all zero: none)
 } rlk_tap_record;
 
 /// What a distributed actor's system tells the tap about the message it is
@@ -48,7 +50,7 @@ typedef struct rlk_tap_call {
 } rlk_tap_call;
 
 enum {
-    RLK_TAP_RECORD_SIZE = 104,
+    RLK_TAP_RECORD_SIZE = 120,
     RLK_TAP_HEAD_CAPACITY = 16,
     /// A delivery read in place (`PortMessageView`).
     RLK_TAP_FLAG_IN_PLACE = 2,

@@ -39,6 +39,9 @@ extension Port {
     ) throws(PortError) {
         let deadline = SendDeadline(deadline)
         let (channel, traceID, sendTime) = try beginSend(msgid: msgid, components: { [.data(Data(bytes))] }, replyPort: replyPort)
+        // For the tap: the W3C trace id a traced send carries (two words, so
+        // that an untraced send pays two stores, not an optional context).
+        var w3cTraceID = TapW3CTraceID.none
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
@@ -46,6 +49,7 @@ extension Port {
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             // Traced apart: an untraced send pays one load for tracing.
             if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
+                w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
                     encoder.writePacked(bytes: bytes, into: $0)
                 }
@@ -55,11 +59,14 @@ extension Port {
                 }
             }
         } catch {
-            if traceID != nil { PortTap.recordFailedSend(to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, error: error) }
+            if traceID != nil {
+                PortTap.recordFailedSend(
+                    to: self, msgid: msgid, components: [.data(Data(bytes))], replyPort: replyPort, error: error, w3cTraceID: w3cTraceID)
+            }
             throw failedSend(error)
         }
         if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: sendTime)
+            PortTap.recordSend(to: self, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: sendTime, w3cTraceID: w3cTraceID)
         }
         if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sent(1) }
     }
@@ -67,6 +74,7 @@ extension Port {
     /// The path of every send: Port → encode → send channel → socket.
     func send(msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, deadline: SendDeadline) throws(PortError) {
         let (channel, traceID, sendTime) = try beginSend(msgid: msgid, components: { components }, replyPort: replyPort)
+        var w3cTraceID = TapW3CTraceID.none
         do {
             // unowned(unsafe): the closure lives for the call, while `self`
             // is alive; a counted capture of a Port would take Swift's slow
@@ -76,6 +84,7 @@ extension Port {
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
+                w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { components }) {
                     encoder.writePacked(components, into: $0)
                 }
@@ -85,11 +94,14 @@ extension Port {
                 }
             }
         } catch {
-            if traceID != nil { PortTap.recordFailedSend(to: self, msgid: msgid, components: components, replyPort: replyPort, error: error) }
+            if traceID != nil {
+                PortTap.recordFailedSend(to: self, msgid: msgid, components: components, replyPort: replyPort, error: error, w3cTraceID: w3cTraceID)
+            }
             throw failedSend(error)
         }
         if let traceID {
-            PortTap.recordSend(to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime)
+            PortTap.recordSend(
+                to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime, w3cTraceID: w3cTraceID)
         }
         if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sent(1) }
     }

@@ -127,24 +127,28 @@ public enum PortTap {
     static func eventTime() -> Int64 { Int64(bitPattern: rlk_monotonic_nanoseconds()) }
 
     static func recordSend(
-        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64, time: Int64
+        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64, time: Int64,
+        w3cTraceID: TapW3CTraceID
     ) {
         TapPipeline.shared.recordSend(to: destination, msgid: msgid, components: components, replyPort: replyPort,
-                                      traceID: traceID, time: time)
+                                      traceID: traceID, time: time, w3cTraceID: w3cTraceID)
     }
 
     static func recordSend(
-        to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64
+        to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64,
+        w3cTraceID: TapW3CTraceID
     ) {
-        TapPipeline.shared.recordSend(to: destination, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: time)
+        TapPipeline.shared.recordSend(
+            to: destination, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: time, w3cTraceID: w3cTraceID)
     }
 
     /// A send that threw (nothing was sent), with the error's case.
     static func recordFailedSend(
-        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, error: PortError
+        to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, error: PortError,
+        w3cTraceID: TapW3CTraceID = .none
     ) {
         TapPipeline.shared.recordSend(to: destination, msgid: msgid, components: components, replyPort: replyPort,
-                                      traceID: nil, time: eventTime(), reason: error.caseName)
+                                      traceID: nil, time: eventTime(), reason: error.caseName, w3cTraceID: w3cTraceID)
     }
 
     /// A message the port dropped on receipt (no handler, malformed).

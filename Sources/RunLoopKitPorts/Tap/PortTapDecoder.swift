@@ -135,8 +135,18 @@ public struct PortTapDecoder: Sendable {
             reason: reason == 0 ? nil : names.reasons[reason] ?? "reason \(reason)",
             inPlace: flags & UInt8(RLKTapFlags.inPlace) != 0,
             destinationPeer: names.peers[destination], sourcePeer: source == 0 ? nil : names.peers[source])
-        if record.count >= TapWireFormat.recordBytes { event.actorCall = try actorCall(record, names) }
+        if record.count >= TapWireFormat.actorCallRecordBytes { event.actorCall = try actorCall(record, names) }
+        if record.count >= TapWireFormat.recordBytes { event.w3cTraceID = w3cTraceID(record) }
         return event
+    }
+
+    /// The W3C trace id of a message that carried a trace context (version
+    /// 4, docs/tap-format.md, "Trace context"): 32 lowercase hex digits, as
+    /// traceparent writes it; nil when the 16 bytes are zero.
+    private static func w3cTraceID(_ record: UnsafeRawBufferPointer) -> String? {
+        let bytes = record[TapWireFormat.w3cTraceIDOffset..<TapWireFormat.w3cTraceIDOffset + 16]
+        guard bytes.contains(where: { $0 != 0 }) else { return nil }
+        return PortTapEvent.hex(Array(bytes))
     }
 
     /// A distributed actor's call, reply or cancellation (version 3,
@@ -223,7 +233,7 @@ public enum PortTapFormatError: Error, Equatable, Sendable, CustomStringConverti
     /// The header's size is below 64 or past the frame.
     case badHeaderSize(Int)
     /// The record size is below what its version writes (80 bytes, 104
-    /// from version 3) or implausibly large.
+    /// in version 3, 120 from version 4) or implausibly large.
     case badRecordSize(Int)
     /// The second frame is not the header's record count of records.
     case recordCountMismatch(records: Int, bytes: Int)

@@ -109,6 +109,12 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
     /// message.
     public var actorCall: ActorCall?
 
+    /// The W3C trace id of the trace the message was sent in, when it
+    /// carried a trace context (`PortMessage.traceContext`): 32 lowercase
+    /// hex digits, as `traceparent` and tracers show it (tap format 4). Not
+    /// `trace`, which pairs a send with its delivery.
+    public var w3cTraceID: String?
+
     /// An event with every field given; `PortTapDecoder` makes these.
     public init(
         kind: Kind, seq: UInt64, pid: Int32, started: UInt64, process: String? = nil,
@@ -166,6 +172,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         case destinationPeer = "destination_peer"
         case sourcePeer = "source_peer"
         case actorCall = "actor_call"
+        case w3cTraceID = "w3c_trace_id"
     }
 
     /// Reads a record; one of another version, or not a record, throws.
@@ -214,6 +221,20 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         destinationPeer = try container.decodeIfPresent(String.self, forKey: .destinationPeer)
         sourcePeer = try container.decodeIfPresent(String.self, forKey: .sourcePeer)
         actorCall = try container.decodeIfPresent(ActorCall.self, forKey: .actorCall)
+        if let id = try container.decodeIfPresent(String.self, forKey: .w3cTraceID) {
+            guard Self.isW3CTraceID(id) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .w3cTraceID, in: container, debugDescription: "not a W3C trace id (32 lowercase hex digits, not all 0): \(id)")
+            }
+            w3cTraceID = id
+        }
+    }
+
+    /// 32 lowercase hex digits, not all zero: a trace id as W3C Trace
+    /// Context writes it.
+    static func isW3CTraceID(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        return utf8.count == 32 && utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } && utf8.contains { $0 != 0x30 }
     }
 
     /// Writes the record: the trace id as hexadecimal text (ids pass 2^53,
@@ -250,6 +271,7 @@ public struct PortTapEvent: Codable, Sendable, Hashable {
         try container.encodeIfPresent(destinationPeer, forKey: .destinationPeer)
         try container.encodeIfPresent(sourcePeer, forKey: .sourcePeer)
         try container.encodeIfPresent(actorCall, forKey: .actorCall)
+        try container.encodeIfPresent(w3cTraceID, forKey: .w3cTraceID)
     }
 
     /// Bytes as lower-case hexadecimal, two digits each.

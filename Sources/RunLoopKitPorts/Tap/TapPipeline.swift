@@ -19,7 +19,7 @@ final class TapPipeline: @unchecked Sendable {
     // atomic, or the tap thread's (`outlets`, `buffer`: under `drainLock`).
     static let shared = TapPipeline()
 
-    /// Events the ring holds (2^14, 1.25 MiB): beyond, they are dropped.
+    /// Events the ring holds (2^14 of 120 bytes, about 1.9 MiB): beyond, they are dropped.
     /// About 90 ms of pingpong's flat-out traffic, for a tap thread that
     /// the scheduler keeps waiting. Not more: a ring past the L2 cache makes
     /// every event dearer (docs/performance.md, "The tap").
@@ -224,7 +224,7 @@ final class TapPipeline: @unchecked Sendable {
     /// A send, or a send that failed (`reason`).
     func recordSend(
         to destination: Port, msgid: UInt32, components: [PortMessage.Component], replyPort: Port?,
-        traceID: UInt64?, time: Int64, reason: String? = nil
+        traceID: UInt64?, time: Int64, reason: String? = nil, w3cTraceID: TapW3CTraceID
     ) {
         var record = record(reason == nil ? .send : .sendFailed, destination: destination, msgid: msgid, time: time)
         rlk_tap_call_apply(&record)
@@ -232,16 +232,21 @@ final class TapPipeline: @unchecked Sendable {
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
         record.trace = traceID ?? 0
         if let reason { record.reason = TapNames.shared.reasonID(reason) }
+        record.note(w3cTraceID)
         put(&record)
     }
 
     /// A send of one data component given as bytes.
-    func recordSend(to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64) {
+    func recordSend(
+        to destination: Port, msgid: UInt32, bytes: UnsafeRawBufferPointer, replyPort: Port?, traceID: UInt64, time: Int64,
+        w3cTraceID: TapW3CTraceID
+    ) {
         var record = record(.send, destination: destination, msgid: msgid, time: time)
         record.components = 1
         record.describeData(bytes, first: true, headBytes: headBytes.load(ordering: .relaxed))
         if let replyPort { record.source = TapNames.shared.id(of: replyPort) }
         record.trace = traceID
+        record.note(w3cTraceID)
         put(&record)
     }
 
@@ -253,6 +258,7 @@ final class TapPipeline: @unchecked Sendable {
         record.describe(message.components, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = message.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0
+        if let context = message.traceContext { record.note(TapW3CTraceID(context)) }
         put(&record)
     }
 
@@ -263,6 +269,7 @@ final class TapPipeline: @unchecked Sendable {
         record.describe(view, headBytes: headBytes.load(ordering: .relaxed))
         if let reply = view.replyPort { record.source = TapNames.shared.id(of: reply) }
         record.trace = traceID ?? 0
+        if let context = view.traceContext { record.note(TapW3CTraceID(context)) }
         put(&record)
     }
 

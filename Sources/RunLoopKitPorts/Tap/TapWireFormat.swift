@@ -1,24 +1,34 @@
 internal import CLinuxSupport
 
-/// The tap's wire format, version 3 (docs/tap-format.md): what a tapped
+/// The tap's wire format, version 4 (docs/tap-format.md): what a tapped
 /// process sends each reader, one ZeroMQ message of two frames per batch.
 /// Frame 1: a 64-byte header (the process, its clock's anchor, its counts)
 /// and the names the reader has not had yet; frame 2: the batch's records,
-/// 104 bytes each, as the senders wrote them into the ring. Little-endian
+/// 120 bytes each, as the senders wrote them into the ring. Little-endian
 /// throughout.
 enum TapWireFormat {
     /// "RLKT", read as a little-endian UInt32.
     static let magic: UInt32 = 0x544B_4C52
     /// Version 2 added names of kind 5 (a tcp port's remote peer), version
-    /// 3 an actor call's fields after a record's first 80 bytes; a reader
-    /// reads all three.
-    static let version: UInt16 = 3
+    /// 3 an actor call's fields after a record's first 80 bytes, version 4
+    /// a W3C trace id after the first 104; a reader reads all four.
+    static let version: UInt16 = 4
     static let oldestReadVersion: UInt16 = 1
     static let headerBytes = 64
     static let recordBytes = Int(RLK_TAP_RECORD_SIZE)
     /// The least record size a batch of `version` declares: versions 1
-    /// and 2 wrote 80 bytes.
-    static func minimumRecordBytes(version: UInt16) -> Int { version >= 3 ? recordBytes : 80 }
+    /// and 2 wrote 80 bytes, version 3 104.
+    static func minimumRecordBytes(version: UInt16) -> Int {
+        switch version {
+        case ...2: 80
+        case 3: actorCallRecordBytes
+        default: recordBytes
+        }
+    }
+    /// A record's bytes up to its actor call's fields' end (version 3).
+    static let actorCallRecordBytes = 104
+    /// Where a record's W3C trace id starts (version 4).
+    static let w3cTraceIDOffset = 104
     static let headBytes = Int(RLK_TAP_HEAD_CAPACITY)
     /// A name's bytes at most (longer ones are cut, on a byte boundary).
     static let maxNameBytes = 1024

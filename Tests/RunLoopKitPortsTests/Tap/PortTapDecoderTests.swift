@@ -111,14 +111,41 @@ struct PortTapDecoderTests {
         #expect(String(decoding: line, as: UTF8.self).contains(#""actor_call":{"#))
     }
 
+    @Test("S-TAP-1: a version-4 batch's records of 120 bytes carry the W3C trace id of a message sent in a trace, on its send and its delivery, as traceparent writes it; a message outside a trace has none, nor do records of earlier versions; a recording keeps it")
+    func w3cTraceIDRecords() throws {
+        var decoder = PortTapDecoder()
+        let batch = try decoder.decode(try Self.batches("tap-v4-trace-context")[0])
+        #expect(batch.events.count == 3)
+        let send = batch.events[0], deliver = batch.events[1], untraced = batch.events[2]
+        #expect(send.kind == .send && send.w3cTraceID == "4bf92f3577b34da6a3ce929d0e0e4736")
+        #expect(deliver.kind == .deliver && deliver.source == "reply" && deliver.w3cTraceID == send.w3cTraceID)
+        // Not the tap's own pairing id, which every message has.
+        #expect(send.trace == 0x1f && untraced.trace == 0x1f && untraced.w3cTraceID == nil)
+        #expect(send.actorCall == nil && send.head == Array("hello".utf8))
+        var old = PortTapDecoder()
+        #expect(try old.decode(try Self.batches("tap-v3-actor-call")[0]).events.allSatisfy { $0.w3cTraceID == nil })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let line = try encoder.encode(deliver)
+        #expect(String(decoding: line, as: UTF8.self).contains(#""w3c_trace_id":"4bf92f3577b34da6a3ce929d0e0e4736""#))
+        #expect(try JSONDecoder().decode(PortTapEvent.self, from: line) == deliver)
+        #expect(!String(decoding: try encoder.encode(untraced), as: UTF8.self).contains("w3c_trace_id"))
+        // A recorded id that is not one is refused.
+        for bad in ["4BF92F3577B34DA6A3CE929D0E0E4736", "00000000000000000000000000000000", "4bf92f35"] {
+            let text = String(decoding: line, as: UTF8.self).replacingOccurrences(of: "4bf92f3577b34da6a3ce929d0e0e4736", with: bad)
+            #expect(throws: DecodingError.self, "\(bad)") { try JSONDecoder().decode(PortTapEvent.self, from: Data(text.utf8)) }
+        }
+    }
+
     @Test("S-TAP-1: every malformed batch is refused with its own typed error, and a refused batch's names are not kept")
     func malformedBatchesAreRefused() throws {
         let expected: [(String, PortTapFormatError)] = [
             ("tap-frame-count", .frameCount(1)),
             ("tap-short-header", .shortHeader(40)),
             ("tap-bad-magic", .badMagic),
-            ("tap-unsupported-version", .unsupportedVersion(4)),
+            ("tap-unsupported-version", .unsupportedVersion(5)),
             ("tap-v3-short-record", .badRecordSize(80)),
+            ("tap-v4-short-record", .badRecordSize(104)),
             ("tap-bad-actor-call", .badActorCall(role: 9, outcome: 0)),
             ("tap-v1-peer", .badName(offset: 0)),
             ("tap-bad-header-size", .badHeaderSize(200)),
