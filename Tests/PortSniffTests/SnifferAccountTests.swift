@@ -71,6 +71,39 @@ struct SnifferAccountTests {
         #expect(received > 0 && received < produced, "\(received) of \(produced) received")
     }
 
+    @Test("S-TAP-1: a sniffer whose connection cannot finish its handshake while the program runs (stopped, SIGSTOP, for longer than the 1 s connection bound) still gets every event once it runs: the tap holds them for it, neither sent nor dropped, and the program never waited for it",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func heldUpHandshakeLosesNothing() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        let roundTrips = 30
+        let sniff = try SpawnedProgram("portsniff", ["--json", "--count", "\(4 * roundTrips)"], environment: runtime, in: directory)
+        defer { sniff.killAndReap() }
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        kill(sniff.pid, SIGSTOP)
+        let stopped = ContinuousClock.now
+        // The exit bound is how long pingpong's exit may wait for the
+        // sniffer's handshake: long enough for the test to resume it.
+        let tapped = runtime.merging(["RUNLOOPKIT_TAP": "1", "RUNLOOPKIT_EXIT_BOUND": "60"]) { $1 }
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: tapped, in: directory)
+        // pingpong did all its work with the sniffer stopped; the tap holds
+        // its events: none has left it, sent or dropped.
+        var last: PortTapCounts?
+        let held = waitUntil(timeout: 60) {
+            last = (try? Self.countFiles(in: directory + "/runtime"))?.first { $0.pid == pingpong.pid }
+            return last.map { $0.produced == UInt64(4 * roundTrips) } == true
+        }
+        #expect(held && last?.settled == 0, "pingpong's events: \(String(describing: last)); \(pingpong.errorOutput)")
+        // Stopped for longer than the bound the tap once waited for a
+        // handshake before dropping what it could not send.
+        while ContinuousClock.now - stopped < Port.connectionBound * 2 { usleep(50_000) }
+        kill(sniff.pid, SIGCONT)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        #expect(sniff.waitForExit(timeout: 60) == 0, "portsniff did not get its \(4 * roundTrips) events: \(sniff.errorOutput)")
+        #expect(decodeEvents(sniff.output).filter { $0.pid == pingpong.pid }.count == 4 * roundTrips)
+    }
+
     /// Runs portsniff in the readers' directory of a private runtime
     /// directory, then pingpong with the tap on; stops portsniff (SIGSTOP)
     /// once `condition` holds of it, resumes it after pingpong exited and

@@ -29,7 +29,7 @@ final class TapFanOut: @unchecked Sendable {
     private let lingerMilliseconds: Int32
     /// Socket file path -> the PUSH socket connected to it, and the names
     /// sent on it.
-    private(set) var outlets: [String: TapPipeline.Outlet] = [:]
+    private(set) var outlets: [String: TapOutlet] = [:]
     private var watch: Int32 = -1
 
     /// The readers' directory, made (mode 0700, inside the runtime
@@ -64,16 +64,18 @@ final class TapFanOut: @unchecked Sendable {
     }
 
     /// The directory changed: reads inotify's notes (what they say is
-    /// read again from the directory itself) and refreshes.
-    func directoryChanged() {
+    /// read again from the directory itself) and refreshes. Returns the
+    /// events dropped with readers that went (`refresh()`).
+    func directoryChanged() -> Int {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while watch >= 0 && read(watch, &buffer, buffer.count) > 0 {}
-        refresh()
+        return refresh()
     }
 
     /// Connects to every reader socket in the directory not yet connected,
-    /// and closes the sockets of readers whose file is gone.
-    func refresh() {
+    /// and closes the sockets of readers whose file is gone; returns the
+    /// events held for those (their handshake never done), dropped with them.
+    func refresh() -> Int {
         var present: Set<String> = []
         if let handle = opendir(directory) {
             defer { closedir(handle) }
@@ -91,18 +93,20 @@ final class TapFanOut: @unchecked Sendable {
                 present.insert(path)
             }
         }
+        var dropped = 0
         for (path, outlet) in outlets where !present.contains(path) {
+            dropped += outlet.held.count / TapWireFormat.recordBytes
             outlet.socket.close()
             outlets[path] = nil
         }
         for path in present where outlets[path] == nil {
             guard let socket = try? connect(to: "ipc://" + path) else { continue }
-            // The tap's ring holds the events meanwhile: none is lost to
-            // a connection still under way.
-            TapPipeline.awaitConnection(socket)
-            // A new reader is sent every name before its first records.
-            outlets[path] = TapPipeline.Outlet(socket)
+            // Not waited for: its records are held until its handshake is
+            // done (TapOutlet). A new reader is sent every name before its
+            // first records.
+            outlets[path] = TapOutlet(socket, connected: false)
         }
+        return dropped
     }
 
     private func connect(to endpoint: String) throws(ZMQError) -> Socket {

@@ -36,12 +36,9 @@ final class TapPipeline: @unchecked Sendable {
     /// How long the tap thread lets records gather while they flow.
     static let drainInterval: TimeInterval = 0.001
 
-    /// A reader's socket, and how many of the names it has been sent.
-    final class Outlet {
-        let socket: Socket
-        var namesSent = 0
-        init(_ socket: Socket) { self.socket = socket }
-    }
+    /// How often the tap thread looks again at a reader still in its
+    /// handshake, while it holds records for it and none come.
+    static let heldCheckInterval: TimeInterval = 0.01
 
     private struct State {
         var countFile: TapCountFile?
@@ -54,7 +51,7 @@ final class TapPipeline: @unchecked Sendable {
         var thread: LoopThread?
         var loop: RunLoop?
         /// The one reader of an explicit endpoint.
-        var single: Outlet?
+        var single: TapOutlet?
         /// Or every reader in the readers' directory (the default).
         var fanOut: TapFanOut?
         var drainSource: CustomSource?
@@ -129,17 +126,18 @@ final class TapPipeline: @unchecked Sendable {
                     try Self.configure(push, lingerMilliseconds: linger)
                     try push.connect(endpoint)
                     push.releaseOwnership()
-                    state.single = Outlet(push)
+                    state.single = TapOutlet(push, connected: true)
                 } else if let readersDirectory {
                     let fanOut = TapFanOut(directory: readersDirectory, context: context, lingerMilliseconds: linger)
                     if let watch = fanOut.startWatching() {
                         let source = SocketSource(fileDescriptor: watch) { [self] _, _ in
-                            drainLock.withLock { fanOut.directoryChanged() }
+                            let dropped = drainLock.withLock { fanOut.directoryChanged() }
+                            if dropped > 0 { sendDrops.wrappingAdd(UInt64(dropped), ordering: .relaxed) }
                         }
                         do throws(RunLoopError) { try thread.runLoop?.add(source, forMode: .common) } catch {}
                         state.watchSource = source
                     }
-                    fanOut.refresh()
+                    _ = fanOut.refresh()  // nothing held yet
                     state.fanOut = fanOut
                     if let directory = try? PortTap.countsDirectory() {
                         let countFile = TapCountFile(directory: directory)
@@ -165,13 +163,11 @@ final class TapPipeline: @unchecked Sendable {
     }
 
     /// Waits up to the connection bound (`Port.connectionBound`, as a
-    /// port's handshake with a live peer) for `push` to reach its reader,
-    /// so that the events that follow are not dropped for want of a
-    /// connection (with ZMQ_IMMEDIATE, pollOut means connected). On the tap
-    /// thread, which owns the socket, before it passes anything on: the
-    /// program's threads never wait, the ring holds their events meanwhile.
-    /// (A fixed 0.2 s was passed by a loaded machine's handshake, and the
-    /// first events of a program run under portsniff were dropped.)
+    /// port's handshake with a live peer) for `push` to reach the reader of
+    /// an explicit endpoint, so that the events that follow are not dropped
+    /// for want of a connection (with ZMQ_IMMEDIATE, pollOut means
+    /// connected). Readers in the readers' directory are not waited for:
+    /// their records are held until their handshake is done (`TapOutlet`).
     static func awaitConnection(_ push: Socket) {
         let deadline = MonotonicClock.now() &+ Port.connectionBoundNanoseconds
         while (try? push.events.contains(.pollOut)) != true && MonotonicClock.now() < deadline {
@@ -310,7 +306,7 @@ final class TapPipeline: @unchecked Sendable {
         // Everything that reads the ring's reading position (take, settled,
         // the wake request) under the drain's lock: the exit's final drain,
         // on the exiting thread, may run beside the tap thread's.
-        let (tookAny, settled, recordCame) = drainLock.withLock { () -> (Bool, UInt64, Bool) in
+        let (tookAny, settled, recordCame, holding) = drainLock.withLock { () -> (Bool, UInt64, Bool, Bool) in
             var tookAny = false
             while true {
                 let limit = min(buffer.count, Self.batchRecords)
@@ -321,59 +317,96 @@ final class TapPipeline: @unchecked Sendable {
                 send(taken)
                 if taken < limit { break }
             }
-            let settled = rlk_tap_ring_settled(ring, lastTaken)
+            let stillHeld = sendHeldToConnectedReaders()
+            var settled = rlk_tap_ring_settled(ring, lastTaken)
+            // Records held for a reader have not left the tap yet.
+            if let firstHeld = stillHeld { settled = min(settled, firstHeld &- 1) }
             // A record that came as the thread asked would wake nobody.
             let recordCame = !tookAny && rlk_tap_ring_request_wake(ring) != 0
-            return (tookAny, settled, recordCame)
+            return (tookAny, settled, recordCame, stillHeld != nil)
         }
         noteSettled(settled)
         // On the tap's thread, once a drain: the totals, never a sender's cost.
         if tookAny, let metrics = PortMetrics.current { metrics.tap(produced: producedCount, dropped: droppedCount) }
-        if tookAny || recordCame { scheduleDrain() }
+        if tookAny || recordCame {
+            scheduleDrain(after: Self.drainInterval)
+        } else if holding {
+            scheduleDrain(after: Self.heldCheckInterval)
+        }
+    }
+
+    /// Sends the records held for readers whose handshake is now done;
+    /// returns the number of the first record still held for any (nil:
+    /// none is). Under the drain lock.
+    private func sendHeldToConnectedReaders() -> UInt64? {
+        guard let fanOut = state.withLock({ $0.fanOut }) else { return nil }
+        var firstHeld: UInt64?
+        for outlet in fanOut.outlets.values where !outlet.held.isEmpty {
+            if outlet.checkConnected() {
+                outlet.releaseHeld(batchRecords: Self.batchRecords) { records, count in transmit(records, count: count, to: outlet) }
+            } else if let first = outlet.firstHeldNumber {
+                firstHeld = min(firstHeld ?? first, first)
+            }
+        }
+        return firstHeld
     }
 
     /// Sends the first `count` records of the buffer to every reader: one
     /// message each, with the names it has not had yet.
     private func send(_ count: Int) {
         let (single, fanOut, origin) = state.withLock { ($0.single, $0.fanOut, $0.origin) }
-        guard let origin, let ring else { return }
+        guard let origin else { return }
         let outlets = single.map { [$0] } ?? fanOut.map { Array($0.outlets.values) } ?? []
         guard !outlets.isEmpty else {
             // No reader: the batch is dropped (and counted) once.
             sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
             return
         }
-        let produced = rlk_tap_ring_numbered(ring)
-        let dropped = droppedCount
         buffer.withUnsafeBytes { all in
             let records = UnsafeRawBufferPointer(rebasing: all.prefix(count * TapWireFormat.recordBytes))
             for outlet in outlets {
-                let (names, nameCount) = TapNames.shared.encoded(from: outlet.namesSent)
-                let header = TapWireFormat.headerFrame(
-                    origin: origin, produced: produced, dropped: dropped, recordCount: count,
-                    names: names, nameCount: nameCount - outlet.namesSent)
-                let sent = header.withUnsafeBytes { (try? outlet.socket.send($0, more: true, dontWait: true)) == true }
-                if sent {
-                    // The second frame of a message whose first went is queued whatever the mark.
-                    _ = try? outlet.socket.send(records)
-                    outlet.namesSent = nameCount
-                } else {
-                    sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
+                guard outlet.checkConnected() else {
+                    // In its handshake: held, after what it holds already.
+                    let overflow = outlet.hold(records)
+                    if overflow > 0 { sendDrops.wrappingAdd(UInt64(overflow), ordering: .relaxed) }
+                    continue
                 }
-                outlet.socket.releaseOwnership()
+                if !outlet.held.isEmpty {
+                    outlet.releaseHeld(batchRecords: Self.batchRecords) { held, heldCount in transmit(held, count: heldCount, to: outlet, origin: origin) }
+                }
+                transmit(records, count: count, to: outlet, origin: origin)
             }
         }
     }
 
-    /// A drain 1 ms from now, unless one is due already.
-    private func scheduleDrain() {
+    /// Sends `count` records to one reader as one batch, with the names it
+    /// has not had yet; a batch its socket cannot take now is dropped for it.
+    private func transmit(_ records: UnsafeRawBufferPointer, count: Int, to outlet: TapOutlet, origin: TapWireFormat.Origin? = nil) {
+        guard let origin = origin ?? state.withLock({ $0.origin }), let ring else { return }
+        let (names, nameCount) = TapNames.shared.encoded(from: outlet.namesSent)
+        let header = TapWireFormat.headerFrame(
+            origin: origin, produced: rlk_tap_ring_numbered(ring), dropped: droppedCount, recordCount: count,
+            names: names, nameCount: nameCount - outlet.namesSent)
+        let sent = header.withUnsafeBytes { (try? outlet.socket.send($0, more: true, dontWait: true)) == true }
+        if sent {
+            // The second frame of a message whose first went is queued whatever the mark.
+            _ = try? outlet.socket.send(records)
+            outlet.namesSent = nameCount
+        } else {
+            sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
+        }
+        outlet.socket.releaseOwnership()
+    }
+
+    /// A drain `delay` from now, unless one is due already.
+    private func scheduleDrain(after delay: TimeInterval) {
         let loop: RunLoop? = state.withLock { state in
             guard !state.drainDue else { return nil }
             state.drainDue = true
             return state.loop
         }
         guard let loop else { return }
-        let scheduled = try? loop.perform(afterDelay: Self.drainInterval) { [self] in
+        let scheduled = try? loop.perform(afterDelay: delay) { [self] in
             state.withLock { $0.drainDue = false }
             drain()
         }
@@ -412,12 +445,37 @@ final class TapPipeline: @unchecked Sendable {
 
     static let countWriteDelay: TimeInterval = 0.1
 
+    /// At exit, a reader still in its handshake is waited for, within the
+    /// exit bound (`milliseconds`, what is left of it), and sent what was
+    /// held for it; past the bound, what it still holds is dropped. Under
+    /// the drain lock.
+    private func sendHeldAtExit(within milliseconds: Int32) {
+        guard let fanOut = state.withLock({ $0.fanOut }), fanOut.outlets.values.contains(where: { !$0.held.isEmpty }) else { return }
+        // What the program produced, for readers to read meanwhile: the
+        // tap thread's count writes wait for this wait.
+        state.withLock { $0.countFile?.write(produced: producedCount, settled: $0.settled) }
+        let deadline = MonotonicClock.now() &+ UInt64(max(0, milliseconds)) &* 1_000_000
+        for outlet in fanOut.outlets.values where !outlet.held.isEmpty {
+            while !outlet.checkConnected() && MonotonicClock.now() < deadline {
+                guard var descriptor = (try? outlet.socket.fileDescriptor).map({ pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }) else { break }
+                outlet.socket.releaseOwnership()
+                _ = poll(&descriptor, 1, 10)
+            }
+            if outlet.isConnected {
+                outlet.releaseHeld(batchRecords: Self.batchRecords) { records, count in transmit(records, count: count, to: outlet) }
+            } else {
+                sendDrops.wrappingAdd(UInt64(outlet.held.count / TapWireFormat.recordBytes), ordering: .relaxed)
+            }
+        }
+    }
+
     /// At process exit: sends what the ring still holds, then closes the
     /// sockets so that the outbound context's termination flushes them, for
     /// what is left of the exit bound at most (`lingerMilliseconds`).
     private func drainAtExit(lingerMilliseconds: Int32) {
         drain()
         drainLock.withLock {
+            sendHeldAtExit(within: lingerMilliseconds)
             state.withLock { state in
                 if let single = state.single {
                     try? single.socket.setLinger(milliseconds: lingerMilliseconds)
