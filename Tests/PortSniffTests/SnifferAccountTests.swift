@@ -90,7 +90,9 @@ struct SnifferAccountTests {
         // pingpong did all its work with the sniffer stopped; the tap holds
         // its events: none has left it, sent or dropped.
         var last: PortTapCounts?
-        let held = waitUntil(timeout: 60) {
+        // Every 20 ms: each look reads and decodes the count files, which
+        // looked at every millisecond took a core from the rest of the suite.
+        let held = waitUntil(timeout: 60, every: 0.02) {
             last = (try? Self.countFiles(in: directory + "/runtime"))?.first { $0.pid == pingpong.pid }
             return last.map { $0.produced == UInt64(4 * roundTrips) } == true
         }

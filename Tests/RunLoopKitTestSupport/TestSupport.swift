@@ -150,15 +150,16 @@ package func makePipe() throws -> (read: Int32, write: Int32) {
 
 // MARK: - Waiting
 
-/// Waits until `condition` holds, looking every millisecond, for at most
-/// `timeout` seconds (a safety net, not the synchronisation). Returns
-/// whether it held.
+/// Waits until `condition` holds, looking every millisecond (or every
+/// `interval` seconds, for a condition that costs more than a glance:
+/// reading and decoding files), for at most `timeout` seconds (a safety
+/// net, not the synchronisation). Returns whether it held.
 @discardableResult
-package func waitUntil(timeout: Double = 30, _ condition: () -> Bool) -> Bool {
+package func waitUntil(timeout: Double = 30, every interval: Double = 0.001, _ condition: () -> Bool) -> Bool {
     let deadline = DispatchTime.now() + timeout
     while !condition() {
         if DispatchTime.now() >= deadline { return false }
-        usleep(1000)
+        usleep(useconds_t(interval * 1_000_000))
     }
     return true
 }
