@@ -486,6 +486,9 @@ final class TapPipeline: @unchecked Sendable {
                 // Everything left the tap: the last word, for a reader that reads it later.
                 let produced = producedCount
                 state.countFile?.write(produced: produced, settled: produced, exited: true)
+                // And the last: a count write the tap thread had scheduled,
+                // which waited for the drain lock, writes nothing after it.
+                state.countFile = nil
             }
         }
     }
