@@ -9,9 +9,9 @@ import ZeroMQ
 /// the readers' directory (`<runtime directory>/tap/<pid>.sock`), and the
 /// tap connects a PUSH socket to each one it finds there and sends every
 /// event to each, as two tcpdumps on one interface both see everything. A
-/// reader that falls behind fills its own socket and misses events (gaps
-/// in their numbers) without touching the others; one that comes or goes
-/// changes nothing for the rest.
+/// reader that falls behind by more than the tap holds for it (`TapOutlet`)
+/// misses events (gaps in their numbers) without touching the others; one
+/// that comes or goes changes nothing for the rest.
 ///
 /// The directory is watched with inotify from the tap's loop thread, so a
 /// sniffer started later is connected at once, and nothing wakes the
@@ -74,9 +74,9 @@ final class TapFanOut: @unchecked Sendable {
 
     /// Connects to every reader socket in the directory not yet connected,
     /// and closes the sockets of readers whose file is gone; returns the
-    /// events held for those (their handshake never done), dropped with them.
+    /// events held for those (not yet sent), dropped with them.
     func refresh() -> Int {
-        var present: Set<String> = []
+        var present: [String: pid_t?] = [:]
         if let handle = opendir(directory) {
             defer { closedir(handle) }
             while let entry = readdir(handle) {
@@ -86,25 +86,26 @@ final class TapFanOut: @unchecked Sendable {
                 guard name.hasSuffix(".sock") else { continue }
                 let path = directory + "/" + name
                 // A sniffer that died without removing its socket: its pid is gone.
-                if let pid = Int32(name.dropLast(".sock".count).prefix { $0 != "-" }), kill(pid, 0) != 0 && errno == ESRCH {
+                let pid = Int32(name.dropLast(".sock".count).prefix { $0 != "-" })
+                if let pid, kill(pid, 0) != 0 && errno == ESRCH {
                     unlink(path)
                     continue
                 }
-                present.insert(path)
+                present.updateValue(pid, forKey: path)
             }
         }
         var dropped = 0
-        for (path, outlet) in outlets where !present.contains(path) {
-            dropped += outlet.held.count / TapWireFormat.recordBytes
+        for (path, outlet) in outlets where present[path] == nil {
+            dropped += outlet.dropHeld()
             outlet.socket.close()
             outlets[path] = nil
         }
-        for path in present where outlets[path] == nil {
+        for (path, pid) in present where outlets[path] == nil {
             guard let socket = try? connect(to: "ipc://" + path) else { continue }
             // Not waited for: its records are held until its handshake is
             // done (TapOutlet). A new reader is sent every name before its
             // first records.
-            outlets[path] = TapOutlet(socket, connected: false)
+            outlets[path] = TapOutlet(socket, readerPID: pid)
         }
         return dropped
     }

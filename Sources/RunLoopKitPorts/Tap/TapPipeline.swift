@@ -12,8 +12,10 @@ import ZeroMQ
 /// thread takes the records in batches, at most once a millisecond while
 /// events flow (woken by the first record after the ring ran dry), and
 /// sends each batch to each reader as one ZeroMQ message (docs/tap-format.md),
-/// never blocking. Whatever cannot go on (ring full, no reader, a reader too
-/// slow) is dropped and counted, and readers see it as gaps in the numbers.
+/// never blocking: what a reader's socket cannot take yet is held for it
+/// (`TapOutlet`). Whatever cannot go on (ring full, no reader, a reader
+/// behind by more than the ring) is dropped and counted, and readers see it
+/// as gaps in the numbers.
 final class TapPipeline: @unchecked Sendable {
     // @unchecked Sendable: what changes is in `state` (behind its lock),
     // atomic, or the tap thread's (`outlets`, `buffer`: under `drainLock`).
@@ -29,18 +31,21 @@ final class TapPipeline: @unchecked Sendable {
     /// the reader's queue is full after a few hundred events whatever the
     /// machine's speed; nothing else changes them.)
     nonisolated(unsafe) static var batchRecords = 4096
-    /// Batches libzmq queues towards a reader before sends fail (and count
-    /// as drops): 64 ms of traffic at one batch a millisecond, and at most
-    /// 20 MiB of full batches, per reader.
+    /// Batches libzmq queues towards a reader before sends fail (and the
+    /// tap holds records for it, `TapOutlet`): 64 ms of traffic at one
+    /// batch a millisecond, and at most 20 MiB of full batches, per reader.
     nonisolated(unsafe) static var socketHighWaterMark: Int32 = 64
     /// How long the tap thread lets records gather while they flow.
     static let drainInterval: TimeInterval = 0.001
 
-    /// How often the tap thread looks again at a reader still in its
-    /// handshake, while it holds records for it and none come.
+    /// How often the tap thread looks again at a reader it holds records
+    /// for (in its handshake, or its queue full), while none come.
     static let heldCheckInterval: TimeInterval = 0.01
+    /// How long after a drain the count file is written: ten times a
+    /// second at most while events flow.
+    static let countWriteDelay: TimeInterval = 0.1
 
-    private struct State {
+    struct State {
         var countFile: TapCountFile?
         var countWriteDue = false
         /// Every event numbered up to this one has left the tap (passed on
@@ -59,20 +64,21 @@ final class TapPipeline: @unchecked Sendable {
         var origin: TapWireFormat.Origin?
     }
 
-    private let state = Locked(State())
+    let state = Locked(State())
     /// The ring, once started: its address (0 before).
     private let ringAddress = Atomic<UInt>(0)
     /// Leading bytes of the first data component a record carries.
     private let headBytes = Atomic<Int>(16)
-    /// Events lost on the way to a reader (no reader, a reader's socket
-    /// full: once per reader); the ring's own drops are counted there.
-    private let sendDrops = Atomic<UInt64>(0)
+    /// Events lost on the way to a reader (no reader; more than a reader's
+    /// held records may be: once per reader); the ring's own drops are
+    /// counted there.
+    let sendDrops = Atomic<UInt64>(0)
     /// Serialises the tap thread's drains and the last drain at exit.
-    private let drainLock = Lock()
+    let drainLock = Lock()
     /// The drain's buffer of records (under `drainLock`).
-    private var buffer = [rlk_tap_record](repeating: rlk_tap_record(), count: TapPipeline.batchRecords)
+    var buffer = [rlk_tap_record](repeating: rlk_tap_record(), count: TapPipeline.batchRecords)
     /// The number of the last record taken (under `drainLock`).
-    private var lastTaken: UInt64 = 0
+    var lastTaken: UInt64 = 0
     /// The tap thread's loop, by identity (0 before start), which the loop
     /// tracer leaves out.
     private let tapLoopIdentity = Atomic<UInt>(0)
@@ -82,7 +88,7 @@ final class TapPipeline: @unchecked Sendable {
         tapLoopIdentity.load(ordering: .relaxed) == UInt(bitPattern: ObjectIdentifier(loop))
     }
 
-    private var ring: OpaquePointer? { OpaquePointer(bitPattern: ringAddress.load(ordering: .acquiring)) }
+    var ring: OpaquePointer? { OpaquePointer(bitPattern: ringAddress.load(ordering: .acquiring)) }
 
     /// Events dropped so far: by the ring, and on the way to readers.
     var droppedCount: UInt64 {
@@ -126,7 +132,7 @@ final class TapPipeline: @unchecked Sendable {
                     try Self.configure(push, lingerMilliseconds: linger)
                     try push.connect(endpoint)
                     push.releaseOwnership()
-                    state.single = TapOutlet(push, connected: true)
+                    state.single = TapOutlet(push, readerPID: nil)
                 } else if let readersDirectory {
                     let fanOut = TapFanOut(directory: readersDirectory, context: context, lingerMilliseconds: linger)
                     if let watch = fanOut.startWatching() {
@@ -150,7 +156,9 @@ final class TapPipeline: @unchecked Sendable {
                 thread.stop()
                 throw .zeroMQ(error)
             }
-            if let socket = state.single?.socket { Self.awaitConnection(socket) }
+            // A reader of an explicit endpoint may never come: it is waited
+            // for here, as a port's peer, and not at exit.
+            state.single?.awaitConnection(until: MonotonicClock.now() &+ Port.connectionBoundNanoseconds)
             if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit(lingerMilliseconds: $0) } }
             let source = CustomSource { [self] in drain() }
             thread.runLoop?.add(source, forMode: .common)
@@ -162,24 +170,10 @@ final class TapPipeline: @unchecked Sendable {
         }
     }
 
-    /// Waits up to the connection bound (`Port.connectionBound`, as a
-    /// port's handshake with a live peer) for `push` to reach the reader of
-    /// an explicit endpoint, so that the events that follow are not dropped
-    /// for want of a connection (with ZMQ_IMMEDIATE, pollOut means
-    /// connected). Readers in the readers' directory are not waited for:
-    /// their records are held until their handshake is done (`TapOutlet`).
-    static func awaitConnection(_ push: Socket) {
-        let deadline = MonotonicClock.now() &+ Port.connectionBoundNanoseconds
-        while (try? push.events.contains(.pollOut)) != true && MonotonicClock.now() < deadline {
-            guard var descriptor = (try? push.fileDescriptor).map({ pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }) else { break }
-            _ = poll(&descriptor, 1, 10)
-        }
-        push.releaseOwnership()
-    }
-
     /// How every tap socket is set up: no reader yet means sends fail at
-    /// once (and count as drops) instead of queueing for a reader that
-    /// may never come; a bounded queue towards it; the exit's linger.
+    /// once (the tap holds the records) instead of queueing in libzmq for
+    /// a reader that may never come; a bounded queue towards it; the
+    /// exit's linger.
     static func configure(_ push: Socket, lingerMilliseconds: Int32) throws(ZMQError) {
         try push.setImmediate(true)
         try push.setSendHighWaterMark(socketHighWaterMark)
@@ -293,203 +287,5 @@ final class TapPipeline: @unchecked Sendable {
         var record = record(.messageDropped, destination: port, msgid: msgid, time: Int64(bitPattern: rlk_monotonic_nanoseconds()))
         record.reason = TapNames.shared.reasonID(reason)
         put(&record)
-    }
-
-    // MARK: - Draining (the tap thread)
-
-    /// Sends what the ring holds to every reader, batch by batch. While
-    /// records come, the next drain is 1 ms away (one wake-up for many
-    /// events); once the ring is dry, the next record's writer wakes the
-    /// thread.
-    private func drain() {
-        guard let ring else { return }
-        // Everything that reads the ring's reading position (take, settled,
-        // the wake request) under the drain's lock: the exit's final drain,
-        // on the exiting thread, may run beside the tap thread's.
-        let (tookAny, settled, recordCame, holding) = drainLock.withLock { () -> (Bool, UInt64, Bool, Bool) in
-            var tookAny = false
-            while true {
-                let limit = min(buffer.count, Self.batchRecords)
-                let taken = buffer.withUnsafeMutableBufferPointer { rlk_tap_ring_take(ring, $0.baseAddress, limit) }
-                guard taken > 0 else { break }
-                tookAny = true
-                lastTaken = buffer[taken - 1].seq
-                send(taken)
-                if taken < limit { break }
-            }
-            let stillHeld = sendHeldToConnectedReaders()
-            var settled = rlk_tap_ring_settled(ring, lastTaken)
-            // Records held for a reader have not left the tap yet.
-            if let firstHeld = stillHeld { settled = min(settled, firstHeld &- 1) }
-            // A record that came as the thread asked would wake nobody.
-            let recordCame = !tookAny && rlk_tap_ring_request_wake(ring) != 0
-            return (tookAny, settled, recordCame, stillHeld != nil)
-        }
-        noteSettled(settled)
-        // On the tap's thread, once a drain: the totals, never a sender's cost.
-        if tookAny, let metrics = PortMetrics.current { metrics.tap(produced: producedCount, dropped: droppedCount) }
-        if tookAny || recordCame {
-            scheduleDrain(after: Self.drainInterval)
-        } else if holding {
-            scheduleDrain(after: Self.heldCheckInterval)
-        }
-    }
-
-    /// Sends the records held for readers whose handshake is now done;
-    /// returns the number of the first record still held for any (nil:
-    /// none is). Under the drain lock.
-    private func sendHeldToConnectedReaders() -> UInt64? {
-        guard let fanOut = state.withLock({ $0.fanOut }) else { return nil }
-        var firstHeld: UInt64?
-        for outlet in fanOut.outlets.values where !outlet.held.isEmpty {
-            if outlet.checkConnected() {
-                outlet.releaseHeld(batchRecords: Self.batchRecords) { records, count in transmit(records, count: count, to: outlet) }
-            } else if let first = outlet.firstHeldNumber {
-                firstHeld = min(firstHeld ?? first, first)
-            }
-        }
-        return firstHeld
-    }
-
-    /// Sends the first `count` records of the buffer to every reader: one
-    /// message each, with the names it has not had yet.
-    private func send(_ count: Int) {
-        let (single, fanOut, origin) = state.withLock { ($0.single, $0.fanOut, $0.origin) }
-        guard let origin else { return }
-        let outlets = single.map { [$0] } ?? fanOut.map { Array($0.outlets.values) } ?? []
-        guard !outlets.isEmpty else {
-            // No reader: the batch is dropped (and counted) once.
-            sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
-            return
-        }
-        buffer.withUnsafeBytes { all in
-            let records = UnsafeRawBufferPointer(rebasing: all.prefix(count * TapWireFormat.recordBytes))
-            for outlet in outlets {
-                guard outlet.checkConnected() else {
-                    // In its handshake: held, after what it holds already.
-                    let overflow = outlet.hold(records)
-                    if overflow > 0 { sendDrops.wrappingAdd(UInt64(overflow), ordering: .relaxed) }
-                    continue
-                }
-                if !outlet.held.isEmpty {
-                    outlet.releaseHeld(batchRecords: Self.batchRecords) { held, heldCount in transmit(held, count: heldCount, to: outlet, origin: origin) }
-                }
-                transmit(records, count: count, to: outlet, origin: origin)
-            }
-        }
-    }
-
-    /// Sends `count` records to one reader as one batch, with the names it
-    /// has not had yet; a batch its socket cannot take now is dropped for it.
-    private func transmit(_ records: UnsafeRawBufferPointer, count: Int, to outlet: TapOutlet, origin: TapWireFormat.Origin? = nil) {
-        guard let origin = origin ?? state.withLock({ $0.origin }), let ring else { return }
-        let (names, nameCount) = TapNames.shared.encoded(from: outlet.namesSent)
-        let header = TapWireFormat.headerFrame(
-            origin: origin, produced: rlk_tap_ring_numbered(ring), dropped: droppedCount, recordCount: count,
-            names: names, nameCount: nameCount - outlet.namesSent)
-        let sent = header.withUnsafeBytes { (try? outlet.socket.send($0, more: true, dontWait: true)) == true }
-        if sent {
-            // The second frame of a message whose first went is queued whatever the mark.
-            _ = try? outlet.socket.send(records)
-            outlet.namesSent = nameCount
-        } else {
-            sendDrops.wrappingAdd(UInt64(count), ordering: .relaxed)
-        }
-        outlet.socket.releaseOwnership()
-    }
-
-    /// A drain `delay` from now, unless one is due already.
-    private func scheduleDrain(after delay: TimeInterval) {
-        let loop: RunLoop? = state.withLock { state in
-            guard !state.drainDue else { return nil }
-            state.drainDue = true
-            return state.loop
-        }
-        guard let loop else { return }
-        let scheduled = try? loop.perform(afterDelay: delay) { [self] in
-            state.withLock { $0.drainDue = false }
-            drain()
-        }
-        if scheduled == nil { state.withLock { $0.drainDue = false } }
-    }
-
-    /// Every event numbered up to `settled` has left the tap: the count
-    /// file says so within 100 ms.
-    private func noteSettled(_ settled: UInt64) {
-        let (countFile, writeNow): (TapCountFile?, Bool) = state.withLock { state in
-            state.settled = max(state.settled, settled)
-            guard state.countFile != nil else { return (nil, false) }
-            guard !state.countWriteDue else { return (nil, false) }
-            state.countWriteDue = true
-            return (state.countFile, true)
-        }
-        if writeNow, countFile != nil { scheduleCountWrite() }
-    }
-
-    /// On the tap thread: the count file is rewritten 100 ms after the
-    /// first drain since its last write, so that while events flow it is
-    /// written ten times a second at most, and once more after they stop.
-    private func scheduleCountWrite() {
-        let loop = state.withLock { $0.loop }
-        let written = try? loop?.perform(afterDelay: Self.countWriteDelay) { [self] in
-            drainLock.withLock {
-                let (countFile, settled) = state.withLock { state in
-                    state.countWriteDue = false
-                    return (state.countFile, state.settled)
-                }
-                countFile?.write(produced: max(producedCount, settled), settled: settled)
-            }
-        }
-        if written == nil { state.withLock { $0.countWriteDue = false } }
-    }
-
-    static let countWriteDelay: TimeInterval = 0.1
-
-    /// At exit, a reader still in its handshake is waited for, within the
-    /// exit bound (`milliseconds`, what is left of it), and sent what was
-    /// held for it; past the bound, what it still holds is dropped. Under
-    /// the drain lock.
-    private func sendHeldAtExit(within milliseconds: Int32) {
-        guard let fanOut = state.withLock({ $0.fanOut }), fanOut.outlets.values.contains(where: { !$0.held.isEmpty }) else { return }
-        // What the program produced, for readers to read meanwhile: the
-        // tap thread's count writes wait for this wait.
-        state.withLock { $0.countFile?.write(produced: producedCount, settled: $0.settled) }
-        let deadline = MonotonicClock.now() &+ UInt64(max(0, milliseconds)) &* 1_000_000
-        for outlet in fanOut.outlets.values where !outlet.held.isEmpty {
-            while !outlet.checkConnected() && MonotonicClock.now() < deadline {
-                guard var descriptor = (try? outlet.socket.fileDescriptor).map({ pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }) else { break }
-                outlet.socket.releaseOwnership()
-                _ = poll(&descriptor, 1, 10)
-            }
-            if outlet.isConnected {
-                outlet.releaseHeld(batchRecords: Self.batchRecords) { records, count in transmit(records, count: count, to: outlet) }
-            } else {
-                sendDrops.wrappingAdd(UInt64(outlet.held.count / TapWireFormat.recordBytes), ordering: .relaxed)
-            }
-        }
-    }
-
-    /// At process exit: sends what the ring still holds, then closes the
-    /// sockets so that the outbound context's termination flushes them, for
-    /// what is left of the exit bound at most (`lingerMilliseconds`).
-    private func drainAtExit(lingerMilliseconds: Int32) {
-        drain()
-        drainLock.withLock {
-            sendHeldAtExit(within: lingerMilliseconds)
-            state.withLock { state in
-                if let single = state.single {
-                    try? single.socket.setLinger(milliseconds: lingerMilliseconds)
-                    single.socket.close()
-                }
-                state.single = nil
-                state.fanOut?.closeAll(lingerMilliseconds: lingerMilliseconds)
-                // Everything left the tap: the last word, for a reader that reads it later.
-                let produced = producedCount
-                state.countFile?.write(produced: produced, settled: produced, exited: true)
-                // And the last: a count write the tap thread had scheduled,
-                // which waited for the drain lock, writes nothing after it.
-                state.countFile = nil
-            }
-        }
     }
 }
