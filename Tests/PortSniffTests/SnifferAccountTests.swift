@@ -106,6 +106,41 @@ struct SnifferAccountTests {
         #expect(decodeEvents(sniff.output).filter { $0.pid == pingpong.pid }.count == 4 * roundTrips)
     }
 
+    @Test("S-TAP-1: a sniffer kept from reading (stopped, SIGSTOP) once connected, while more batches come than its queue takes but fewer events than the tap's ring holds, gets every event once it runs: the tap holds them for it instead of dropping them",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func stalledSnifferLosesNothing() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let runtime = ["RUNLOOPKIT_RUNTIME_DIR": directory + "/runtime"]
+        // 15,000 events, fewer than the ring's 16,384; pingpong sends them
+        // over hundreds of milliseconds, a batch a millisecond, where the
+        // sniffer's queue takes 64 batches (and its socket's buffer a few
+        // dozen more).
+        let roundTrips = 3_750
+        let sniff = try SpawnedProgram("portsniff", ["--json", "--window", "0", "--count", "\(4 * roundTrips)"], environment: runtime, in: directory)
+        defer { sniff.killAndReap() }
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        let tapped = runtime.merging(["RUNLOOPKIT_TAP": "1", "RUNLOOPKIT_EXIT_BOUND": "60"]) { $1 }
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: tapped, in: directory)
+        // Stopped at its first event: its connection is made, and the rest
+        // of the traffic meets its full queue, not its handshake.
+        #expect(waitUntil(timeout: 60) { sniff.output.contains("\"kind\"") }, "portsniff got no event: \(sniff.errorOutput)")
+        kill(sniff.pid, SIGSTOP)
+        // All of pingpong's events made, and some still held for the
+        // sniffer: not settled (a tap that dropped them would have settled
+        // them all).
+        var last: PortTapCounts?
+        let made = waitUntil(timeout: 60, every: 0.02) {
+            last = (try? Self.countFiles(in: directory + "/runtime"))?.first { $0.pid == pingpong.pid }
+            return last.map { $0.produced == UInt64(4 * roundTrips) } == true
+        }
+        #expect(made && last.map { $0.settled < $0.produced } == true, "pingpong's events: \(String(describing: last))")
+        kill(sniff.pid, SIGCONT)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        #expect(sniff.waitForExit(timeout: 60) == 0, "portsniff did not get its \(4 * roundTrips) events: \(sniff.errorOutput)")
+        #expect(decodeEvents(sniff.output).filter { $0.pid == pingpong.pid }.count == 4 * roundTrips)
+    }
+
     /// Runs portsniff in the readers' directory of a private runtime
     /// directory, then pingpong with the tap on; stops portsniff (SIGSTOP)
     /// once `condition` holds of it, resumes it after pingpong exited and
