@@ -89,14 +89,8 @@ struct SnifferAccountTests {
         let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: tapped, in: directory)
         // pingpong did all its work with the sniffer stopped; the tap holds
         // its events: none has left it, sent or dropped.
-        var last: PortTapCounts?
-        // Every 20 ms: each look reads and decodes the count files, which
-        // looked at every millisecond took a core from the rest of the suite.
-        let held = waitUntil(timeout: 60, every: 0.02) {
-            last = (try? Self.countFiles(in: directory + "/runtime"))?.first { $0.pid == pingpong.pid }
-            return last.map { $0.produced == UInt64(4 * roundTrips) } == true
-        }
-        #expect(held && last?.settled == 0, "pingpong's events: \(String(describing: last)); \(pingpong.errorOutput)")
+        let counts = Self.counts(of: pingpong.pid, in: directory + "/runtime", onceMade: 4 * roundTrips)
+        #expect(counts?.produced == UInt64(4 * roundTrips) && counts?.settled == 0, "pingpong's events: \(String(describing: counts)); \(pingpong.errorOutput)")
         // Stopped for longer than the bound the tap once waited for a
         // handshake before dropping what it could not send.
         while ContinuousClock.now - stopped < Port.connectionBound * 2 { usleep(50_000) }
@@ -129,12 +123,8 @@ struct SnifferAccountTests {
         // All of pingpong's events made, and some still held for the
         // sniffer: not settled (a tap that dropped them would have settled
         // them all).
-        var last: PortTapCounts?
-        let made = waitUntil(timeout: 60, every: 0.02) {
-            last = (try? Self.countFiles(in: directory + "/runtime"))?.first { $0.pid == pingpong.pid }
-            return last.map { $0.produced == UInt64(4 * roundTrips) } == true
-        }
-        #expect(made && last.map { $0.settled < $0.produced } == true, "pingpong's events: \(String(describing: last))")
+        let counts = Self.counts(of: pingpong.pid, in: directory + "/runtime", onceMade: 4 * roundTrips)
+        #expect(counts.map { $0.produced == UInt64(4 * roundTrips) && $0.settled < $0.produced } == true, "pingpong's events: \(String(describing: counts))")
         kill(sniff.pid, SIGCONT)
         #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
         #expect(sniff.waitForExit(timeout: 60) == 0, "portsniff did not get its \(4 * roundTrips) events: \(sniff.errorOutput)")
@@ -172,6 +162,19 @@ struct SnifferAccountTests {
         #expect(line == "  pid \(pingpong.pid) (pingpong, exited): events 1-\(produced) owed (\(produced)): \(received) received + \(produced - received) dropped",
                 "\(sniff.errorOutput)")
         return (received, produced)
+    }
+
+    /// A tapped process's count file once it says `events` were made, or
+    /// the last one read in 60 s. Read every 20 ms: each look reads and
+    /// decodes the count files, which looked at every millisecond took a
+    /// core from the rest of the suite.
+    static func counts(of pid: pid_t, in runtime: String, onceMade events: Int) -> PortTapCounts? {
+        var last: PortTapCounts?
+        _ = waitUntil(timeout: 60, every: 0.02) {
+            last = (try? countFiles(in: runtime))?.first { $0.pid == pid }
+            return last.map { $0.produced == UInt64(events) } == true
+        }
+        return last
     }
 
     /// The count files of a runtime directory's tapped processes.
