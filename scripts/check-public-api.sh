@@ -7,7 +7,8 @@
 # by path, as a user's package would: there only public API resolves (and
 # no SPI, which they do not import). The client package is generated in
 # .build/public-api-client, its targets' folders links to Examples/<name>
-# and Tools/portsniff, and it builds in a scratch path of its own.
+# and Tools/portsniff, and it builds in a scratch path of the client
+# packages' own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
@@ -59,5 +60,7 @@ $targets    ],
 MANIFEST
 
 echo "== the examples and portsniff as a client package (public API only)"
-(cd "$client" && swift build --scratch-path "$root/.build/public-api-client-build")
+# The scratch path scripts/run-snippets.py builds its client in too, so that
+# RunLoopKit is built once for both.
+(cd "$client" && swift build --scratch-path "$root/.build/clients-build")
 echo "public API only: $(echo $examples | wc -w) examples and portsniff build as a client of RunLoopKit"
