@@ -22,15 +22,13 @@ echo "== swift build --sanitize=address (library, examples, tools, tests)"
 swift build --build-tests --sanitize=address --scratch-path "$scratch" -j "${RLK_BUILD_JOBS:-2}"
 
 # Every process the suite starts inherits these, exit tests' children and
-# spawned programs alike. log_path gives each process's report a file of
-# its own (<path>.<program>.<pid>), read below: a report is seen even from a
-# child whose standard error a test reads for its own purposes, or whose
-# failure a test expects. (The planted-leak proof sends its child's report
-# to standard error instead, where it checks it: LeakSanitizerProofTests.)
-# Options already in the environment come last, so they win.
-rm -rf "$reports"
-mkdir -p "$reports"
-export ASAN_OPTIONS="detect_leaks=1:log_path=$PWD/$reports/report:log_exe_name=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# spawned programs alike: each process's report in a file of its own, read
+# below (scripts/sanitizer-reports.sh). (The planted-leak proof sends its
+# child's report to standard error instead, where it checks it:
+# LeakSanitizerProofTests.) Options already in the environment come last,
+# so they win.
+source scripts/sanitizer-reports.sh
+export ASAN_OPTIONS="detect_leaks=1:$(sanitizer_report_options "$reports")${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 echo "== swift test --sanitize=address"
@@ -47,21 +45,14 @@ run_with_watchdog "the tests under AddressSanitizer" \
     swift test --skip-build --sanitize=address --scratch-path "$scratch" --disable-xctest || status=$?
 
 # A file holds a report, or only the suppressions a process used.
-errors=0
-for file in $(find "$reports" -type f | sort); do
-    if grep -q "ERROR: \(AddressSanitizer\|LeakSanitizer\)" "$file"; then
-        echo "== $file"
-        cat "$file"
-        errors=$((errors + 1))
-    fi
-done
+print_sanitizer_reports "$reports" "ERROR: \(AddressSanitizer\|LeakSanitizer\)"
 used=$(find "$reports" -type f -exec grep -h "^ *[0-9]* *[0-9]* leak:" {} + | awk '{print $3}' | sort | uniq -c || true)
 if [ -n "$used" ]; then
     echo "== suppressions used (processes, pattern)"
     echo "$used"
 fi
-if [ "$errors" -ne 0 ]; then
-    echo "error: $errors process(es) reported errors or leaks under AddressSanitizer (above)" >&2
+if [ "$sanitizer_reports" -ne 0 ]; then
+    echo "error: $sanitizer_reports process(es) reported errors or leaks under AddressSanitizer (above)" >&2
     exit 1
 fi
 if [ "$status" -ne 0 ]; then

@@ -42,29 +42,18 @@ if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then
     # A build directory of its own, so that the plain build stays valid; the
     # programs too, because the portsniff tests run them.
     swift build --build-tests --sanitize=thread --scratch-path .build/tsan
-    # Every process the suite starts, exit tests' children and spawned
-    # programs alike, writes its report to a file of its own: a child's
-    # race otherwise shows only as its exit status (66), its report lost
-    # with its standard error.
+    # Every process's report in a file of its own (scripts/sanitizer-reports.sh).
+    source scripts/sanitizer-reports.sh
     reports=.build/tsan/sanitizer-reports
-    rm -rf "$reports"
-    mkdir -p "$reports"
-    export TSAN_OPTIONS="log_path=$PWD/$reports/report:log_exe_name=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+    export TSAN_OPTIONS="$(sanitizer_report_options "$reports")${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
     # Every process is several times slower under a sanitizer: a handshake
     # with a live peer may pass the 1 s connection bound (docs/ports.md).
     status=0
     RUNLOOPKIT_CONNECTION_BOUND=5 \
         run_with_watchdog "the tests under ThreadSanitizer" swift test --skip-build --sanitize=thread --scratch-path .build/tsan || status=$?
-    errors=0
-    for file in $(find "$reports" -type f | sort); do
-        if grep -q "WARNING: ThreadSanitizer" "$file"; then
-            echo "== $file"
-            cat "$file"
-            errors=$((errors + 1))
-        fi
-    done
-    if [ "$errors" -ne 0 ]; then
-        echo "error: $errors process(es) reported races under ThreadSanitizer (above)" >&2
+    print_sanitizer_reports "$reports" "WARNING: ThreadSanitizer"
+    if [ "$sanitizer_reports" -ne 0 ]; then
+        echo "error: $sanitizer_reports process(es) reported races under ThreadSanitizer (above)" >&2
         exit 1
     fi
     if [ "$status" -ne 0 ]; then
