@@ -51,12 +51,5 @@ if [ -n "$used" ]; then
     echo "== suppressions used (processes, pattern)"
     echo "$used"
 fi
-if [ "$sanitizer_reports" -ne 0 ]; then
-    echo "error: $sanitizer_reports process(es) reported errors or leaks under AddressSanitizer (above)" >&2
-    exit 1
-fi
-if [ "$status" -ne 0 ]; then
-    echo "error: the suite failed under AddressSanitizer (swift test exited $status)" >&2
-    exit "$status"
-fi
+exit_if_sanitizer_run_failed AddressSanitizer "errors or leaks" "$status"
 echo "== AddressSanitizer: every test passed; no process reported an error or a leak"

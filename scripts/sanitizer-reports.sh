@@ -29,3 +29,18 @@ print_sanitizer_reports() {
         fi
     done
 }
+
+# Exits when the run failed: with 1 when any process reported (the count
+# print_sanitizer_reports set; WHAT names what they reported), else with
+# STATUS, the suite's own, when it is not 0. SANITIZER names the run.
+exit_if_sanitizer_run_failed() {
+    local sanitizer=$1 what=$2 status=$3
+    if [ "$sanitizer_reports" -ne 0 ]; then
+        echo "error: $sanitizer_reports process(es) reported $what under $sanitizer (above)" >&2
+        exit 1
+    fi
+    if [ "$status" -ne 0 ]; then
+        echo "error: the suite failed under $sanitizer (swift test exited $status)" >&2
+        exit "$status"
+    fi
+}

@@ -52,14 +52,7 @@ if [ "${RLK_SKIP_TSAN:-0}" != 1 ]; then
     RUNLOOPKIT_CONNECTION_BOUND=5 \
         run_with_watchdog "the tests under ThreadSanitizer" swift test --skip-build --sanitize=thread --scratch-path .build/tsan || status=$?
     print_sanitizer_reports "$reports" "WARNING: ThreadSanitizer"
-    if [ "$sanitizer_reports" -ne 0 ]; then
-        echo "error: $sanitizer_reports process(es) reported races under ThreadSanitizer (above)" >&2
-        exit 1
-    fi
-    if [ "$status" -ne 0 ]; then
-        echo "error: the suite failed under ThreadSanitizer (swift test exited $status)" >&2
-        exit "$status"
-    fi
+    exit_if_sanitizer_run_failed ThreadSanitizer races "$status"
     part "ThreadSanitizer build and tests passed"
 fi
 echo "== all tests passed"

@@ -12,10 +12,10 @@ import ZeroMQ
 /// thread takes the records in batches, at most once a millisecond while
 /// events flow (woken by the first record after the ring ran dry), and
 /// sends each batch to each reader as one ZeroMQ message (docs/tap-format.md),
-/// never blocking: what a reader's socket cannot take yet is held for it
-/// (`TapOutlet`). Whatever cannot go on (ring full, no reader, a reader
-/// behind by more than the ring) is dropped and counted, and readers see it
-/// as gaps in the numbers.
+/// never blocking: what the socket of a reader in the readers' directory
+/// cannot take yet is held for it (`TapOutlet`). Whatever cannot go on
+/// (ring full, no reader, a reader behind by more than the ring) is dropped
+/// and counted, and readers see it as gaps in the numbers.
 final class TapPipeline: @unchecked Sendable {
     // @unchecked Sendable: what changes is in `state` (behind its lock),
     // atomic, or the tap thread's (`outlets`, `buffer`: under `drainLock`).
@@ -32,8 +32,9 @@ final class TapPipeline: @unchecked Sendable {
     /// machine's speed; nothing else changes them.)
     nonisolated(unsafe) static var batchRecords = 4096
     /// Batches libzmq queues towards a reader before sends fail (and the
-    /// tap holds records for it, `TapOutlet`): 64 ms of traffic at one
-    /// batch a millisecond, and at most 20 MiB of full batches, per reader.
+    /// tap holds records for it, or drops them for a reader of an explicit
+    /// endpoint: `TapOutlet`): 64 ms of traffic at one batch a millisecond,
+    /// and at most 20 MiB of full batches, per reader.
     nonisolated(unsafe) static var socketHighWaterMark: Int32 = 64
     /// How long the tap thread lets records gather while they flow.
     static let drainInterval: TimeInterval = 0.001
@@ -69,9 +70,9 @@ final class TapPipeline: @unchecked Sendable {
     private let ringAddress = Atomic<UInt>(0)
     /// Leading bytes of the first data component a record carries.
     private let headBytes = Atomic<Int>(16)
-    /// Events lost on the way to a reader (no reader; more than a reader's
-    /// held records may be: once per reader); the ring's own drops are
-    /// counted there.
+    /// Events lost on the way to a reader (no reader; a batch a reader's
+    /// socket could not take and the tap could not hold for it: once per
+    /// reader); the ring's own drops are counted there.
     let sendDrops = Atomic<UInt64>(0)
     /// Serialises the tap thread's drains and the last drain at exit.
     let drainLock = Lock()
