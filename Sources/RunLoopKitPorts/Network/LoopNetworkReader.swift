@@ -48,8 +48,13 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// ready on its loop (no system call), and reads every socket at its
     /// next callout.
     private var readOwed = false
-    /// Messages read from one socket before the loop gets on with the pass.
-    private static let batch = 64
+    /// Messages read from one socket before the loop gets on with the pass:
+    /// as many as a port delivers in one by default, so that a flood to a
+    /// port of this loop settles at a pass's worth queued. Read faster than
+    /// delivered, the port's queue would fill, and a full port's socket is
+    /// the network thread's to wait on: a hop between threads every few
+    /// batches (docs/performance.md, "Over tcp").
+    private static let batch = Port.defaultMaxMessagesPerCallout
 
     /// The loop's reader; made (its fds too) by the hub, which registers
     /// every tcp socket in it.

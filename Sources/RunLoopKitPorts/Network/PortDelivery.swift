@@ -1,9 +1,9 @@
 import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
-/// How a message read from a tcp socket reaches its port: its frames are
-/// handed to the port's receiver (`PortReceiver.hand`, moved, nothing
-/// copied), and the port's loop is told. Read on that loop's own thread
+/// How a message read from a tcp socket reaches its port: its holder is
+/// handed to the port's receiver (`PortReceiver.hand`, nothing copied or
+/// moved), and the port's loop is told. Read on that loop's own thread
 /// (its `LoopNetworkReader`), the port is marked ready there and then, with
 /// no system call and no other thread; read elsewhere, the loop's reader is
 /// asked to mark it (`LoopNetworkReader.markReady(_:)`), which wakes it.
@@ -26,11 +26,12 @@ struct PortDelivery {
     /// socket's reading follows it (`TCPInbound.read`).
     var lastLoop: ObjectIdentifier?
 
-    /// Hands `message` to port `portID`; `reader` is the loop reader
+    /// Hands `message` to port `portID` (delivered, it is an empty holder
+    /// now, to read the next message into); `reader` is the loop reader
     /// reading, on its loop's thread (nil on the network thread).
-    mutating func hand(_ message: ArraySlice<Message>, to portID: UInt64, readBy reader: LoopNetworkReader?) -> Outcome {
+    mutating func hand(_ message: inout IncomingFrames, to portID: UInt64, readBy reader: LoopNetworkReader?) -> Outcome {
         guard let known = knownPort(portID) else { return .noSuchPort }
-        switch known.receiver.hand(message) {
+        switch known.receiver.hand(&message) {
         case .closed:
             self.known[portID] = nil
             last = nil

@@ -191,20 +191,23 @@ final class TCPConnection: @unchecked Sendable {
     /// where libzmq sends it from; waits for room until `deadline` (the
     /// socket lock released meanwhile, so that the network thread goes on
     /// reading), and fails at once once the connection broke.
+    /// `port` names the destination in errors only: made then, so that a
+    /// send copies no address.
     func send(
-        packedSize: Int, deadline: SendDeadline, port: PortAddress, write: (UnsafeMutableRawBufferPointer) -> Void
+        packedSize: Int, deadline: SendDeadline, port: @autoclosure () -> PortAddress,
+        write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
-        try waitUntilReady(port: port)
+        if !isReady { try waitUntilReady(port: port()) }
         var waitUntil: UInt64?
         while true {
-            let sent: Bool = try withSocket(port: port) { (socket) throws(PortError) -> Bool in
-                guard try sendRoutingFrame(on: socket, port: port) else { return false }
+            let sent: Bool = try withSocket(port: port()) { (socket) throws(PortError) -> Bool in
+                guard try sendRoutingFrame(on: socket, port: port()) else { return false }
                 return try zeroMQ { () throws(ZMQError) in
                     try socket.send(byteCount: packedSize, from: framePool, dontWait: true, write: write)
                 }
             }
             if sent { return }
-            try waitForRoom(port: port, until: &waitUntil, deadline: deadline)
+            try waitForRoom(port: port(), until: &waitUntil, deadline: deadline)
         }
     }
 
@@ -254,13 +257,13 @@ final class TCPConnection: @unchecked Sendable {
     /// connection broke; afterwards the socket is looked at for input,
     /// since a send may have taken the readiness signal its readers wait
     /// for (`TCPInbound.lookAfterSend`).
-    private func withSocket<R>(port: PortAddress, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
+    private func withSocket<R>(port: @autoclosure () -> PortAddress, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
         socketLock.lock()
         defer {
             socket.releaseOwnership()
             socketLock.unlock()
         }
-        if let error = lostError(for: port) { throw error }
+        if status.load(ordering: .acquiring) == 2, let error = lostError(for: port()) { throw error }
         let result = try body(socket)
         readingSide.lookAfterSend()
         return result
@@ -269,13 +272,13 @@ final class TCPConnection: @unchecked Sendable {
     /// An accepted connection's messages start with the peer's routing id.
     /// False when there is no room; a peer gone (EHOSTUNREACH, the
     /// ROUTER's "mandatory" refusal) breaks the connection.
-    private func sendRoutingFrame(on socket: Socket, port: PortAddress) throws(PortError) -> Bool {
+    private func sendRoutingFrame(on socket: Socket, port: @autoclosure () -> PortAddress) throws(PortError) -> Bool {
         if isDialled { return true }
         do throws(ZMQError) {
             return try Self.send(routingID, on: socket, more: true)
         } catch where error.code == EHOSTUNREACH {
             breakDown("the peer is no longer connected", end: .lost)
-            throw lostError(for: port)!
+            throw lostError(for: port())!
         } catch {
             throw .zeroMQ(error)
         }

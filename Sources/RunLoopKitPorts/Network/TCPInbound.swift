@@ -7,7 +7,8 @@ import ZeroMQ
 /// The reading side of one tcp socket of the process (a listener's ROUTER,
 /// or a dialled connection's DEALER): each message read is checked (its
 /// destination must be this instance and a tcp port of this process) and
-/// handed, frames unchanged and uncopied, to its port (`PortDelivery`),
+/// handed, read into a holder of its own and never copied or moved, to its
+/// port (`PortDelivery`),
 /// whose loop delivers it as it delivers any message: per-port order, the
 /// port's batch and its mode holding (S-SRC1-2) stay as they are. A hello
 /// or welcome is answered here.
@@ -68,12 +69,15 @@ final class TCPInbound: @unchecked Sendable {
     /// A listener's socket: its messages start with a routing id. (A weak
     /// load per message would cost a trip to the listener's side table.)
     private var isListener = false
-    /// The frames of the message being read, reused.
-    @exclusivity(unchecked) private var frames: [Message] = [Message()]
-    @exclusivity(unchecked) private var frameCount = 0
+    /// A listener's message's routing id, reused.
+    private let routingFrame = Message()
+    /// The message being read (after its routing id): handed whole to its
+    /// port, whose receiver gives an empty holder back (`PortReceiver.hand`).
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var message = IncomingFrames()
     /// A message whose port had no room, with its port.
     // U-INBOUND-STATE (docs/unsafe-sites.md).
-    @exclusivity(unchecked) private var held: (frames: [Message], count: Int, portID: UInt64)?
+    @exclusivity(unchecked) private var held: (message: IncomingFrames, portID: UInt64)?
     @exclusivity(unchecked) private var delivery = PortDelivery()
 
     // Under socketLock, from here on: when a look for input after a send
@@ -156,23 +160,25 @@ final class TCPInbound: @unchecked Sendable {
             }
             guard received else { return .drained }
             messages += 1
-            if isListener { handleAccepted(by: reader) } else { handle(frames: 0..<frameCount, by: reader) }
+            if isListener { handleAccepted(by: reader) } else { handle(by: reader) }
             if held != nil { return .held }
         }
         return .more
     }
 
+    /// Reads the next message into `message` (a listener's routing id into
+    /// `routingFrame`), kept within the bounds a port's own socket keeps.
     private func receiveMessage() -> Bool {
-        frameCount = 0
         do {
-            guard try socket.receive(into: frames[0], dontWait: true) else { return false }
-            frameCount = 1
-            while frames[frameCount - 1].hasMore {
-                if frameCount == frames.count { frames.append(Message()) }
-                _ = try socket.receive(into: frames[frameCount], dontWait: true)
-                frameCount += 1
+            if isListener {
+                guard try socket.receive(into: routingFrame, dontWait: true) else { return false }
+                // A ROUTER's message is whole once its first frame is here.
+                guard routingFrame.hasMore else {
+                    message.clear()
+                    return true
+                }
             }
-            return true
+            return try message.receive(from: socket)
         } catch {
             // A socket closed meanwhile (its connection broke, or exit) reads as empty.
             if !error.isContextTerminated && !socket.isClosed { Self.logger.error("tcp: receive failed: \(error)") }
@@ -183,29 +189,30 @@ final class TCPInbound: @unchecked Sendable {
     /// A message on a listener: [routing id, frames…]. A hello makes the
     /// peer's connection known; anything else is for a port.
     private func handleAccepted(by reader: LoopNetworkReader?) {
-        guard frameCount >= 2 else { return }
-        let first = frames[1].unsafeBytes
+        guard message.frameCount >= 1 else { return }
+        let first = message.firstBytes
         if WireFormat.isControl(first) {
             guard let listener else { return }
-            let routingID = Array(frames[0].unsafeBytes)
+            let hello = message[0]
+            let routingID = Array(routingFrame.unsafeBytes)
             guard case let .hello(from, _)? = try? WireFormat.decodeControl(first), routingID == WireFormat.instanceBytes(from) else {
                 hub.drops.record(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
                 return hub.drops.emitPending()
             }
             let connection = TCPConnection(
                 acceptedBy: listener, routingID: routingID, peer: from,
-                address: frames[1].property("Peer-Address") ?? "(unknown address)",
-                descriptor: frames[1].sourceDescriptor ?? -1, clientKey: frames[1].property("User-Id"))
+                address: hello.property("Peer-Address") ?? "(unknown address)",
+                descriptor: hello.sourceDescriptor ?? -1, clientKey: hello.property("User-Id"))
             hub.accepted(connection)
             _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
             return
         }
-        handle(frames: 1..<frameCount, by: reader)
+        handle(by: reader)
     }
 
-    /// A message for a port (frames `range`), or a dialled connection's welcome.
-    private func handle(frames range: Range<Int>, by reader: LoopNetworkReader?) {
-        let first = frames[range.lowerBound].unsafeBytes
+    /// A message for a port, or a dialled connection's welcome.
+    private func handle(by reader: LoopNetworkReader?) {
+        let first = message.firstBytes
         if WireFormat.isControl(first) {
             guard let dialled, case let .welcome(from)? = try? WireFormat.decodeControl(first) else {
                 hub.drops.record(.badMagic, "a control frame that is not a welcome")
@@ -216,12 +223,12 @@ final class TCPInbound: @unchecked Sendable {
             }
             return
         }
-        let destination: WireFormat.Destination?
-        do { destination = try WireFormat.destination(ofHeader: first) } catch {
+        let routed: (header: WireFormat.Header, destination: WireFormat.Destination?)
+        do { routed = try WireFormat.routedHeader(first) } catch {
             hub.drops.record(PortDropReason(error), "tcp: \(error)")
             return hub.drops.emitPending()
         }
-        guard let destination else {
+        guard let destination = routed.destination else {
             hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries version 3)")
             return hub.drops.emitPending()
         }
@@ -229,19 +236,16 @@ final class TCPInbound: @unchecked Sendable {
             hub.drops.record(.wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
             return hub.drops.emitPending()
         }
-        switch delivery.hand(frames[range], to: destination.portID, readBy: reader) {
+        message.checkedHeader = routed.header
+        switch delivery.hand(&message, to: destination.portID, readBy: reader) {
         case .delivered: return
         case .noSuchPort:
             hub.drops.record(.noSuchPort, "tcp: a message for port \(destination.portID), which this process does not have (closed, or not a tcp port)")
             hub.drops.emitPending()
         case .full:
-            // No room: the frames move out, so that reading can reuse its own.
-            let kept = range.map { index -> Message in
-                let message = Message()
-                frames[index].moveContent(to: message)
-                return message
-            }
-            held = (kept, kept.count, destination.portID)
+            // No room: the message waits in its holder; reading goes on in a new one.
+            held = (message, destination.portID)
+            message = IncomingFrames()
             isHolding.store(true, ordering: .releasing)
             hub.holdingInbounds.wrappingAdd(1, ordering: .releasing)
         }
@@ -249,8 +253,8 @@ final class TCPInbound: @unchecked Sendable {
 
     /// Tries the held message again; true once it is gone (sent, or its port closed).
     private func retryHeld(by reader: LoopNetworkReader?) -> Bool {
-        guard let (message, count, portID) = held else { return true }
-        switch delivery.hand(message[0..<count], to: portID, readBy: reader) {
+        guard var (waiting, portID) = held else { return true }
+        switch delivery.hand(&waiting, to: portID, readBy: reader) {
         case .full: return false
         case .delivered: break
         case .noSuchPort:

@@ -185,19 +185,19 @@ final class PortReceiver: @unchecked Sendable {
     /// its delivery reads the queue until it finds it empty.
     enum Handing { case queued(first: Bool), full, closed }
 
-    /// A tcp socket's reader hands over a message for this port (its
-    /// frames, moved, nothing copied), queued after what was handed before
-    /// (per-sender order: one sender's messages come over one socket, read
-    /// in order). Full at `highWaterMark` messages, as the socket is. Any
-    /// thread.
-    func hand(_ message: ArraySlice<Message>) -> Handing {
+    /// A tcp socket's reader hands over a message for this port (the
+    /// holder it read it into, queued as it is: nothing copied or moved;
+    /// queued, `message` is an empty holder of this receiver's for the
+    /// reader's next message), after what was handed before (per-sender
+    /// order: one sender's messages come over one socket, read in order).
+    /// Full at `highWaterMark` messages, as the socket is. Any thread.
+    func hand(_ message: inout IncomingFrames) -> Handing {
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { return .closed }
         guard handedCount < Int(Self.highWaterMark) else { return .full }
-        let holder = spareHolders.popLast() ?? IncomingFrames()
-        holder.take(message)
-        handed.append(holder)
+        handed.append(message)
+        message = spareHolders.popLast() ?? IncomingFrames()
         handedCount += 1
         return .queued(first: handedCount == 1)
     }
@@ -205,15 +205,37 @@ final class PortReceiver: @unchecked Sendable {
     /// Closed: a reader's cache of receivers lets it go.
     var isOpen: Bool { lock.withLock { !isClosed } }
 
-    /// Moves the oldest handed message into `frames` (there is one). A
-    /// receiver that was full has room again: the network thread, which
-    /// waits for that, is told. Lock held.
+    /// Moves the oldest handed message into `frames` (there is one). Lock held.
     @inline(never)
     private func takeHanded(into frames: IncomingFrames) -> Bool {
-        let wasFull = handedCount >= Int(Self.highWaterMark)
-        let holder = handed[handedHead]
+        let holder = popHanded()
         holder.move(to: frames)
         spareHolders.append(holder)
+        return true
+    }
+
+    /// Decodes the oldest handed message (there is one) into `inbox`, then
+    /// keeps its holder for reuse. Lock held.
+    @inline(never)
+    private func decodeHanded(into inbox: inout PortMessage) -> Received {
+        let holder = popHanded()
+        defer {
+            holder.clear()
+            spareHolders.append(holder)
+        }
+        do throws(WireFormat.DecodeError) {
+            return .message(traceID: try decoder.decode(holder, into: &inbox))
+        } catch {
+            return countMalformed(error)
+        }
+    }
+
+    /// Takes the oldest handed message's holder out of the queue. A
+    /// receiver that was full has room again: the network thread, which
+    /// waits for that, is told. Lock held.
+    private func popHanded() -> IncomingFrames {
+        let wasFull = handedCount >= Int(Self.highWaterMark)
+        let holder = handed[handedHead]
         handedHead += 1
         handedCount -= 1
         if handedHead == handed.count {
@@ -221,7 +243,7 @@ final class PortReceiver: @unchecked Sendable {
             handedHead = 0
         }
         if wasFull { NetworkHub.shared.roomMade() }
-        return true
+        return holder
     }
 
     /// At process exit: removes the socket files without touching libzmq
@@ -283,7 +305,12 @@ final class PortReceiver: @unchecked Sendable {
                 guard batch.admission() == .admitted else { return .notAdmitted }
                 return decodeRequeued(into: &inbox)
             }
-            guard frames.isHolding || (handedCount > 0 && takeHanded(into: frames)) || receiveFrames(into: frames) else {
+            // A handed message is decoded where its reader put it (no move).
+            if !frames.isHolding && handedCount > 0 {
+                guard batch.admission() == .admitted else { return .notAdmitted }
+                return decodeHanded(into: &inbox)
+            }
+            guard frames.isHolding || receiveFrames(into: frames) else {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }

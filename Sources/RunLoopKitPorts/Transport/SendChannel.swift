@@ -261,11 +261,14 @@ final class SendChannel: @unchecked Sendable {
             throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
         }
         defer { lock.unlock() }
-        if let unreachable { throw unreachable }
+        // Tested, not bound: binding copies the optional error, every send.
+        if unreachable != nil { throw unreachable.unsafelyUnwrapped }
         if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
-        if let connection {
-            if let error = connection.lostError(for: address) { throw error }
-            return try body(connection)
+        if connection != nil {
+            // Uncounted: the connection stays while the lock is held; the
+            // connection's own send checks whether it broke.
+            // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
+            return try Unmanaged.passUnretained(connection.unsafelyUnwrapped).withGuaranteedReference(body)
         }
         if let problem = route.reachabilityProblem(address) {
             unreachable = problem

@@ -2,7 +2,9 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// The raw frames of one received message, before anything is decoded:
-/// a port's receiver fills it from its socket, `MessageDecoder` reads it.
+/// a port's receiver fills it from its socket, or a tcp socket's reader
+/// from its own and hands it to the port (`PortReceiver.hand`);
+/// `MessageDecoder` reads it.
 ///
 /// Reused from message to message, so that a stream of one-frame (packed)
 /// messages allocates nothing here. Memory stays bounded whatever a peer
@@ -10,7 +12,8 @@ import ZeroMQ
 /// all, are received into a scratch frame and counted, never kept, so that
 /// a bad message is still read to its end (S-PORT-7).
 ///
-/// Threading: the receiver's, under its lock.
+/// Threading: the receiver's, under its lock (a tcp reader's, under its
+/// reader lock, until it hands the message over).
 final class IncomingFrames {
     /// A good message has at most a header, its components and a reply port.
     static let maxKept = WireFormat.maxComponents + 2
@@ -36,6 +39,18 @@ final class IncomingFrames {
     /// next `receive` or `clear`.
     @exclusivity(unchecked) private(set) var firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
 
+    /// The first frame's header, when a tcp socket's reader read it to
+    /// route the message: the decoder reads it no more. Nil until then.
+    // U-INCOMING-FRAMES (docs/unsafe-sites.md).
+    @exclusivity(unchecked) var checkedHeader: WireFormat.Header?
+
+    /// The first frame's header (`WireFormat.readHeader`), read once.
+    @inline(__always)
+    func readHeader() throws(WireFormat.DecodeError) -> WireFormat.Header {
+        if let checkedHeader { return checkedHeader }
+        return try WireFormat.readHeader(firstBytes)
+    }
+
     /// Whether frames of a message are held (received, not yet decoded).
     var isHolding: Bool { frameCount > 0 }
 
@@ -59,21 +74,6 @@ final class IncomingFrames {
             more = frame.hasMore
         }
         return true
-    }
-
-    /// Holds the message received in `frames` (a tcp socket's reader's),
-    /// as `receive` would hold it: their contents move here, nothing is
-    /// copied, and the same frames are kept or only counted.
-    func take(_ frames: ArraySlice<Message>) {
-        clear()
-        guard let head = frames.first else { return }
-        head.moveContent(to: first)
-        firstArrived()
-        for frame in frames.dropFirst() {
-            let (slot, keep) = nextSlot()
-            frame.moveContent(to: slot)
-            arrived(slot, kept: keep)
-        }
     }
 
     /// Holds the message whose frames `frames` gives, as `receive` would
@@ -110,6 +110,7 @@ final class IncomingFrames {
     /// The first frame is in `first`.
     private func firstArrived() {
         firstBytes = first.unsafeBytes
+        checkedHeader = nil
         keptCount = 1
         frameCount = 1
         totalBytes = firstBytes.count
@@ -142,11 +143,13 @@ final class IncomingFrames {
         }
         // A small frame's bytes live in the zmq_msg_t itself: read them where they went.
         holder.firstBytes = holder.first.unsafeBytes
+        holder.checkedHeader = checkedHeader
         holder.keptCount = keptCount
         holder.frameCount = frameCount
         holder.totalBytes = totalBytes
         if frameCount > keptCount { scratch.reset() }
         firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
+        checkedHeader = nil
         keptCount = 0
         frameCount = 0
         totalBytes = 0
@@ -157,6 +160,7 @@ final class IncomingFrames {
     func clear() {
         if frameCount > 1 || firstBytes.count > WireFormat.packLimit { clearLarge() }
         firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
+        checkedHeader = nil
         keptCount = 0
         frameCount = 0
         totalBytes = 0

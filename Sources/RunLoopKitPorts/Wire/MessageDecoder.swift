@@ -56,7 +56,7 @@ struct MessageDecoder {
     /// `message` is left half-written: it is never delivered.
     mutating func decode(_ frames: IncomingFrames, into message: inout PortMessage) throws(WireFormat.DecodeError) -> UInt64? {
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
-        let header = try WireFormat.readHeader(frames.firstBytes)
+        let header = try frames.readHeader()
         if header.isPacked {
             // A packed message is one frame; frames after it make it malformed.
             guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
@@ -135,7 +135,7 @@ struct MessageDecoder {
     mutating func decodeInPlace(_ message: InPlaceMessage, replyPort: inout Port?) throws(WireFormat.DecodeError) {
         let frames = message.frames
         guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
-        let header = try WireFormat.readHeader(frames.firstBytes)
+        let header = try frames.readHeader()
         var reply: Port?
         var sameReplyPort = false
         if header.isPacked {

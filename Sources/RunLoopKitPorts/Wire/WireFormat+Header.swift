@@ -164,11 +164,13 @@ extension WireFormat {
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         guard count <= maxComponents else { throw .tooManyComponents(count) }
         let area = try readExtension(bytes, at: headerSize(componentCount: count, traced: flags & flagHasTraceID != 0))
+        // Checked here, so that a malformed context drops the message; made again by the decoder.
+        let hasTraceContext = area.traceParent != nil || area.traceState != nil ? try area.trace(in: bytes) != nil : false
         guard isPacked ? bytes.count >= area.end : bytes.count == area.end else {
             throw .shortFrame("header: \(bytes.count) bytes for \(count) components and an extension area")
         }
         var read = try header(bytes, flags: flags, count: count, isPacked: isPacked, size: area.end)
-        read.hasTraceContext = area.trace != nil
+        read.hasTraceContext = hasTraceContext
         return (read, area.destination)
     }
 
@@ -193,18 +195,24 @@ extension WireFormat {
 
     /// The destination field of a message's header frame (version 3), or
     /// nil for an earlier version or none; throws what `readHeader` throws.
-    /// What the network thread routes by (kept out of `Header`, which every
-    /// delivery copies).
     static func destination(ofHeader bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Destination? {
+        try routedHeader(bytes).destination
+    }
+
+    /// What `readHeader` reads, and the destination field (version 3; nil
+    /// for an earlier version or none): what a tcp socket's reader routes
+    /// by (kept out of `Header`, which every delivery copies). The reader
+    /// hands the header with the message, which is then not read again
+    /// (`IncomingFrames.checkedHeader`).
+    static func routedHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> (header: Header, destination: Destination?) {
         // Version 3 read once (what readHeader checks first, then the rest
         // and the extension area in one pass): every tcp message comes here.
         guard bytes.count >= headerFixedSize, bytes[4] == extendedVersion,
             bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == headerMagicWord
         else {
-            _ = try readHeader(bytes)
-            return nil
+            return (try readHeader(bytes), nil)
         }
-        return try readExtendedHeader(bytes).destination
+        return try readExtendedHeader(bytes)
     }
 
     /// The trace context a version-3 header frame carries (its fields
@@ -212,19 +220,42 @@ extension WireFormat {
     static func traceContext(ofHeader bytes: UnsafeRawBufferPointer) -> PortTraceContext? {
         guard bytes.count >= headerFixedSize, bytes[4] == extendedVersion else { return nil }
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
-        return try? readExtension(bytes, at: headerSize(componentCount: count, traced: bytes[5] & flagHasTraceID != 0)).trace
+        return try? readExtension(bytes, at: headerSize(componentCount: count, traced: bytes[5] & flagHasTraceID != 0)).trace(in: bytes)
+    }
+
+    /// Where version 3's extension area ends and what its known fields
+    /// hold: plain values, so that reading it copies nothing counted.
+    private struct ExtensionArea {
+        let end: Int
+        var destination: Destination?
+        /// Where the traceparent field's bytes start.
+        var traceParent: Int?
+        var traceState: Range<Int>?
+
+        init(end: Int, destination: Destination? = nil) {
+            self.end = end
+            self.destination = destination
+        }
+
+        /// The trace context its fields hold, or nil; throws if W3C calls it
+        /// invalid, or a tracestate comes without a traceparent.
+        func trace(in bytes: UnsafeRawBufferPointer) throws(DecodeError) -> PortTraceContext? {
+            guard let traceParent else {
+                if traceState != nil { throw .badExtension("a tracestate field without a traceparent field") }
+                return nil
+            }
+            return try WireFormat.traceContext(bytes, at: traceParent, state: traceState)
+        }
     }
 
     /// Reads version 3's extension area at `start` (its length is there):
-    /// returns where the header ends, the destination field and the trace
-    /// context, if any. Fields of a type this side does not know are
-    /// stepped over, so that a later field needs no new version; a field
-    /// that runs past the area, a second one of a kind, one of the wrong
-    /// size, or a trace context W3C calls invalid is malformed.
+    /// returns where the header ends and where its fields are. Fields of a
+    /// type this side does not know are stepped over, so that a later field
+    /// needs no new version; a field that runs past the area, a second one
+    /// of a kind or one of the wrong size is malformed (and a trace context
+    /// W3C calls invalid, which `ExtensionArea.trace(in:)` finds).
     @inline(never)
-    private static func readExtension(
-        _ bytes: UnsafeRawBufferPointer, at start: Int
-    ) throws(DecodeError) -> (end: Int, destination: Destination?, trace: PortTraceContext?) {
+    private static func readExtension(_ bytes: UnsafeRawBufferPointer, at start: Int) throws(DecodeError) -> ExtensionArea {
         guard bytes.count >= start + extensionLengthSize else {
             throw .shortFrame("header: \(bytes.count) bytes, no room for the extension area's length")
         }
@@ -235,10 +266,15 @@ extension WireFormat {
             throw .shortFrame("extension area: \(length) bytes announced, \(bytes.count - areaStart) in the frame")
         }
         let end = areaStart + length
+        // What every tcp send without a trace context writes, a destination
+        // alone, read without the field loop: each tcp message is read twice.
+        if length == extensionFieldHeaderSize + destinationFieldSize,
+            bytes.loadUnaligned(fromByteOffset: areaStart, as: UInt32.self) == destinationFieldHead
+        {
+            return ExtensionArea(end: end, destination: destination(bytes, at: areaStart + extensionFieldHeaderSize))
+        }
         var offset = areaStart
-        var destination: Destination?
-        var traceParent: Int?
-        var traceState: Range<Int>?
+        var area = ExtensionArea(end: end)
         while offset < end {
             guard end - offset >= extensionFieldHeaderSize else { throw .badExtension("a field's type and length run past the area") }
             let type = UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
@@ -248,34 +284,39 @@ extension WireFormat {
             switch type {
             case fieldDestination:
                 guard size == destinationFieldSize else { throw .badExtension("a destination field of \(size) bytes, not \(destinationFieldSize)") }
-                guard destination == nil else { throw .badExtension("two destination fields") }
-                let instance = ProcessInstance(
-                    high: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
-                    low: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
-                destination = Destination(
-                    instance: instance, portID: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)))
+                guard area.destination == nil else { throw .badExtension("two destination fields") }
+                area.destination = destination(bytes, at: offset)
             case fieldTraceParent:
                 guard size == traceParentFieldSize else { throw .badExtension("a traceparent field of \(size) bytes, not \(traceParentFieldSize)") }
-                guard traceParent == nil else { throw .badExtension("two traceparent fields") }
-                traceParent = offset
+                guard area.traceParent == nil else { throw .badExtension("two traceparent fields") }
+                area.traceParent = offset
             case fieldTraceState:
                 guard size >= 1, size <= PortTraceContext.maxTraceStateBytes else {
                     throw .badExtension("a tracestate field of \(size) bytes, not 1 to \(PortTraceContext.maxTraceStateBytes)")
                 }
-                guard traceState == nil else { throw .badExtension("two tracestate fields") }
-                traceState = offset..<(offset + size)
+                guard area.traceState == nil else { throw .badExtension("two tracestate fields") }
+                area.traceState = offset..<(offset + size)
             default:
                 break
             }
             offset += size
         }
-        let trace = try traceParent.map { (at) throws(DecodeError) in try traceContext(bytes, at: at, state: traceState) }
-        if traceState != nil && trace == nil { throw .badExtension("a tracestate field without a traceparent field") }
-        return (end, destination, trace)
+        return area
+    }
+
+    /// A destination field's type and size as they lie in a frame.
+    private static let destinationFieldHead = (UInt32(fieldDestination) | UInt32(destinationFieldSize) << 16).littleEndian
+
+    /// The destination field's bytes at `offset`.
+    @inline(__always)
+    private static func destination(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Destination {
+        Destination(
+            instance: instance(bytes, at: offset),
+            portID: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)))
     }
 
     /// The traceparent field at `offset` and the tracestate in `state`.
-    private static func traceContext(
+    fileprivate static func traceContext(
         _ bytes: UnsafeRawBufferPointer, at offset: Int, state: Range<Int>?
     ) throws(DecodeError) -> PortTraceContext {
         guard bytes[offset] != 0xFF else { throw .badExtension("traceparent version 255, which W3C calls invalid") }

@@ -21,8 +21,11 @@ final class ChildProcess {
     /// the child pins itself (every thread it makes) to `cpu` unless it is -1.
     /// With `captureOutput`, the child's stdout is a pipe that `readOutput` reads.
     init(role: String, cpu: Int32 = -1, arguments: [String], captureOutput: Bool = false) throws {
-        var argv = ["/proc/self/exe", "--child", role, String(getpid()), String(cpu)] + arguments
-        var program = "/proc/self/exe"
+        // RLK_BENCH_EXE names this program when /proc/self/exe does not:
+        // under valgrind it is valgrind's (docs/performance.md, "A sender's instructions").
+        let executable = getenv("RLK_BENCH_EXE").map { String(cString: $0) } ?? "/proc/self/exe"
+        var argv = [executable, "--child", role, String(getpid()), String(cpu)] + arguments
+        var program = executable
         // The receiving side of the ipc and tcp rows, profiled where it runs
         // (docs/performance.md, "Counting a child's instructions").
         if let directory = getenv("RLK_BENCH_CHILD_CALLGRIND"), role == "rlk-peer" {
