@@ -68,12 +68,21 @@ final class TCPConnection: @unchecked Sendable {
     /// handshake runs, 1 ready, 2 broken (`state` has the details).
     private let status = Atomic<UInt8>(0)
 
+    /// The socket messages to the peer are sent on: the connection's own
+    /// (dialled), or its listener's (accepted). Stored, so that a send
+    /// reads it without a retain.
+    let socket: Socket
+    /// The socket's reading side: a dialled connection's own, an accepted one's listener's.
+    let readingSide: TCPInbound
+
     /// The frame a packed message is written into when it is sent, from
     /// a pool, as a send channel does (`SendChannel.framePool`).
     let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
 
     init(dialling socket: Socket, lock: Lock, inbound: TCPInbound, monitor: SocketMonitor, peer: ProcessInstance, address: String) {
         dialledSocket = socket
+        self.socket = socket
+        readingSide = inbound
         self.monitor = monitor
         self.inbound = inbound
         listener = nil
@@ -86,6 +95,8 @@ final class TCPConnection: @unchecked Sendable {
 
     init(acceptedBy listener: TCPListener, routingID: [UInt8], peer: ProcessInstance, address: String, descriptor: Int32, clientKey: String?) {
         dialledSocket = nil
+        socket = listener.socket
+        readingSide = listener.inbound
         monitor = nil
         inbound = nil
         self.listener = listener
@@ -101,12 +112,6 @@ final class TCPConnection: @unchecked Sendable {
         status.store(1, ordering: .releasing)
         readiness.fill(.success(()))
     }
-
-    /// The socket messages to the peer are sent on.
-    var socket: Socket { dialledSocket ?? listener!.socket }
-
-    /// The socket's reading side: a dialled connection's own, an accepted one's listener's.
-    var readingSide: TCPInbound { inbound ?? listener!.inbound }
 
     var isDialled: Bool { dialledSocket != nil }
     var isReady: Bool { status.load(ordering: .acquiring) == 1 }

@@ -197,6 +197,17 @@ final class SendChannel: @unchecked Sendable {
     func sendOverNetwork(
         packedSize: Int, trace: PortTraceContext?, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
+        if trace == nil {
+            // The usual send: the trace context is neither copied nor looked at.
+            let destination = destination.unsafelyUnwrapped
+            let gap = WireFormat.destinationAreaSize
+            return try withConnection(deadline: deadline) { (connection) throws(PortError) in
+                try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
+                    write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
+                    WireFormat.extendPacked(buffer, destination: destination)
+                }
+            }
+        }
         let fields = WireFormat.ExtensionFields(destination: destination!, trace: trace)
         let gap = fields.areaSize
         try withConnection(deadline: deadline) { (connection) throws(PortError) in

@@ -65,11 +65,29 @@ extension WireFormat {
     /// were written. How a tcp send, or a send with a trace context,
     /// writes its frame, so that other sends pay nothing for either.
     static func extendPacked(_ buffer: UnsafeMutableRawBufferPointer, with fields: ExtensionFields) {
-        let written = UnsafeRawBufferPointer(rebasing: buffer[fields.areaSize...])
+        fields.write(into: buffer, at: moveHeaderForExtension(buffer, areaSize: fields.areaSize))
+    }
+
+    /// `extendPacked(_:with:)` for the usual tcp send: an area holding
+    /// `destination` alone (`destinationAreaSize` bytes), with no trace
+    /// context to copy or look at.
+    static func extendPacked(_ buffer: UnsafeMutableRawBufferPointer, destination: Destination) {
+        let at = moveHeaderForExtension(buffer, areaSize: destinationAreaSize)
+        ExtensionFields(destination: destination, trace: nil).write(into: buffer, at: at)
+    }
+
+    /// The extension area of a destination alone.
+    static let destinationAreaSize = extensionLengthSize + extensionFieldHeaderSize + destinationFieldSize
+
+    /// Moves the header written at `buffer[areaSize...]` to the start,
+    /// marked version 3; returns where the area goes (after the header).
+    @inline(__always)
+    private static func moveHeaderForExtension(_ buffer: UnsafeMutableRawBufferPointer, areaSize: Int) -> Int {
+        let written = UnsafeRawBufferPointer(rebasing: buffer[areaSize...])
         let size = writtenHeaderSize(written)
         buffer.baseAddress!.copyMemory(from: written.baseAddress!, byteCount: size)
         buffer[4] = extendedVersion
-        fields.write(into: buffer, at: size)
+        return size
     }
 
     /// A multipart (version-1) header frame as version 3: the same header,
