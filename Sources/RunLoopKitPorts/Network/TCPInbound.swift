@@ -236,7 +236,7 @@ final class TCPInbound: @unchecked Sendable {
             hub.drops.record(.wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
             return hub.drops.emitPending()
         }
-        message.checkedHeader = routed.header
+        message.keep(checkedHeader: routed.header)
         switch delivery.hand(&message, to: destination.portID, readBy: reader) {
         case .delivered: return
         case .noSuchPort:

@@ -40,14 +40,23 @@ final class IncomingFrames {
     @exclusivity(unchecked) private(set) var firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
 
     /// The first frame's header, when a tcp socket's reader read it to
-    /// route the message: the decoder reads it no more. Nil until then.
+    /// route the message (`hasCheckedHeader`): the decoder reads it no
+    /// more. A flag beside a plain value, so that the usual message tests
+    /// one byte, not an optional header.
     // U-INCOMING-FRAMES (docs/unsafe-sites.md).
-    @exclusivity(unchecked) var checkedHeader: WireFormat.Header?
+    @exclusivity(unchecked) private(set) var checkedHeader = WireFormat.Header.none
+    @exclusivity(unchecked) private(set) var hasCheckedHeader = false
+
+    /// The reader that routed the message read its header.
+    func keep(checkedHeader header: WireFormat.Header) {
+        checkedHeader = header
+        hasCheckedHeader = true
+    }
 
     /// The first frame's header (`WireFormat.readHeader`), read once.
     @inline(__always)
     func readHeader() throws(WireFormat.DecodeError) -> WireFormat.Header {
-        if let checkedHeader { return checkedHeader }
+        if hasCheckedHeader { return checkedHeader }
         return try WireFormat.readHeader(firstBytes)
     }
 
@@ -110,7 +119,7 @@ final class IncomingFrames {
     /// The first frame is in `first`.
     private func firstArrived() {
         firstBytes = first.unsafeBytes
-        checkedHeader = nil
+        hasCheckedHeader = false
         keptCount = 1
         frameCount = 1
         totalBytes = firstBytes.count
@@ -144,12 +153,13 @@ final class IncomingFrames {
         // A small frame's bytes live in the zmq_msg_t itself: read them where they went.
         holder.firstBytes = holder.first.unsafeBytes
         holder.checkedHeader = checkedHeader
+        holder.hasCheckedHeader = hasCheckedHeader
         holder.keptCount = keptCount
         holder.frameCount = frameCount
         holder.totalBytes = totalBytes
         if frameCount > keptCount { scratch.reset() }
         firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
-        checkedHeader = nil
+        hasCheckedHeader = false
         keptCount = 0
         frameCount = 0
         totalBytes = 0
@@ -160,7 +170,7 @@ final class IncomingFrames {
     func clear() {
         if frameCount > 1 || firstBytes.count > WireFormat.packLimit { clearLarge() }
         firstBytes = UnsafeRawBufferPointer(start: nil, count: 0)
-        checkedHeader = nil
+        hasCheckedHeader = false
         keptCount = 0
         frameCount = 0
         totalBytes = 0
