@@ -115,6 +115,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     private func readSockets() -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
         var readAll = readOwed
+        var againSignalled = false
         readOwed = false
         signalled.removeAll(keepingCapacity: true)
         while true {
@@ -122,13 +123,18 @@ final class LoopNetworkReader: @unchecked Sendable {
             guard count > 0 else { break }
             for index in 0..<Int(count) {
                 let descriptor = events[index].data.fd
-                if descriptor == again { readAll = true } else { signalled.append(descriptor) }
+                if descriptor == again { againSignalled = true } else { signalled.append(descriptor) }
             }
             if Int(count) < events.count { break }
         }
+        readAll = readAll || againSignalled
         if readAll {
-            var value: UInt64 = 0
-            _ = read(again, &value, 8)
+            // Drained only when it signalled: a read owed finds it empty (a
+            // system call that fails), at every batch of a flood.
+            if againSignalled {
+                var value: UInt64 = 0
+                _ = read(again, &value, 8)
+            }
             let handed = pending.withLock { sources in
                 defer { sources.removeAll(keepingCapacity: true) }
                 return sources
