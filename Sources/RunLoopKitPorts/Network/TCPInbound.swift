@@ -294,9 +294,11 @@ final class TCPInbound: @unchecked Sendable {
     }
 
     /// Network thread: makes this socket's owed look if its interval has
-    /// passed; false while it stays owed.
+    /// passed; false while it stays owed. A socket whose lock is held (a
+    /// flood's sender, most often) is left for the next try: the network
+    /// thread never makes a sender wait for it.
     func makeOwedLook() -> Bool {
-        socketLock.lock()
+        guard socketLock.tryLock() else { return false }
         defer {
             socket.releaseOwnership()
             socketLock.unlock()
