@@ -325,16 +325,24 @@ extension RunLoop {
     /// from the front of the ready list. For a port, one event is a batch
     /// of up to its `maxMessagesPerCallout` messages, exactly one in a run
     /// with returnAfterSourceHandled.
+    /// An auxiliary source (the ports' network reader) is not an event of
+    /// its own: the ports it handed messages to are handled in the same
+    /// pass, as they would be had their own sockets woken the loop. At most
+    /// one auxiliary callout comes first; a second ends the step.
     private func handleOneSocketSource(_ snapshot: inout ModeSnapshot, mode: Mode, returnAfterSourceHandled: Bool) -> Bool {
-        guard !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) else { return false }
-        let batch = CalloutBatch(
-            limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode, snapshotVersion: snapshot.version)
-        var outcome = CalloutBatch.Outcome(handled: false, drained: false)
-        callout(.socketSource, snapshot, mode: mode) { outcome = source.handle(batch) }
-        // A port whose queue ran dry was re-armed by that empty receive: no
-        // need to ask it again before sleeping (one empty receive a message).
-        if outcome.drained { waiter.readyList.forgetDrained(source) }
-        return outcome.handled
+        var auxiliaryHandled = false
+        while !isStopPending, let source = waiter.readyList.takeNext(snapshot, of: self) {
+            let batch = CalloutBatch(
+                limit: returnAfterSourceHandled ? 1 : .max, loop: self, source: source, mode: mode, snapshotVersion: snapshot.version)
+            var outcome = CalloutBatch.Outcome(handled: false, drained: false)
+            callout(.socketSource, snapshot, mode: mode) { outcome = source.handle(batch) }
+            // A port whose queue ran dry was re-armed by that empty receive: no
+            // need to ask it again before sleeping (one empty receive a message).
+            if outcome.drained { waiter.readyList.forgetDrained(source) }
+            guard source.isAuxiliary && !auxiliaryHandled && !outcome.handled else { return outcome.handled }
+            auxiliaryHandled = true
+        }
+        return false
     }
 
     // MARK: - Sleeping

@@ -74,7 +74,9 @@ extension RunLoop {
         // The scratch list is taken out for the lock's closure and put back.
         var scratch = dueTimers
         dueTimers = []
-        scratch.removeAll(keepingCapacity: true)
+        // Empty already (emptied after each firing); `removeAll` would cost
+        // a call into the standard library every pass.
+        if !scratch.isEmpty { scratch.removeAll(keepingCapacity: true) }
         state.withLock { state in
             _ = state.withExistingMode(mode) { items in
                 guard items.timers.earliest <= now else { return }

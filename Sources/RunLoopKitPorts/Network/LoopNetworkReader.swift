@@ -38,16 +38,18 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// that does not run while its sockets have input.
     let runs = Atomic<UInt64>(0)
 
-    // The loop's thread only, from here on.
-    private var events = [epoll_event](repeating: epoll_event(), count: 16)
-    private var inbounds: [TCPInbound] = []
-    private var inboundsGeneration = UInt64.max
+    // The loop's thread only, from here on: unchecked, because each
+    // callout's dynamic checks cost more than its `epoll_wait`.
+    // U-NETWORK-READER (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var events = [epoll_event](repeating: epoll_event(), count: 16)
+    @exclusivity(unchecked) private var inbounds: [TCPInbound] = []
+    @exclusivity(unchecked) private var inboundsGeneration = UInt64.max
     /// The sockets whose signal a pass's `epoll_wait` gave, kept for reuse.
-    private var signalled: [Int32] = []
+    @exclusivity(unchecked) private var signalled: [Int32] = []
     /// Set when a read stopped with messages left: the reader marked itself
     /// ready on its loop (no system call), and reads every socket at its
     /// next callout.
-    private var readOwed = false
+    @exclusivity(unchecked) private var readOwed = false
     /// Messages read from one socket before the loop gets on with the pass:
     /// as many as a port delivers in one by default, so that a flood to a
     /// port of this loop settles at a pass's worth queued. Read faster than

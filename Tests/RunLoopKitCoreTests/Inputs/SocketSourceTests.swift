@@ -136,6 +136,45 @@ struct SocketSourceTests {
         #expect(emptyPasses <= 1, "\(events.all)")
     }
 
+    @Test("S-SRC1-1: an auxiliary source (the ports' network reader) is no event of its own: the source it marks ready is handled in the same pass, as if its own socket had woken the loop; with returnAfterSourceHandled the run returns after it")
+    func anAuxiliarySourceLeavesThePassToTheSourceItMarks() throws {
+        for returnAfterSourceHandled in [false, true] {
+            let wake = try makePipe(), quiet = try makePipe()
+            defer { for fd in [wake.read, wake.write, quiet.read, quiet.write] { close(fd) } }
+            let events = EventLog()
+            // Marked ready by the auxiliary source, as a port the reader
+            // handed a message to; its own fd never becomes readable.
+            let marked = SocketSource(fileDescriptor: quiet.read) { _, _ in
+                events.add("marked")
+                RunLoop.current.stop()
+            }
+            let auxiliary = SocketSource(auxiliaryOn: wake.read) {
+                var byte: UInt8 = 0
+                _ = read(wake.read, &byte, 1)
+                events.add("auxiliary")
+                RunLoop.current.markReady(marked)
+                return CalloutBatch.Outcome(handled: false, drained: true)
+            }
+            let loopHandoff = Handoff<RunLoop>()
+            let thread = SpawnedThread { () -> RunLoop.RunResult in
+                let loop = RunLoop.current
+                recordActivities(of: loop, mode: .default, into: events)
+                try loop.add(marked, forMode: .default)
+                try loop.add(auxiliary, forMode: .default)
+                loopHandoff.put(loop)
+                defer { marked.invalidate(); auxiliary.invalidate() }
+                return loop.run(mode: .default, seconds: 30, returnAfterSourceHandled: returnAfterSourceHandled)
+            }
+            let loop = try loopHandoff.take()
+            #expect(waitUntil { loop.isWaiting })
+            #expect(write(wake.write, "w", 1) == 1)
+            let result = try thread.join()
+            #expect(result == (returnAfterSourceHandled ? .handledSource : .stopped))
+            let (log, _) = droppingEmptyPasses(events.all)
+            #expect(Array(log.suffix(5)) == ["beforeWaiting", "afterWaiting", "auxiliary", "marked", "exit"], "\(events.all)")
+        }
+    }
+
     @Test("S-SRC1-1: a socket source added from another thread while the loop runs is serviced (any-thread add)")
     func socketSourceAddedFromAnotherThread() throws {
         let worker = LoopThread(name: "src1-add")
