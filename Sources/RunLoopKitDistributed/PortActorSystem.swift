@@ -70,6 +70,11 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         var watched: Set<Port> = []
         var errorTypes: [String: @Sendable (PayloadValue, [Port]) throws -> any Error] = [:]
         var isShutDown = false
+        /// Filled when the last call served here has ended, once a shutdown waits for that.
+        var servedCallsEnded: Completion<Void>?
+        /// Set by a shutdown that could not wait for the calls served here:
+        /// the last of them to end stops the thread.
+        var stopWhenServed = false
     }
 
     struct LocalActor {
@@ -150,18 +155,29 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
 
     deinit { shutdown() }
 
+    /// How long `shutdown()` waits for the calls being served here to end
+    /// once it has cancelled them.
+    public static let servedCallsBound: Double = 1
+
     /// Stops the system: the names its actors were registered under are
     /// unregistered, its ports are invalidated (callers elsewhere see its
     /// actors' calls fail), calls waiting here fail with
-    /// `PortActorSystemError.transport`, and its thread stops.
+    /// `PortActorSystemError.transport`, calls being served here are
+    /// cancelled, and its thread stops once they have ended. A served call
+    /// ends on this system's thread (its task returns there to send the
+    /// reply, which now goes nowhere), so `shutdown()` waits for them, up to
+    /// `servedCallsBound`; a call that ignores its cancellation longer, or
+    /// a shutdown from the system's own thread, leaves the thread to stop
+    /// when the last call ends.
     public func shutdown() {
-        let (pending, names) = state.withLock { state -> ([PendingCall], [String]) in
+        let (pending, names, serving) = state.withLock { state -> ([PendingCall], [String], [ServingTask]) in
             state.isShutDown = true
             defer {
                 state.pending = [:]
                 state.names = [:]
             }
-            return (Array(state.pending.values), Array(state.names.keys))
+            if !state.serving.isEmpty && state.servedCallsEnded == nil { state.servedCallsEnded = Completion() }
+            return (Array(state.pending.values), Array(state.names.keys), Array(state.serving.values))
         }
         // Before the port goes: a lookup meanwhile finds no name rather
         // than a port that is about to be invalid.
@@ -169,7 +185,19 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
         for call in pending { call.outcome.fail(PortActorSystemError.transport(.invalidPort("the actor system was shut down"))) }
         callPort.invalidate()
         replyPort.invalidate()
-        thread.stop()
+        for call in serving { call.cancel() }
+        if !serving.isEmpty && thread.threadID != ThreadIdentity.currentTID,
+            let ended = state.withLock({ $0.servedCallsEnded }) {
+            _ = ended.wait(until: MonotonicClock.now() &+ UInt64(Self.servedCallsBound * 1e9))
+        }
+        let stopNow = state.withLock { state in
+            guard state.serving.isEmpty else {
+                state.stopWhenServed = true
+                return false
+            }
+            return true
+        }
+        if stopNow { thread.stop() }
     }
 
     /// Lets calls of this process decode an error of type `E` thrown by a
@@ -417,8 +445,21 @@ public final class PortActorSystem: DistributedActorSystem, @unchecked Sendable 
             } catch {
                 reply(call.id, PortResultHandler.outcome(of: error), to: message.replyPort, actor: call.actor, target: call.target)
             }
-            _ = state.withLock { $0.serving.removeValue(forKey: key) }
+            servedCallEnded(key)
         })
+    }
+
+    /// A call served here has ended: the last one to end after a shutdown
+    /// tells it (or stops the thread itself, if the shutdown did not wait).
+    private func servedCallEnded(_ key: ServedCall) {
+        let (ended, stop) = state.withLock { state -> (Completion<Void>?, Bool) in
+            state.serving.removeValue(forKey: key)
+            guard state.serving.isEmpty, state.isShutDown else { return (nil, false) }
+            defer { state.stopWhenServed = false }
+            return (state.servedCallsEnded, state.stopWhenServed)
+        }
+        ended?.fill(.success(()))
+        if stop { thread.stop() }
     }
 
     /// Sends a call's outcome to its caller; the actor and the target are

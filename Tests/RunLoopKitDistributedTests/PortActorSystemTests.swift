@@ -31,6 +31,8 @@ final class DepotLog: Sendable {
     let calls = Locked<[Int]>([])
     let cancelled = Locked(0)
     let started = Locked(0)
+    /// Calls that finished cleaning up after their cancellation.
+    let cleanedUp = Locked(0)
 }
 
 distributed actor Depot {
@@ -75,6 +77,21 @@ distributed actor Depot {
             try await Task.sleep(for: .seconds(3_600))
         } catch {
             log.cancelled.withLock { $0 += 1 }
+            throw error
+        }
+    }
+}
+
+extension Depot {
+    /// Waits until cancelled, then cleans up for a while before it ends,
+    /// as a call may: its task returns to the system's thread only then.
+    distributed func cleanUpSlowlyWhenCancelled() async throws {
+        log.started.withLock { $0 += 1 }
+        do {
+            try await Task.sleep(for: .seconds(3_600))
+        } catch {
+            usleep(100_000)  // the clean-up's work, not a wait for anything
+            log.cleanedUp.withLock { $0 += 1 }
             throw error
         }
     }
@@ -220,6 +237,23 @@ struct PortActorSystemTests {
         }
         #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(10), "\(elapsed)")
         #expect(await waitFor { systems.log.cancelled.withLock { $0 } == 1 }, "the callee's task was not cancelled")
+    }
+
+    @Test("shutdown cancels the calls it serves and returns once they have ended: a callee still cleaning up after its cancellation finishes first, and its task returns to a system thread that still runs")
+    func shutdownWaitsForTheCallsItServes() async throws {
+        let systems = try TwoSystems()
+        let driver = LoopThread(name: "shutdown-driver")
+        try driver.start()
+        defer {
+            systems.close()
+            driver.stop()
+        }
+        let call = Task(executorPreference: driver) { try await systems.remote.cleanUpSlowlyWhenCancelled() }
+        #expect(await waitFor { systems.log.started.withLock { $0 } == 1 })
+        systems.home.shutdown()
+        #expect(systems.log.cleanedUp.withLock { $0 } == 1, "shutdown returned before the call it served had ended")
+        // The caller's call fails: the system that served it is gone.
+        await #expect(throws: (any Error).self) { try await call.value }
     }
 
     @Test("an ID whose actor resigned: a remote call fails with actorNotFound, and its own system cannot resolve it")

@@ -5,7 +5,7 @@ import Glibc
 package enum ThreadIdentity {
     /// The kernel thread id (what `ps -L`, `top -H` and gdb show).
     @inline(__always)
-    static var currentTID: Int32 { rlk_gettid() }
+    package static var currentTID: Int32 { rlk_gettid() }
 
     /// True on the process's main thread (its tid is the pid).
     static var isMainThread: Bool { rlk_is_main_thread() != 0 }
