@@ -49,6 +49,11 @@ public struct CalloutBatch {
         static let handlerRan = Outcome(handled: true, drained: false)
     }
 
+    /// Whether the loop's epoll reported the source's descriptor since this
+    /// was last asked (`SocketSource.takeDescriptorReport()`). Loop thread.
+    @inlinable
+    package func takeDescriptorReport() -> Bool { source.takeDescriptorReport() }
+
     init(limit: Int, loop: RunLoop, source: SocketSource, mode: RunLoop.Mode, snapshotVersion: UInt64) {
         self.limit = limit
         self.loop = loop

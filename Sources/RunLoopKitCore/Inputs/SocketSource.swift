@@ -68,6 +68,14 @@ public final class SocketSource: @unchecked Sendable {
     /// The stamp of the last mode snapshot that found this source among its
     /// sources (`ModeSnapshot.contains`): a hit answers without hashing.
     let memberStamp = Atomic<UInt64>(0)
+    /// Set by its loop each time epoll reports its descriptor, for an owner
+    /// that reads its socket only when something may be there: a port's
+    /// receiver whose socket ran dry skips the read that would find it
+    /// empty again after the messages a tcp reader handed it. (The ready
+    /// list cannot say: a source already on it is not added again.) Atomic
+    /// because the source may move to another loop; each loop touches it
+    /// on its own thread.
+    @usableFromInline let descriptorReported = Atomic<Bool>(false)
 
     /// A source on a ZeroMQ socket. The handler gets the source and the socket.
     public init(socket: Socket, order: Int = 0, handler: @escaping @Sendable (SocketSource, Socket) -> Void) {
@@ -119,6 +127,15 @@ public final class SocketSource: @unchecked Sendable {
         isAuxiliary = false
         self.order = order
         self.handler = { source, _ in handler(source, fileDescriptor); return .handlerRan }
+    }
+
+    /// Whether epoll reported the descriptor since the last time this was
+    /// asked; asking clears it. The loop's thread.
+    @inlinable
+    package func takeDescriptorReport() -> Bool {
+        guard descriptorReported.load(ordering: .relaxed) else { return false }
+        descriptorReported.store(false, ordering: .relaxed)
+        return true
     }
 
     /// False after `invalidate()`, or once its loop's thread exited (S-THR-3). Any thread.

@@ -373,6 +373,7 @@ extension RunLoop {
             // One removed meanwhile may still be reported: the ready list
             // drops it when it finds it is no longer in the mode.
             if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? state.withLock({ $0.registeredSockets[token] }) {
+                source.descriptorReported.store(true, ordering: .relaxed)
                 waiter.readyList.append(source)
             }
         }

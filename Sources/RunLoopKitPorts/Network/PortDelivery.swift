@@ -43,7 +43,7 @@ struct PortDelivery {
         case .queued(first: true): break
         }
         // Not scheduled yet: its loop looks at its queue when it is.
-        guard let port = known.port, let source = port.state.withLock({ $0.source }), let loop = source.binding.loop else {
+        guard let source = known.source(), let loop = source.binding.loop else {
             known.loopID = nil
             lastLoop = nil
             return .delivered
@@ -85,11 +85,24 @@ struct PortDelivery {
 final class KnownPort {
     let receiver: PortReceiver
     weak var port: Port?
+    // Both under the reader lock of the socket whose `PortDelivery` holds
+    // this entry. U-INBOUND-STATE (docs/unsafe-sites.md).
+    /// The port's source, made at its first schedule and kept for its
+    /// life (it does not keep the port alive): found once, not through the
+    /// weak port and its state's lock each time the queue was empty.
+    @exclusivity(unchecked) private var scheduledSource: SocketSource?
     /// The port's loop when its queue was last empty.
-    var loopID: ObjectIdentifier?
+    @exclusivity(unchecked) var loopID: ObjectIdentifier?
 
     init(receiver: PortReceiver, port: Port) {
         self.receiver = receiver
         self.port = port
+    }
+
+    /// The port's source, nil until the port is first scheduled.
+    func source() -> SocketSource? {
+        if let scheduledSource { return scheduledSource }
+        scheduledSource = port?.state.withLock { $0.source }
+        return scheduledSource
     }
 }

@@ -41,17 +41,20 @@ final class PortReceiver: @unchecked Sendable {
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var requeued: [IncomingFrames] = []
     // Guarded by lock: messages a tcp socket's reader handed over
-    // (`hand`), oldest first from `handedHead`: they come after `frames`
-    // and before the socket, which carries only this process's own sends
-    // (docs/design.md, "Across machines"). Emptied holders are kept for
-    // reuse in `spareHolders`.
+    // (`hand`), a ring of holders: `handedCount` of them from `handedHead`
+    // hold messages, oldest first; they come after `frames` and before the
+    // socket, which carries only this process's own sends (docs/design.md,
+    // "Across machines"). The others are empty, and a reader handing a
+    // message takes one in exchange; a holder whose message was taken stays
+    // in its slot. Its size is a power of two, doubled when full.
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var handed: [IncomingFrames] = []
     @exclusivity(unchecked) private var handedHead = 0
     /// How many handed messages wait: the one word the message path reads
     /// when none do.
     @exclusivity(unchecked) private var handedCount = 0
-    @exclusivity(unchecked) private var spareHolders: [IncomingFrames] = []
+    /// The socket's last read found it empty (`receiveFramesUnlessDry`).
+    @exclusivity(unchecked) private var socketRanDry = false
     // Guarded by lock: the message a batch reads in place
     // (`takeInPlaceMessage`), kept here between batches; a nested batch,
     // finding it taken, makes its own.
@@ -196,10 +199,22 @@ final class PortReceiver: @unchecked Sendable {
         defer { lock.unlock() }
         guard !isClosed else { return .closed }
         guard handedCount < Int(Self.highWaterMark) else { return .full }
-        handed.append(message)
-        message = spareHolders.popLast() ?? IncomingFrames()
+        if handedCount == handed.count { growHanded() }
+        swap(&message, &handed[(handedHead &+ handedCount) & (handed.count &- 1)])
         handedCount += 1
         return .queued(first: handedCount == 1)
+    }
+
+    /// Doubles the ring of handed messages (it is full), its messages
+    /// first, in order, then new empty holders. Lock held.
+    private func growHanded() {
+        let mask = handed.count &- 1, size = max(4, handed.count * 2)
+        var grown: [IncomingFrames] = []
+        grown.reserveCapacity(size)
+        for offset in 0..<handedCount { grown.append(handed[(handedHead &+ offset) & mask]) }
+        while grown.count < size { grown.append(IncomingFrames()) }
+        handed = grown
+        handedHead = 0
     }
 
     /// Closed: a reader's cache of receivers lets it go.
@@ -208,9 +223,7 @@ final class PortReceiver: @unchecked Sendable {
     /// Moves the oldest handed message into `frames` (there is one). Lock held.
     @inline(never)
     private func takeHanded(into frames: IncomingFrames) -> Bool {
-        let holder = popHanded()
-        holder.move(to: frames)
-        spareHolders.append(holder)
+        popHanded().move(to: frames)
         return true
     }
 
@@ -219,10 +232,7 @@ final class PortReceiver: @unchecked Sendable {
     @inline(never)
     private func decodeHanded(into inbox: inout PortMessage) -> Received {
         let holder = popHanded()
-        defer {
-            holder.clear()
-            spareHolders.append(holder)
-        }
+        defer { holder.clear() }
         do throws(WireFormat.DecodeError) {
             return .message(traceID: try decoder.decode(holder, into: &inbox))
         } catch {
@@ -230,18 +240,16 @@ final class PortReceiver: @unchecked Sendable {
         }
     }
 
-    /// Takes the oldest handed message's holder out of the queue. A
-    /// receiver that was full has room again: the network thread, which
-    /// waits for that, is told. Lock held.
+    /// Takes the oldest handed message's holder off the queue; it stays
+    /// in its slot, to be emptied by the caller before the lock goes (a
+    /// reader may take it in exchange for its next message). A receiver
+    /// that was full has room again: the network thread, which waits for
+    /// that, is told. Lock held.
     private func popHanded() -> IncomingFrames {
         let wasFull = handedCount >= Int(Self.highWaterMark)
         let holder = handed[handedHead]
-        handedHead += 1
+        handedHead = (handedHead &+ 1) & (handed.count &- 1)
         handedCount -= 1
-        if handedHead == handed.count {
-            handed.removeAll(keepingCapacity: true)
-            handedHead = 0
-        }
         if wasFull { NetworkHub.shared.roomMade() }
         return holder
     }
@@ -262,7 +270,6 @@ final class PortReceiver: @unchecked Sendable {
             handed.removeAll()
             handedHead = 0
             handedCount = 0
-            spareHolders.removeAll()
             spareInPlaceMessage = nil
             decoder = MessageDecoder()
             socket.close()
@@ -310,7 +317,7 @@ final class PortReceiver: @unchecked Sendable {
                 guard batch.admission() == .admitted else { return .notAdmitted }
                 return decodeHanded(into: &inbox)
             }
-            guard frames.isHolding || receiveFrames(into: frames) else {
+            guard frames.isHolding || receiveFramesUnlessDry(into: frames, batch) else {
                 decoder.takeBack(from: &inbox)
                 return .empty
             }
@@ -362,7 +369,8 @@ final class PortReceiver: @unchecked Sendable {
             guard batch.admission() == .admitted else { return .notAdmitted }
             if !requeued.isEmpty { requeued.removeFirst().move(to: message.frames) } else { frames.move(to: message.frames) }
         } else {
-            guard (handedCount > 0 && takeHanded(into: message.frames)) || receiveFrames(into: message.frames) else { return .empty }
+            guard (handedCount > 0 && takeHanded(into: message.frames)) || receiveFramesUnlessDry(into: message.frames, batch)
+            else { return .empty }
             guard batch.admission() == .admitted else {
                 // Rare: kept where the next receive looks first.
                 message.frames.move(to: frames)
@@ -406,12 +414,24 @@ final class PortReceiver: @unchecked Sendable {
         return .dropped
     }
 
+    /// `receiveFrames`, unless the socket ran dry at its last read and its
+    /// loop has not reported its descriptor since: then nothing can be
+    /// there (that empty read re-armed ZMQ_FD, and only this receiver reads
+    /// the socket), and the read, two system calls, is skipped. A batch of
+    /// messages a tcp reader handed over ends so. Lock held, loop thread.
+    private func receiveFramesUnlessDry(into frames: IncomingFrames, _ batch: borrowing CalloutBatch) -> Bool {
+        if socketRanDry && !batch.takeDescriptorReport() { return false }
+        return receiveFrames(into: frames)
+    }
+
     /// Receives the next message's raw frames into `frames` (the
     /// receiver's own, or a batch's in-place message's); false when the
     /// queue is empty. Lock held.
     private func receiveFrames(into frames: IncomingFrames) -> Bool {
         do {
-            return try frames.receive(from: socket)
+            let received = try frames.receive(from: socket)
+            socketRanDry = !received
+            return received
         } catch {
             // Rare (the context ending): logged as it happens, under this
             // lock, which a log handler must not take.
