@@ -211,12 +211,6 @@ extension WireFormat {
                       isPacked: isPacked, size: size, hasPortComponent: hasPortComponent, traceID: traceID)
     }
 
-    /// The destination field of a message's header frame (version 3), or
-    /// nil for an earlier version or none; throws what `readHeader` throws.
-    static func destination(ofHeader bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Destination? {
-        try routedHeader(bytes).destination
-    }
-
     /// What `readHeader` reads, and the destination field (version 3; nil
     /// for an earlier version or none): what a tcp socket's reader routes
     /// by (kept out of `Header`, which every delivery copies). The reader

@@ -26,7 +26,7 @@ struct WireFormatTraceContextTests {
         let header = try example.withUnsafeBytes { try WireFormat.readHeader($0) }
         #expect(header.isPacked && header.msgid == 7 && header.hasTraceContext && !header.hasReplyPort)
         #expect(example.withUnsafeBytes { WireFormat.traceContext(ofHeader: $0) } == Self.trace)
-        #expect(try example.withUnsafeBytes { try WireFormat.destination(ofHeader: $0) } == nil)
+        #expect(try example.withUnsafeBytes { try WireFormat.routedHeader($0).destination } == nil)
         #expect(try WireFormatDecodingTests.packedRecords(example, header: header) == [Array("hi".utf8)])
     }
 

@@ -35,7 +35,7 @@ struct WireFormatVersion3Tests {
         #expect(written == packed)
         let header = try packed.withUnsafeBytes { try WireFormat.readHeader($0) }
         #expect(header.isPacked && header.msgid == 7 && header.hasReplyPort)
-        #expect(try packed.withUnsafeBytes { try WireFormat.destination(ofHeader: $0) } == target)
+        #expect(try packed.withUnsafeBytes { try WireFormat.routedHeader($0).destination } == target)
         #expect(try WireFormatDecodingTests.packedRecords(packed, header: header) == [Array("hi".utf8), descriptor])
     }
 
@@ -56,7 +56,7 @@ struct WireFormatVersion3Tests {
             let outcome = input.withUnsafeBytes { WireFuzzing.run($0) }
             #expect(outcome.decodedMessages == 1 && outcome.refusedMessages == 0, "\(outcome.errors)")
         }
-        #expect(try inputs[2][0].withUnsafeBytes { try WireFormat.destination(ofHeader: $0) }
+        #expect(try inputs[2][0].withUnsafeBytes { try WireFormat.routedHeader($0).destination }
                 == WireFormat.Destination(instance: Self.destination, portID: 5))
     }
 
@@ -68,7 +68,7 @@ struct WireFormatVersion3Tests {
         #expect(extended.count == header.count + 32)
         let read = try extended.withUnsafeBytes { try WireFormat.readHeader($0) }
         #expect(!read.isPacked && read.msgid == 9 && read.hasReplyPort && read.componentCount == 2 && read.size == extended.count)
-        #expect(try extended.withUnsafeBytes { try WireFormat.destination(ofHeader: $0) } == target)
+        #expect(try extended.withUnsafeBytes { try WireFormat.routedHeader($0).destination } == target)
     }
 
     @Test("S-NET-1: malformed version-3 descriptors are refused as badDescriptor")
