@@ -59,7 +59,7 @@ final class DropAccount: Sendable {
         state.withLock { $0.owner = port }
     }
 
-    var totalCount: UInt64 { total.load(ordering: .relaxed) }
+    var totalCount: UInt64 { total.load(ordering: .acquiring) }
 
     /// The reason of the latest drop, if any.
     var lastReason: PortDropReason? {
@@ -82,10 +82,12 @@ final class DropAccount: Sendable {
     /// `record`, for a drop seen at `now`: read before the lock, so that
     /// another thread may have made a line after it (`isDue`).
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String, at now: UInt64) {
-        total.wrappingAdd(1, ordering: .relaxed)
+        // In the metrics first: whoever sees the drop in the counts below
+        // (`droppedMessageCount`, `dropCounts`) finds it there too.
+        if PortMetrics.attached.load(ordering: .relaxed) { recordMetric(reason, of: state.withLock { $0.owner }) }
+        total.wrappingAdd(1, ordering: .releasing)
         latest.store(reason.index + 1, ordering: .relaxed)
-        let metricsAttached = PortMetrics.attached.load(ordering: .relaxed)
-        let owner = state.withLock { state -> Port? in
+        state.withLock { state in
             let index = reason.index
             state.counts[index] &+= 1
             if state.unlogged[index] == 0 { state.firstFault[index] = detail() }
@@ -96,9 +98,7 @@ final class DropAccount: Sendable {
                 state.timerArmed = true
                 state.timerWanted = true
             }
-            return metricsAttached ? state.owner : nil
         }
-        if metricsAttached { recordMetric(reason, of: owner) }
     }
 
     /// Counts the drop in the attached metrics recorder: in its port's
