@@ -135,23 +135,25 @@ int bench_zmq_child_serve(const char *pair_endpoint, const char *push_endpoint, 
 // MARK: - Raw libzmq: two processes over tcp
 
 typedef struct bench_zmq_tcp_link bench_zmq_tcp_link;
-/// Parent side: a ROUTER bound at tcp://127.0.0.1 on a port the system
-/// picks (ZMQ_ROUTER_MANDATORY), a CURVE server when `curve` (its key pair
-/// made here; `server_public` receives its 40 Z85 characters and a NUL),
-/// the bound endpoint in `endpoint` (at least 64 bytes). NULL on failure.
-bench_zmq_tcp_link *bench_zmq_tcp_link_open(int curve, char *endpoint, char *server_public);
-/// Waits for the child's hello (its routing id); 0 or an error.
+/// Parent side: a DEALER connected to the child's ROUTER at `endpoint`, a
+/// CURVE client of `server_public` (40 Z85 characters) unless it is empty,
+/// that says hello: the shape of RunLoopKit's tcp between the benchmark
+/// and its child (the dialling side sends). NULL on failure.
+bench_zmq_tcp_link *bench_zmq_tcp_link_open(const char *endpoint, const char *server_public);
+/// Waits for the child's answer to the hello; 0 or an error.
 int bench_zmq_tcp_link_wait_ready(bench_zmq_tcp_link *link, int timeout_ms);
-/// Round trips through the child's DEALER, which echoes; as bench_zmq_link_pingpong.
+/// Round trips through the child's ROUTER, which echoes; as bench_zmq_link_pingpong.
 int bench_zmq_tcp_link_pingpong(bench_zmq_tcp_link *link, int warmup, int iterations, uint64_t *samples_ns, int timeout_ms);
 /// `count` 64-byte messages to the child, an end marker, and its count back.
 int bench_zmq_tcp_link_throughput(bench_zmq_tcp_link *link, int count, uint64_t *elapsed_ns, int timeout_ms);
 /// Tells the child to exit, and closes everything.
 void bench_zmq_tcp_link_close(bench_zmq_tcp_link *link);
-/// Child side: a DEALER connected to `endpoint` (a CURVE client of
-/// `server_public` unless it is empty) that says hello, echoes pings and
-/// counts data until told to quit or `idle_timeout_ms` passes quietly.
-int bench_zmq_tcp_child_serve(const char *endpoint, const char *server_public, int idle_timeout_ms);
+/// Child side: a ROUTER bound at tcp://127.0.0.1 on a port the system
+/// picks, a CURVE server when `curve` (its key pair made here), that
+/// writes "<endpoint> <public key, or ->" as a line on stdout, answers the
+/// parent's hello, echoes pings and counts data until told to quit or
+/// `idle_timeout_ms` passes quietly.
+int bench_zmq_tcp_child_serve(int curve, int idle_timeout_ms);
 
 // MARK: - The OS floor
 

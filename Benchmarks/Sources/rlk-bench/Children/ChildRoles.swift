@@ -32,8 +32,8 @@ enum ChildRoles {
         case "zmq-peer" where rest.count == 3:
             // Gives up after 60 s without traffic.
             return bench_zmq_child_serve(rest[0], rest[1], rest[2], 60_000) == 0 ? 0 : 1
-        case "zmq-tcp-peer" where rest.count == 2:
-            return bench_zmq_tcp_child_serve(rest[0], rest[1] == "-" ? "" : rest[1], 60_000) == 0 ? 0 : 1
+        case "zmq-tcp-peer" where rest.count == 1:
+            return bench_zmq_tcp_child_serve(rest[0] == "curve" ? 1 : 0, 60_000) == 0 ? 0 : 1
         case "rlk-peer" where rest.count == 1 || rest.count == 3:
             let tcp = rest.count == 3 ? RLKPeerChild.TCPPorts(security: rest[1] == "plain" ? .plainText : .curve, count: Int(rest[2]) ?? 1) : nil
             return RLKPeerChild.serve(name: rest[0], tcp: tcp)

@@ -159,17 +159,16 @@ final class RawZMQProcessPeer: Contender {
             child = try ChildProcess(role: "zmq-peer", cpu: placement.second, arguments: [pair, push, acks])
             try checkC(bench_zmq_link_wait_ready(link, 10_000), "waiting for the zmq-peer child")
         case let .tcp(curve):
-            var endpoint = [CChar](repeating: 0, count: 64)
-            var serverPublic = [CChar](repeating: 0, count: 41)
-            guard let link = bench_zmq_tcp_link_open(curve ? 1 : 0, &endpoint, &serverPublic) else {
-                throw BenchError("binding the raw libzmq tcp ROUTER failed: \(String(cString: strerror(errno)))")
+            // The child listens and says where; this side dials, as ours' benchmark dials its child's tcp port.
+            let started = try ChildProcess(role: "zmq-tcp-peer", cpu: placement.second, arguments: [curve ? "curve" : "plain"],
+                                           captureOutput: true)
+            child = started
+            let words = try started.readLine(within: 10).split(separator: " ").map(String.init)
+            guard words.count == 2 else { throw BenchError("the zmq-tcp-peer child said \(words), not its endpoint and key") }
+            guard let link = bench_zmq_tcp_link_open(words[0], words[1] == "-" ? "" : words[1]) else {
+                throw BenchError("connecting the raw libzmq tcp DEALER failed: \(String(cString: strerror(errno)))")
             }
             tcpLink = link
-            func text(_ characters: [CChar]) -> String {
-                String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
-            child = try ChildProcess(role: "zmq-tcp-peer", cpu: placement.second,
-                                     arguments: [text(endpoint), curve ? text(serverPublic) : "-"])
             try checkC(bench_zmq_tcp_link_wait_ready(link, 10_000), "waiting for the zmq-tcp-peer child")
         }
     }

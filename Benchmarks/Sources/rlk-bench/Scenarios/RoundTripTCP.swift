@@ -40,7 +40,7 @@ struct RoundTripTCP: Scenario {
                  ports: Self.spreadPorts),
         ]
         let measured = interleave(contenders, repetitions: config.roundTripRepetitions, better: .lower)
-        let notes = ["\(config.roundTripRepetitions) × \(iterations) round trips per side over tcp loopback; the echo is rlk-bench itself in a child process (its tcp port passed over ipc / a raw DEALER that says hello)"]
+        let notes = ["\(config.roundTripRepetitions) × \(iterations) round trips per side over tcp loopback; the echo is rlk-bench itself in a child process (its tcp port passed over ipc / a raw ROUTER listening, dialled by a DEALER that says hello, the shape of ours)"]
         return [
             ScenarioResult(
                 name: "roundtrip-tcp", title: "round trip, 64 B, tcp with CURVE, two processes",

@@ -11,7 +11,7 @@ struct ThroughputTCP: Scenario {
         let (count, placement) = (config.throughputMessages, config.placement)
         func raw(curve: Bool) -> RawZMQProcessPeer {
             RawZMQProcessPeer(
-                label: "raw libzmq ROUTER → DEALER tcp\(curve ? ", CURVE" : "") (C, child process)",
+                label: "raw libzmq DEALER → ROUTER tcp\(curve ? ", CURVE" : "") (C, child process)",
                 mode: .throughput(count: count), transport: .tcp(curve: curve), timeout: config.timeoutSeconds, placement: placement)
         }
         let contenders: [any Contender] = [
