@@ -17,8 +17,11 @@ struct PortDelivery {
     /// source and loop when its queue was empty. A closed receiver goes.
     private var known: [UInt64: KnownPort] = [:]
     /// The last port handed to, found without hashing: a socket's messages
-    /// mostly go to the port the one before went to.
-    private var last: (portID: UInt64, port: KnownPort)?
+    /// mostly go to the port the one before went to. Unretained: `known`
+    /// holds the entry as long as it is `last` (an entry leaves `known`
+    /// only with `last` cleared or set to another), so a message costs
+    /// no retain and release of it. U-INBOUND-STATE (docs/unsafe-sites.md).
+    private var last: (portID: UInt64, port: Unmanaged<KnownPort>)?
     /// When `known` is next swept of closed ports (it doubles with the live ones).
     private var sweepAt = 1_024
     /// The loop whose port the last message handed went to, as far as
@@ -30,12 +33,28 @@ struct PortDelivery {
     /// now, to read the next message into); `reader` is the loop reader
     /// reading, on its loop's thread (nil on the network thread).
     mutating func hand(_ message: inout IncomingFrames, to portID: UInt64, readBy reader: LoopNetworkReader?) -> Outcome {
-        guard let known = knownPort(portID) else { return .noSuchPort }
-        switch known.receiver.hand(&message) {
-        case .closed:
-            self.known[portID] = nil
-            last = nil
+        let outcome: Outcome
+        if let last, last.portID == portID {
+            // U-INBOUND-STATE (docs/unsafe-sites.md): `known` holds it.
+            outcome = last.port.withGuaranteedReference { hand(&message, to: $0, readBy: reader) }
+        } else if let known = knownPort(portID) {
+            outcome = hand(&message, to: known, readBy: reader)
+        } else {
             return .noSuchPort
+        }
+        // Its receiver closed: the entry goes (not while it was in use above).
+        if outcome == .noSuchPort {
+            known[portID] = nil
+            last = nil
+        }
+        return outcome
+    }
+
+    /// `noSuchPort` when its receiver closed.
+    @inline(__always)
+    private mutating func hand(_ message: inout IncomingFrames, to known: KnownPort, readBy reader: LoopNetworkReader?) -> Outcome {
+        switch known.receiver.hand(&message) {
+        case .closed: return .noSuchPort
         case .full: return .full
         case .queued(first: false):
             lastLoop = known.loopID
@@ -58,11 +77,11 @@ struct PortDelivery {
         return .delivered
     }
 
-    /// The live tcp port `portID` of this process.
+    /// The live tcp port `portID` of this process, which becomes `last`.
     private mutating func knownPort(_ portID: UInt64) -> KnownPort? {
-        if let last, last.portID == portID { return last.port }
+        // U-INBOUND-STATE (docs/unsafe-sites.md).
         if let known = known[portID] {
-            last = (portID, known)
+            last = (portID, Unmanaged.passUnretained(known))
             return known
         }
         guard let port = PortRegistry.shared.localPort(portID), port.isValid, port.address.reach == .network,
@@ -74,7 +93,8 @@ struct PortDelivery {
         }
         let entry = KnownPort(receiver: receiver, port: port)
         known[portID] = entry
-        last = (portID, entry)
+        // U-INBOUND-STATE (docs/unsafe-sites.md).
+        last = (portID, Unmanaged.passUnretained(entry))
         return entry
     }
 }
