@@ -268,15 +268,14 @@ enum RawWire {
     /// A packed version-3 message of one data component, as a tcp send
     /// writes it (`WireFormat.extendPacked`): for raw tcp peers in tests.
     static func tcpMessage(to destination: WireFormat.Destination, msgid: UInt32, data: [UInt8] = [], replyDescriptor: [UInt8]? = nil) -> [UInt8] {
-        let fields = WireFormat.ExtensionFields(destination: destination, trace: nil)
-        let gap = fields.areaSize
+        let gap = WireFormat.destinationAreaSize
         var frame = [UInt8](repeating: 0, count: gap + 512 + data.count)
         let size = frame.withUnsafeMutableBytes { buffer in
             let written = data.withUnsafeBytes { bytes in
                 WireFormat.writePacked(into: UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]), msgid: msgid, bytes: bytes,
                                        replyDescriptor: replyDescriptor, traceID: nil)
             }
-            WireFormat.extendPacked(buffer, with: fields)
+            WireFormat.extendPacked(buffer, destination: destination)
             return gap + written
         }
         return Array(frame[..<size])
