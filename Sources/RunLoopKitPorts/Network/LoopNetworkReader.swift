@@ -24,6 +24,11 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// The loop's identity, compared without a weak load: a reader reading
     /// runs on its loop, which is therefore alive.
     let loopID: ObjectIdentifier
+    /// The loop, uncounted: for what the reader does while it reads (it
+    /// reads only in its callout, on its loop's thread, so the loop is
+    /// alive), without the weak load and the loop's retain and release.
+    // U-NETWORK-READER (docs/unsafe-sites.md).
+    let readingLoop: Unmanaged<RunLoop>
     /// The epoll set the loop watches.
     let pollSet: Int32
     /// Signalled when the sockets must be read though no edge says so.
@@ -64,6 +69,8 @@ final class LoopNetworkReader: @unchecked Sendable {
         self.hub = hub
         self.loop = loop
         loopID = ObjectIdentifier(loop)
+        // U-NETWORK-READER (docs/unsafe-sites.md).
+        readingLoop = Unmanaged.passUnretained(loop)
         pollSet = epoll_create1(Int32(EPOLL_CLOEXEC))
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")

@@ -61,13 +61,24 @@ struct PortDelivery {
             return .delivered
         case .queued(first: true): break
         }
+        // Read on the port's loop, as at the last hand: marked there and then.
+        // (Only the reader's two plain values are read: a bound `reader`
+        // was retained and released, a trip to its side table each.)
+        if let readerLoopID = reader?.loopID, let readingLoop = reader?.readingLoop,
+            known.markReadyIfStillOn(readerLoopID, readingLoop) {
+            lastLoop = readerLoopID
+            return .delivered
+        }
         // Not scheduled yet: its loop looks at its queue when it is.
-        guard let source = known.source(), let loop = source.binding.loop else {
+        let source = known.source()
+        let generation = source?.binding.generation ?? 0
+        guard let source, let loop = source.binding.loop else {
             known.loopID = nil
             lastLoop = nil
             return .delivered
         }
         known.loopID = ObjectIdentifier(loop)
+        known.bindingGeneration = generation
         lastLoop = known.loopID
         if let reader, reader.loopID == ObjectIdentifier(loop) {
             loop.markReady(source)
@@ -110,13 +121,40 @@ final class KnownPort {
     /// The port's source, made at its first schedule and kept for its
     /// life (it does not keep the port alive): found once, not through the
     /// weak port and its state's lock each time the queue was empty.
-    @exclusivity(unchecked) private var scheduledSource: SocketSource?
-    /// The port's loop when its queue was last empty.
+    @exclusivity(unchecked) private var scheduledSource: SocketSource? {
+        didSet { scheduledSourceReference = scheduledSource.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `scheduledSource`, uncounted (it holds it): what a message's hand
+    /// uses, without a retain and a release of the source.
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var scheduledSourceReference: Unmanaged<SocketSource>?
+    /// The port's loop when its queue was last empty, and its source's
+    /// binding's generation read just before that loop was.
     @exclusivity(unchecked) var loopID: ObjectIdentifier?
+    @exclusivity(unchecked) var bindingGeneration: UInt64 = 0
 
     init(receiver: PortReceiver, port: Port) {
         self.receiver = receiver
         self.port = port
+    }
+
+    /// Marks the port's source ready on `readingLoop` (a reader's loop,
+    /// reading on its own thread; `readerLoopID` its identity) if that is
+    /// still the loop the source is bound to (its binding unchanged since
+    /// `loopID` was found): true if it did. Neither the loop nor the source
+    /// is retained. Were the loop found then gone, and the reader's at its
+    /// address, the ready list drops a source its modes do not have, as it
+    /// drops any stale one.
+    // U-INBOUND-STATE, U-NETWORK-READER (docs/unsafe-sites.md).
+    @inline(__always)
+    func markReadyIfStillOn(_ readerLoopID: ObjectIdentifier, _ readingLoop: Unmanaged<RunLoop>) -> Bool {
+        guard loopID == readerLoopID, let source = scheduledSourceReference else { return false }
+        // U-INBOUND-STATE, U-NETWORK-READER (docs/unsafe-sites.md).
+        return source.withGuaranteedReference { source in
+            guard source.binding.generation == bindingGeneration else { return false }
+            readingLoop.withGuaranteedReference { $0.markReady(source) }
+            return true
+        }
     }
 
     /// The port's source, nil until the port is first scheduled.

@@ -1,5 +1,6 @@
 internal import CLinuxSupport
 import Glibc
+import Synchronization
 import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
@@ -13,6 +14,11 @@ import ZeroMQ
 /// port is full, the sender waits for room up to its deadline, then fails
 /// with `PortError.timedOut` having sent nothing. Only the first frame can
 /// meet a full queue: once libzmq accepts it, it takes the whole message.
+///
+/// Over tcp the channel has no socket of its own: it sends on the one
+/// connection to the destination's process (`TCPConnection`), whose socket
+/// lock does what the channel's does here; the channel's lock guards only
+/// the first send, which makes the connection.
 final class SendChannel: @unchecked Sendable {
     let address: PortAddress
     /// The route this process takes to the port (`PortRoute.sending(to:)`).
@@ -49,6 +55,11 @@ final class SendChannel: @unchecked Sendable {
     // Guarded by lock: a tcp channel's connection, taken on its first
     // send and kept: the send right is tied to it (S-NET-1).
     @exclusivity(unchecked) private var connection: TCPConnection?
+    /// `connection`, uncounted, as the bits of an `Unmanaged`: stored once
+    /// (releasing) when it is made, and what every later send loads instead
+    /// of taking the lock. 0 until then.
+    // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
+    private let connectionBits = Atomic<UInt>(0)
     // Taken from with `lock` held: the buffers packed messages are sent
     // in, used again when libzmq lets them go. Between threads a buffer
     // libzmq allocated per message is freed by the receiver, and past
@@ -263,30 +274,39 @@ final class SendChannel: @unchecked Sendable {
         try outcome.get()
     }
 
-    /// Runs `body` with the tcp connection to the destination's process,
-    /// the channel's lock held (one sender at a time keeps each sender's
-    /// order): taken on the first send, after the reachability check
-    /// (S-PORT-8), and kept; once it broke every send fails at once.
+    /// Runs `body` with the tcp connection to the destination's process:
+    /// taken on the first send, after the reachability check (S-PORT-8),
+    /// and kept; once it broke, its own send fails at once. Later sends
+    /// take no channel lock: the connection stays for the channel's life,
+    /// and its socket lock orders each sender's messages (S-PORT-4).
+    @inline(__always)
     private func withConnection(deadline: SendDeadline, _ body: (TCPConnection) throws(PortError) -> Void) throws(PortError) {
+        let bits = connectionBits.load(ordering: .acquiring)
+        guard bits != 0 else { return try withNewConnection(deadline: deadline, body) }
+        // Uncounted: `connection` holds it for the channel's life.
+        // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
+        try Unmanaged<TCPConnection>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).withGuaranteedReference(body)
+    }
+
+    /// The first send over tcp (or one racing it, or one after the port
+    /// was found unreachable), under the channel's lock.
+    @inline(never)
+    private func withNewConnection(deadline: SendDeadline, _ body: (TCPConnection) throws(PortError) -> Void) throws(PortError) {
         guard lock.tryLock() || lock.lock(until: deadline.instant()) else {
             throw .timedOut(TimeoutError(operation: "send to port \(address): waiting for another sender to this port"))
         }
         defer { lock.unlock() }
-        // Tested, not bound: binding copies the optional error, every send.
-        if unreachable != nil { throw unreachable.unsafelyUnwrapped }
+        if let unreachable { throw unreachable }
         if isClosedForExit { throw .invalidPort("\(address): this process is exiting") }
-        if connection != nil {
-            // Uncounted: the connection stays while the lock is held; the
-            // connection's own send checks whether it broke.
-            // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
-            return try Unmanaged.passUnretained(connection.unsafelyUnwrapped).withGuaranteedReference(body)
-        }
+        if let connection { return try body(connection) }
         if let problem = route.reachabilityProblem(address) {
             unreachable = problem
             throw problem
         }
         let made = try NetworkHub.shared.connection(for: network!, port: address.description)
         connection = made
+        // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
+        connectionBits.store(UInt(bitPattern: Unmanaged.passUnretained(made).toOpaque()), ordering: .releasing)
         try body(made)
         hasAccepted = true
     }

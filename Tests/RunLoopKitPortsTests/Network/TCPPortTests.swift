@@ -2,6 +2,7 @@
 // S-NET-3): the other processes are `rlk-net-peer` children, each with its
 // own key (NetworkKeysFixture). The same behaviour between hosts made of
 // network namespaces is TCPHostsTests'.
+import Dispatch
 import Glibc
 import RunLoopKit
 import ZeroMQ
@@ -45,6 +46,59 @@ struct TCPPortTests {
         #expect(back === inbox.port, "S-PORT-3: this process's own port comes back as the same object")
         #expect(arrived)
         #expect(inbox.messages.first.map { String(decoding: $0.dataComponents.first ?? Data(), as: UTF8.self) } == "via \(peer.program.pid)")
+    }
+
+    @Test("S-NET-1, S-PORT-4: 4 threads × 5,000 messages to one port of another process over tcp, all at once: the peer answers each exactly once, and each thread's messages reach it in the order that thread sent them")
+    func concurrentSendersKeepTheirOrder() throws {
+        let (senders, perSender) = (4, 5_000)
+        let peer = try NetworkPeerProcess.serve(child: 0)
+        defer { peer.stop() }
+        let remote = try peer.sendRight()
+        let thread = LoopThread(name: "tcp-answers")
+        try thread.start()
+        defer { thread.stop() }
+        let answers = try Port(transport: Self.loopback)
+        defer { answers.invalidate() }
+        // The peer answers in the order it received, on one connection:
+        // each sender's answers come back in its sending order if it sent in order.
+        let tally = Locked((next: [Int](repeating: 0, count: senders), total: 0, outOfOrder: 0))
+        let allAnswered = DispatchSemaphore(value: 0)
+        answers.setMessageHandler { message in
+            let (sender, index) = message.dataComponents.first.map { data in
+                data.withUnsafeBytes { (Int($0.load(fromByteOffset: 0, as: UInt32.self)), Int($0.load(fromByteOffset: 4, as: UInt32.self))) }
+            } ?? (0, -1)
+            let done: Bool = tally.withLock { tally in
+                if tally.next[sender] != index { tally.outOfOrder += 1 }
+                tally.next[sender] = index + 1
+                tally.total += 1
+                return tally.total == senders * perSender
+            }
+            if done { allAnswered.signal() }
+        }
+        try answers.schedule(on: thread)
+        let failures = Locked<[String]>([])
+        let sent = DispatchGroup()
+        for sender in 0..<senders {
+            DispatchQueue.global().async(group: sent) {
+                for index in 0..<perSender {
+                    var record = (UInt32(sender), UInt32(index))
+                    let data = withUnsafeBytes(of: &record) { Data($0) }
+                    do {
+                        // msgid 5: the peer answers with the same components.
+                        try remote.send(msgid: 5, components: [.data(data)], replyPort: answers, before: Date() + 30)
+                    } catch {
+                        failures.withLock { $0.append("sender \(sender), message \(index): \(error)") }
+                        return
+                    }
+                }
+            }
+        }
+        #expect(sent.wait(timeout: .now() + 60) == .success)
+        #expect(failures.value.isEmpty, "\(failures.value)")
+        #expect(allAnswered.wait(timeout: .now() + 60) == .success, "\(tally.value.total) answers; the peer said: \(peer.program.errorOutput)")
+        #expect(tally.value.total == senders * perSender)
+        #expect(tally.value.outOfOrder == 0)
+        #expect(tally.value.next == [Int](repeating: perSender, count: senders))
     }
 
     @Test("S-NET-1: over IPv6 as over IPv4: a peer listening on ::1 answers, and this process's port on ::1 gets the peer's send")
