@@ -68,6 +68,9 @@ final class PortReceiver: @unchecked Sendable {
     @exclusivity(unchecked) private var decoder = MessageDecoder()
     /// What the port dropped, per reason (S-PORT-7).
     let drops: DropAccount
+    /// Whether other processes send here (ipc, tcp): over a connection,
+    /// whose read buffers a decoded message gives back at once.
+    private let receivesFromConnections: Bool
     /// ZMQ_FD, read once at creation.
     let pollDescriptor: Int32
 
@@ -82,6 +85,7 @@ final class PortReceiver: @unchecked Sendable {
 
     init(address: PortAddress) throws(PortError) {
         self.address = address
+        receivesFromConnections = address.reach != .process
         drops = DropAccount(portName: "Port(\(address))")
         do {
             socket = try ZMQContext.shared.makeSocket(.pull)
@@ -232,7 +236,7 @@ final class PortReceiver: @unchecked Sendable {
     @inline(never)
     private func decodeHanded(into inbox: inout PortMessage) -> Received {
         let holder = popHanded()
-        defer { holder.clear() }
+        defer { holder.clearAndRelease() }
         do throws(WireFormat.DecodeError) {
             return .message(traceID: try decoder.decode(holder, into: &inbox))
         } catch {
@@ -322,7 +326,11 @@ final class PortReceiver: @unchecked Sendable {
                 return .empty
             }
             guard batch.admission() == .admitted else { return .notAdmitted }
-            defer { frames.clear() }
+            // A port other processes reach reads their messages from a
+            // connection's buffer, given back at once (`clearAndRelease`);
+            // an inproc port's frames come from its senders' pools, which
+            // the next receive gives back for nothing.
+            defer { if receivesFromConnections { frames.clearAndRelease() } else { frames.clear() } }
             do throws(WireFormat.DecodeError) {
                 return .message(traceID: try decoder.decode(frames, into: &inbox))
             } catch {

@@ -176,6 +176,19 @@ final class IncomingFrames {
         totalBytes = 0
     }
 
+    /// `clear`, and the first frame's content given back too, once its
+    /// message was decoded: a frame read from a connection (tcp, ipc)
+    /// points into the buffer libzmq's I/O thread reads the connection
+    /// into, and while any frame holds that buffer the I/O thread reads
+    /// the next bytes into a new one (a large allocation, freed later by
+    /// this thread). Held until the next message, as `clear` leaves it,
+    /// it cost the I/O thread that allocation at every message of a round
+    /// trip (docs/performance.md, "Over tcp").
+    func clearAndRelease() {
+        clear()
+        first.reset()
+    }
+
     /// What `clear` does for a multipart message or a large first frame:
     /// gives their buffers back. Apart, so that a one-frame message's clear
     /// stays a few stores.
