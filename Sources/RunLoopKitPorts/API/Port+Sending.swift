@@ -44,7 +44,7 @@ extension Port {
         var w3cTraceID = TapW3CTraceID.none
         do {
             let encoder = try MessageEncoder(
-                msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID,
+                msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID, carriedTo: distance,
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             // Traced apart: an untraced send pays one load for tracing.
@@ -80,7 +80,7 @@ extension Port {
             // is alive; a counted capture of a Port would take Swift's slow
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
-                msgid: msgid, components: components, replyPort: replyPort, traceID: traceID,
+                msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, carriedTo: distance,
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
@@ -202,6 +202,12 @@ extension Port {
                 "\(role) \(port) is \(port.transport)-only and this message goes to \(there); make it with Port(transport: \(distance == .network ? ".tcp(…)" : ".\(distance.transport)"))")
         }
     }
+
+    /// Whether this port may go in a message to a port `distance` away:
+    /// valid, and reachable from there (S-PORT-2). `checkCanCarry` says
+    /// why not.
+    @inline(__always)
+    func canTravel(_ distance: PortRoute.Reach) -> Bool { isValid && !(address.reach < distance) }
 
     /// The send channel, made on the first send; the port holds it (one
     /// count) until `deinit`.

@@ -30,6 +30,7 @@ struct MessageEncoder {
     /// over a limit, and what `check` throws for a port.
     init(
         msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
+        carriedTo distance: PortRoute.Reach = .process,
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         guard components.count <= WireFormat.maxComponents else {
@@ -55,13 +56,14 @@ struct MessageEncoder {
             }
         }
         try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
-                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
+                      replyPort: replyPort, traceID: traceID, carriedTo: distance, checkingPorts: check)
     }
 
     /// A message of one data component, `dataCount` bytes given as they
     /// are (`Port.send(msgid:bytes:replyPort:before:)`).
     init(
         msgid: UInt32, dataCount: Int, replyPort: Port?, traceID: UInt64?,
+        carriedTo distance: PortRoute.Reach = .process,
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         guard dataCount <= WireFormat.maxFrameBytes else {
@@ -69,26 +71,25 @@ struct MessageEncoder {
         }
         let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
         try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
-                      replyPort: replyPort, traceID: traceID, checkingPorts: check)
+                      replyPort: replyPort, traceID: traceID, carriedTo: distance, checkingPorts: check)
     }
 
     /// What both ways in share: the reply port checked and counted, the
     /// limit on the whole, the packed size.
     private init(
         msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
-        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+        carriedTo distance: PortRoute.Reach, checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         var totalBytes = bytesBeforeReplyPort
-        // Switched on, not bound with `if let`: a binding copies the Port
-        // (a retain and a release, on Swift's slow path for a Port).
-        let replyDescriptor: [UInt8]?
-        switch replyPort {
-        case .some(let port):
-            try check(port, "the reply port")
-            replyDescriptor = port.descriptorBytes
-            totalBytes += port.descriptorBytes.count
-        case .none:
-            replyDescriptor = nil
+        // Read through the optional, never bound, and `check` called only
+        // for a reply port that cannot go where the message goes (to say
+        // why): a bound Port, and the call, retained and released both the
+        // reply port and the destination, on Swift's slow path for a Port
+        // (its counts live in a side table), at every request.
+        let replyDescriptor = replyPort?.descriptorBytes
+        if let replyDescriptor {
+            if replyPort?.canTravel(distance) != true { try check(replyPort.unsafelyUnwrapped, "the reply port") }
+            totalBytes += replyDescriptor.count
         }
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
