@@ -195,12 +195,12 @@ extension Port {
     /// inproc-only port cannot reach another process. Say so at send time,
     /// not with a silent nil at the other end.
     private func checkCanCarry(_ port: Port, as role: String) throws(PortError) {
+        if port.canTravel(distance) { return }
         guard port.isValid else { throw .componentNotTransferable("\(role) \(port) is invalid") }
-        if port.address.reach < distance {
-            let there = distance == .network ? "another host (over tcp)" : "process \(address.pid)"
-            throw .componentNotTransferable(
-                "\(role) \(port) is \(port.transport)-only and this message goes to \(there); make it with Port(transport: \(distance == .network ? ".tcp(…)" : ".\(distance.transport)"))")
-        }
+        // Valid, so it cannot be reached from there.
+        let there = distance == .network ? "another host (over tcp)" : "process \(address.pid)"
+        throw .componentNotTransferable(
+            "\(role) \(port) is \(port.transport)-only and this message goes to \(there); make it with Port(transport: \(distance == .network ? ".tcp(…)" : ".\(distance.transport)"))")
     }
 
     /// Whether this port may go in a message to a port `distance` away:

@@ -149,7 +149,6 @@ final class KnownPort {
     @inline(__always)
     func markReadyIfStillOn(_ readerLoopID: ObjectIdentifier, _ readingLoop: Unmanaged<RunLoop>) -> Bool {
         guard loopID == readerLoopID, let source = scheduledSourceReference else { return false }
-        // U-INBOUND-STATE, U-NETWORK-READER (docs/unsafe-sites.md).
         return source.withGuaranteedReference { source in
             guard source.binding.generation == bindingGeneration else { return false }
             readingLoop.withGuaranteedReference { $0.markReady(source) }
