@@ -15,6 +15,8 @@ package struct ModeSnapshot {
     /// Whether the mode has timers: their heap stays in the loop's state
     /// (`TimerHeap`), read under its lock only by a pass that needs it.
     var hasTimers = false
+    /// What this run last read from the heap, kept until the loop's timers change.
+    var timerSchedule = CachedTimerSchedule()
     var observers: [RunLoopObserver] = []
     var observedActivities: RunLoop.Activity = []
     var socketSources: [SocketSource] = []

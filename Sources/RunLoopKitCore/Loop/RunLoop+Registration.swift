@@ -90,7 +90,10 @@ extension RunLoop {
         let joined: [Mode]? = try state.withLock { (state) throws(Item.JoinError) -> [Mode]? in
             guard state.isAlive else { return nil }
             var outdated = false
-            defer { if outdated { bumpItemsVersion() } }
+            defer {
+                if outdated { bumpItemsVersion() }
+                noteTimerChange()
+            }
             state.hasScheduled = true
             var joined: [Mode] = []
             do throws(Item.JoinError) {

@@ -357,7 +357,15 @@ extension RunLoop {
         var block = block
         var timerWake = MonotonicClock.never
         if snapshot.hasTimers && snapshot.clock.isReal {
-            timerWake = state.withLock { $0.withExistingMode(mode) { $0.timers.wakeInstant() } ?? MonotonicClock.never }
+            if let wake = snapshot.timerSchedule.wake(ifReadAt: timerChanges.load(ordering: .acquiring)) {
+                timerWake = wake
+            } else {
+                timerWake = state.withLock { state in
+                    let wake = state.withExistingMode(mode) { $0.timers.wakeInstant() } ?? MonotonicClock.never
+                    snapshot.timerSchedule.keep(wake: wake, readAt: timerChanges.load(ordering: .relaxed))
+                    return wake
+                }
+            }
         } else if snapshot.hasTimers
             && state.withLock({ $0.withExistingMode(mode) { $0.timers.settledEarliest() } ?? MonotonicClock.never }) <= snapshot.clock.now() {
             // A test clock's timer that is due already (its date was set in

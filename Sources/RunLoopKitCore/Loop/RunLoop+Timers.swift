@@ -38,6 +38,7 @@ extension RunLoop {
             guard !state.hasScheduled else { return false }
             state.clock = .manual(clock)
             bumpItemsVersion()
+            noteTimerChange()
             return true
         }
         precondition(accepted, "RunLoop.use(_:): something was already scheduled on the run loop of '\(threadName)', so its clock can no longer change. Give the loop its TestClock first, right after RunLoop.current on its thread.")
@@ -71,6 +72,10 @@ extension RunLoop {
         // No clock read and no lock in the passes of a mode without timers.
         guard snapshot.hasTimers else { return 0 }
         let now = snapshot.clock.now()
+        // Nor a lock while the heap, unchanged since the last look, has nothing due.
+        if let earliest = snapshot.timerSchedule.earliest(ifReadAt: timerChanges.load(ordering: .acquiring)), now < earliest {
+            return 0
+        }
         // The scratch list is taken out for the lock's closure and put back.
         var scratch = dueTimers
         dueTimers = []
@@ -79,8 +84,11 @@ extension RunLoop {
         if !scratch.isEmpty { scratch.removeAll(keepingCapacity: true) }
         state.withLock { state in
             _ = state.withExistingMode(mode) { items in
-                guard items.timers.earliest <= now else { return }
+                guard items.timers.earliest <= now else {
+                    return snapshot.timerSchedule.keep(earliest: items.timers.earliest, readAt: timerChanges.load(ordering: .relaxed))
+                }
                 items.timers.takeDue(now: now, into: &scratch)
+                noteTimerChange()
             }
         }
         guard !scratch.isEmpty else {
@@ -116,6 +124,7 @@ extension RunLoop {
             for timer in timers where timer.isValid {
                 state.forEachMode { $0.timers.reinsert(timer) }
             }
+            noteTimerChange()
         }
     }
 }

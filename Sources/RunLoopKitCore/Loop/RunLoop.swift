@@ -69,6 +69,12 @@ public final class RunLoop: @unchecked Sendable {
     /// Bumped under the lock by every change to any mode's items; the loop
     /// thread refreshes its snapshot when it changes.
     @usableFromInline let itemsVersion = Atomic<UInt64>(0)
+    /// Bumped under the lock by every change that may move when a timer
+    /// of any mode fires or the loop wakes for one: an item added, removed
+    /// or changed (a timer's date or tolerance), the clock, and a firing.
+    /// A run keeps what it read from its heap until this moves
+    /// (`CachedTimerSchedule`).
+    let timerChanges = Atomic<UInt64>(0)
     let completedPasses = Atomic<UInt64>(0)
     /// `state.blocks.count`, readable without the lock, so that a pass with
     /// no block queued (most passes) skips the lock. Changed under the lock.
@@ -271,6 +277,7 @@ public final class RunLoop: @unchecked Sendable {
         let result = state.withLock { state in
             let (result, outdated) = change(&state)
             if outdated { bumpItemsVersion() }
+            noteTimerChange()
             return result
         }
         if !isOwnedByCurrentThread { wakeUp() }
@@ -280,6 +287,11 @@ public final class RunLoop: @unchecked Sendable {
     /// Under the lock.
     func bumpItemsVersion() {
         itemsVersion.wrappingAdd(1, ordering: .releasing)
+    }
+
+    /// Under the lock: what a run read from its timer heaps is outdated.
+    func noteTimerChange() {
+        timerChanges.wrappingAdd(1, ordering: .releasing)
     }
 }
 
