@@ -75,8 +75,9 @@ final class LoopNetworkReader: @unchecked Sendable {
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")
         watch(again)
-        source = SocketSource(auxiliaryOn: pollSet) { [weak self] in
-            self?.readSockets() ?? CalloutBatch.Outcome(handled: false, drained: true)
+        let reader = WeakCapture(self)
+        source = SocketSource(auxiliaryOn: pollSet) {
+            reader.object?.readSockets() ?? CalloutBatch.Outcome(handled: false, drained: true)
         }
     }
 
