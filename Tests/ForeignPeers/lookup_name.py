@@ -7,8 +7,8 @@ first to find dead, and honours RUNLOOPKIT_DEAD_HOLDER_WINDOW.
     lookup_name.py DIRECTORY NAME COUNT [STOPFILE [PROGRESSFILE OWNPID]]
 
 Looks NAME up COUNT times in DIRECTORY (the runtime directory) as fast as it
-can, and on until STOPFILE exists if one is named, and prints one line per
-lookup:
+can, and on until STOPFILE exists if one is named (or its parent exits),
+and prints one line per lookup:
 
     <start> held <pid> <start time> <port id> <ipc path>
     <start> free
@@ -247,13 +247,17 @@ def main():
             out.write(f"{len(lines)} {held} {len(holders)} {died}\n")
         os.replace(partial, progress_file)
 
+    parent = os.getppid()
+
     def going_on(done):
-        """At least COUNT lookups; then on until the stop file exists (looked for every 1,000)."""
+        """At least COUNT lookups; then on until the stop file exists (looked for every 1,000),
+        or until the test that started it is gone (this process was handed to another parent):
+        a test killed before it made the stop file must not leave a reader spinning."""
         if done < count:
             return True
-        if stop_file is None:
-            return False
-        return done % 1000 != 0 or not os.path.exists(stop_file)
+        if stop_file is None or done % 1000 != 0:
+            return stop_file is not None
+        return not os.path.exists(stop_file) and os.getppid() == parent
 
     while going_on(len(lines)):
         start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)

@@ -242,9 +242,16 @@ extension RunLoop {
     /// Re-reads the mode's items if anything changed since the last look
     /// (one atomic load when nothing did). Modes that were never used stay
     /// unmade: running one is simply running an empty mode.
+    // Inlined: a pass looks a dozen times, a call each would cost more than the load.
+    @inline(__always)
     func refresh(_ snapshot: inout ModeSnapshot, mode: Mode) {
-        let version = itemsVersion.load(ordering: .acquiring)
-        guard version != snapshot.version else { return }
+        guard itemsVersion.load(ordering: .acquiring) != snapshot.version else { return }
+        reread(&snapshot, mode: mode)
+    }
+
+    /// `refresh`, once something changed: the copy, under the loop's lock.
+    @inline(never)
+    private func reread(_ snapshot: inout ModeSnapshot, mode: Mode) {
         let newSockets: [SocketSource] = state.withLock { state in
             snapshot.version = itemsVersion.load(ordering: .acquiring)
             snapshot.copy(mode, from: state)
@@ -281,9 +288,16 @@ extension RunLoop {
     /// Tells the mode's observers of `activity`, in order (S-OBS-2). Works
     /// on a copy of the list, so observers may add and remove anything,
     /// themselves included, without skipping others (S-OBS-3).
+    // Inlined up to the check: most passes have no observer of most activities.
+    @inline(__always)
     private func notify(_ activity: Activity, _ snapshot: inout ModeSnapshot, mode: Mode) {
         refresh(&snapshot, mode: mode)
         guard snapshot.observedActivities.contains(activity) else { return }
+        tellObservers(activity, snapshot, mode: mode)
+    }
+
+    @inline(never)
+    private func tellObservers(_ activity: Activity, _ snapshot: ModeSnapshot, mode: Mode) {
         let observers = snapshot.observers
         for observer in observers where observer.activities.contains(activity) && observer.isValid {
             // Entry and exit are always told; between them, a stop ends the
