@@ -6,6 +6,7 @@
 // file (the only way to see what is logged at exit), and that reads the
 // port's counts, which would wait forever if a library lock were held
 // around the handler.
+import Dispatch
 import Glibc
 import Logging
 import Testing
@@ -127,11 +128,23 @@ struct PortDropLogTests {
                 FileLogHandler.logToFile(logPath) {}
                 let (thread, port, inbox, peer) = try PortMalformedInputTests.setUp(.inproc, "droplog-quiet")
                 // One drop logged at once; then, within its second, a first
-                // drop of another fault and 498 like the first.
+                // drop of another fault and 498 like the first. The burst is
+                // queued while the port's loop is held, and judged when it
+                // is let go: in milliseconds, whatever the sends took (on a
+                // loaded machine under ThreadSanitizer, 500 sends took more
+                // than the second, and the burst's drops came in two lines).
+                let holding = DispatchSemaphore(value: 0)
+                let release = DispatchSemaphore(value: 0)
+                try thread.perform {
+                    holding.signal()
+                    release.wait()
+                }
+                PortChild.check(holding.wait(timeout: .now() + 60) == .success, "the loop never ran the holding block")
                 try peer.send([RawWire.header(version: 0, msgid: 1)])
                 try peer.send([RawWire.header(version: 4, msgid: 1, kinds: [0]), Data("x".utf8)])
                 for _ in 0..<498 { try peer.send([RawWire.header(version: 0, msgid: 1)]) }
                 try peer.send(PortMalformedInputTests.goodFrames(to: port, msgid: 0x600D))
+                release.signal()
                 PortChild.check(inbox.waitForMsgid(0x600D), "the good message did not arrive")
                 let quietFrom = MonotonicClock.now()  // every drop was judged: quiet from here
                 PortChild.check(port.dropCounts[.unsupportedVersion] == 500, "counts: \(port.dropCounts)")
