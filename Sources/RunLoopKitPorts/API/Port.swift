@@ -326,14 +326,13 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         guard isValid else { throw invalidError() }
         let source: SocketSource = state.withLock { state in
             if let existing = state.source { return existing }
-            let port = WeakCapture(self)
             let made = SocketSource(
                 socket: receiver.socket,
                 pollDescriptor: receiver.pollDescriptor,
                 // The receiver, not the port: the source must not keep its
                 // port alive, and a weak reference costs on every message.
                 hasInput: { receiver.hasInput() },
-                handler: { _, batch in port.object?.deliver(batch) ?? CalloutBatch.Outcome(handled: false, drained: false) }
+                handler: { [port = WeakCapture(self)] _, batch in port.object?.deliver(batch) ?? .init(handled: false, drained: false) }
             )
             state.source = made
             return made

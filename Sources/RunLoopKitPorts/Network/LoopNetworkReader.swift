@@ -75,8 +75,7 @@ final class LoopNetworkReader: @unchecked Sendable {
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")
         watch(again)
-        let reader = WeakCapture(self)
-        source = SocketSource(auxiliaryOn: pollSet) {
+        source = SocketSource(auxiliaryOn: pollSet) { [reader = WeakCapture(self)] in
             reader.object?.readSockets() ?? CalloutBatch.Outcome(handled: false, drained: true)
         }
     }
