@@ -1,6 +1,5 @@
 import CoreMetrics
-import Synchronization
-import RunLoopKitCore
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 import RunLoopKitPorts
 
 /// What `RunLoopKitMetrics.start` attaches: the ports' recorder and the
@@ -12,7 +11,7 @@ final class MetricsBridge: PortMetricsRecorder, RunLoopMonitor {
     private let tapEvents: Counter
     private let tapDropped: Counter
     /// The tap's totals last reported, to count what came since.
-    private let tapReported = Mutex<(produced: UInt64, dropped: UInt64)>((0, 0))
+    private let tapReported = Locked<(produced: UInt64, dropped: UInt64)>((0, 0))
 
     init(factory: any MetricsFactory, seriesLimit: Int) {
         ports = SeriesTable(limit: (seriesLimit, .init(port: MetricNames.other, peer: MetricNames.other))) {

@@ -1,13 +1,16 @@
-import Synchronization
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Series made once per key and kept (a port's counters, a drop reason's
 /// counter), up to a limit if there is one: past it, every new key shares
 /// the series made for `overflowKey` (labelled `other`), so that a process
-/// with many ports cannot grow a backend without bound.
+/// with many ports cannot grow a backend without bound. Behind a pthread
+/// lock (`Locked`), which ThreadSanitizer follows (docs/design.md, "Locks
+/// and user code"): under `Synchronization.Mutex` it reported a loop's
+/// read and another thread's insert as a race.
 final class SeriesTable<Key: Hashable & Sendable, Series: Sendable>: Sendable {
     private let limit: (count: Int, overflowKey: Key)?
     private let make: @Sendable (Key) -> Series
-    private let series = Mutex<[Key: Series]>([:])
+    private let series = Locked<[Key: Series]>([:])
 
     /// A table of at most `limit.count` keys besides `limit.overflowKey`'s; nil: no limit.
     init(limit: (count: Int, overflowKey: Key)? = nil, make: @escaping @Sendable (Key) -> Series) {
