@@ -291,13 +291,15 @@ struct FaultInjectionTests {
                 case .newProcessFirst:
                     servers.append(try SpawnedProgram("ipc-demo", ["server", "after"], environment: environment, in: scratch))
                     // This process looks the name up through the new directory.
-                    PortChild.check(FaultInjectionTests.answers("after") == "HI", "a server started after the removal: \(FaultInjectionTests.answers("after"))")
+                    let answer = FaultInjectionTests.answers("after")
+                    PortChild.check(answer == "HI", "a server started after the removal: \(answer)")
                 case .liveProcessFirst:
                     let again = try Port(transport: .ipc)  // makes the directory again
                     PortChild.check(HostIdentity.current == original, "the live process's id changed")
                     try PortNameServer.register(again, name: "again")
                     servers.append(try SpawnedProgram("ipc-demo", ["server", "after"], environment: environment, in: scratch))
-                    PortChild.check(FaultInjectionTests.answers("after") == "HI", "a server started after: \(FaultInjectionTests.answers("after"))")
+                    let answer = FaultInjectionTests.answers("after")
+                    PortChild.check(answer == "HI", "a server started after: \(answer)")
                     withExtendedLifetime(again) {}
                 }
                 // Processes before and after agree on one id, written in the directory.
