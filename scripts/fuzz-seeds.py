@@ -43,6 +43,11 @@ def messages(*encoded):
     return b"\x00" + b"".join(encoded)
 
 
+def over_connection(home, *encoded):
+    """Messages over a tcp connection whose sender's home frame is `home`."""
+    return b"\x04" + message(frame(home)) + b"".join(encoded)
+
+
 def payload(data):
     """A typed payload's bytes (docs/fuzzing.md: the target byte P)."""
     return b"P" + data
@@ -108,6 +113,11 @@ def main():
     # The destination field alone: the extension area of the example.
     extension = packed_v3[13:13 + 32]
     (traced,) = example(text, "## Example, packed version 3 with a trace context")
+    # Home frames and version 4: the welcome's home frame, the version-4
+    # descriptor and the message carrying it.
+    homes = example(text, "## Example, hello and welcome with home frames")
+    (descriptor_v4,) = example(text, "## Example, a version-4 descriptor")
+    (packed_v4,) = example(text, "## Example, packed version 3 with a version-4 reply port")
     # Fields 2 and 3 of that example: its extension area.
     trace_area = traced[13:13 + 4 + 51]
     record = lambda data: struct.pack("<I", len(data)) + data
@@ -143,6 +153,17 @@ def main():
                                                            + extension[4:] + trace_area[4:] + record(b"hi")))),
         "v3-trace-short": messages(message(frame(header(3, 0, [0]) + struct.pack("<IHH", 29, 2, 25) + bytes(25)
                                                  + record(b"hi")))),
+        # Version 4 over a connection: the example, a multipart message
+        # with a version-4 component of a process that listens nowhere, a
+        # stream, the same message with no home (refused) and a bad home.
+        "doc-packed-v4": over_connection(homes[3], message(frame(packed_v4))),
+        "multipart-v4": over_connection(homes[3], message(frame(header(3, 5, [0, 1]) + extension), frame(b"hi"),
+                                                          frame(descriptor_v4[:6] + b"\xff" + descriptor_v4[7:]),
+                                                          frame(descriptor_v4))),
+        "v4-stream": over_connection(homes[3], message(frame(packed_v4)), message(frame(packed_v3)),
+                                     message(frame(packed_v4))),
+        "v4-no-home": messages(message(frame(packed_v4))),
+        "v4-bad-home": over_connection(homes[3][:-1], message(frame(packed_v4))),
         # A port component, not only a reply port.
         "port-component": messages(message(frame(header(2, 0, [1, 0]) + record(descriptor_v2) + record(b"x")))),
         # The limits, out of mutation's reach: a frame over 64 MiB, a

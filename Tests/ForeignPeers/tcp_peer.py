@@ -4,7 +4,7 @@ docs/wire-format.md ("tcp connections", "A message", "Port descriptor",
 "Names over tcp") and docs/ports.md ("Keys across machines"), with pyzmq
 (PyPI) and CURVE, as a program outside RunLoopKit would be.
 
-    tcp_peer.py ENDPOINT SERVER_KEY SECRET_KEY_FILE NAME
+    tcp_peer.py ENDPOINT SERVER_KEY SECRET_KEY_FILE NAME [home]
 
 Dials ENDPOINT (tcp://host:port) as a CURVE client of the server whose
 public key is SERVER_KEY (40 characters of Z85), with the secret key in
@@ -20,13 +20,20 @@ hello expecting any instance, looks NAME up, and then:
 It prints, one per line:
 
     WELCOMED <the server's instance, 32 hex digits>
-    FOUND <port id> <endpoint>
+    HOME <the server's pid> <its endpoints, separated by spaces>   (with "home")
+    FOUND <port id> <endpoint> v<the descriptor's version>
     REPLY from python
     REPLY after malformed
     NOTFOUND <the server's reason>
     DONE
 
-and exits 0; "REFUSED" and status 3 when no welcome comes within 5 s (the
+With "home", its hello carries a home frame (no endpoints): it reads
+version-4 descriptors, which the server then writes for its own ports,
+resolved against the server's home frame, which comes with the welcome;
+its own reply port goes as a version-4 descriptor too. Without it, the
+welcome is one frame and every descriptor version 3.
+
+It exits 0; "REFUSED" and status 3 when no welcome comes within 5 s (the
 server did not accept this key); "ERROR <text>" and status 1 otherwise.
 """
 import os
@@ -49,11 +56,35 @@ class PeerError(Exception):
     pass
 
 
-def my_descriptor(instance):
-    """A version-3 tcp descriptor of a port of a process that only connects."""
+def my_descriptor(instance, relative):
+    """A tcp descriptor of a port of a process that only connects: version
+    3, or version 4 (relative to the connection, no endpoint: 255)."""
+    if relative:
+        return DESCRIPTOR_MAGIC + bytes([4, 2, 255, 0]) + struct.pack("<Q", MY_PORT)
     return (DESCRIPTOR_MAGIC + bytes([3, 2]) + struct.pack("<H", 0)
             + struct.pack("<iQQ", os.getpid(), 0, MY_PORT)
             + instance + bytes([0]) + bytes(32))
+
+
+def home_frame():
+    """This process's home frame: its pid, start time 0, no endpoints."""
+    return CONTROL_MAGIC + bytes([1, 3]) + struct.pack("<iQ", os.getpid(), 0) + bytes([0])
+
+
+def parse_home(frame):
+    """(pid, [endpoint]) of a home frame; each endpoint's security byte and
+    key are stepped over."""
+    if frame[:6] != CONTROL_MAGIC + bytes([1, 3]):
+        raise PeerError("not a home frame: %s" % frame[:8].hex())
+    pid, _ = struct.unpack_from("<iQ", frame, 6)
+    count, offset, endpoints = frame[18], 19, []
+    for _ in range(count):
+        length = frame[offset + 33]
+        endpoints.append(frame[offset + 34:offset + 34 + length].decode("ascii"))
+        offset += 34 + length
+    if offset != len(frame):
+        raise PeerError("a home frame with bytes after its endpoints")
+    return pid, endpoints
 
 
 def packed_message(destination, port_id, msgid, components, reply_port=None):
@@ -93,13 +124,20 @@ def parse_message(frame):
     return msgid, list(zip(kinds, bodies[:count])), reply
 
 
-def parse_tcp_descriptor(descriptor):
-    """(instance, port id, endpoint) of a version-3 descriptor."""
-    if descriptor[:4] != DESCRIPTOR_MAGIC or descriptor[4] != 3 or descriptor[5] != 2:
+def parse_tcp_descriptor(descriptor, server, home):
+    """(instance, port id, endpoint, version) of a version-3 descriptor, or
+    of a version-4 one read against the server's instance and home."""
+    if descriptor[:4] != DESCRIPTOR_MAGIC or descriptor[4] not in (3, 4) or descriptor[5] != 2:
         raise PeerError("not a tcp descriptor: %s" % descriptor[:8].hex())
+    if descriptor[4] == 4:
+        if home is None or len(descriptor) != 16:
+            raise PeerError("a version-4 descriptor where none may come: %s" % descriptor.hex())
+        (port_id,) = struct.unpack_from("<Q", descriptor, 8)
+        endpoint = "" if descriptor[6] == 255 else home[1][descriptor[6]]
+        return server, port_id, endpoint, 4
     (length,) = struct.unpack_from("<H", descriptor, 6)
     (port_id,) = struct.unpack_from("<Q", descriptor, 20)
-    return descriptor[28:44], port_id, descriptor[77:77 + length].decode("ascii")
+    return descriptor[28:44], port_id, descriptor[77:77 + length].decode("ascii"), 3
 
 
 def receive(socket):
@@ -108,11 +146,11 @@ def receive(socket):
     return socket.recv()
 
 
-def lookup(socket, server, mine, name):
+def lookup(socket, server, home, mine, name):
     socket.send(packed_message(server, NAME_SERVICE_PORT, LOOKUP, [(DATA, name.encode())], mine))
     msgid, components, _ = parse_message(receive(socket))
     if msgid == FOUND and len(components) == 1 and components[0][0] == PORT:
-        return parse_tcp_descriptor(components[0][1]), None
+        return parse_tcp_descriptor(components[0][1], server, home), None
     if msgid == NOT_FOUND and components and components[0][0] == DATA:
         return None, components[0][1].decode()
     raise PeerError("an answer docs/wire-format.md does not describe: msgid %d" % msgid)
@@ -141,27 +179,35 @@ def connect(endpoint, server_key, secret_key_file):
     return context, socket, instance
 
 
-def main(endpoint, server_key, secret_key_file, name):
+def main(endpoint, server_key, secret_key_file, name, mode=""):
+    with_home = mode == "home"
     context, socket, instance = connect(endpoint, server_key, secret_key_file)
     try:
-        socket.send(CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16))
+        hello = CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16)
+        socket.send_multipart([hello, home_frame()] if with_home else [hello])
         if not socket.poll(TIMEOUT_MS):
             print("REFUSED", flush=True)
             return 3
-        welcome = socket.recv()
+        frames = socket.recv_multipart()
+        welcome = frames[0]
         if len(welcome) != 22 or welcome[:6] != CONTROL_MAGIC + bytes([1, 2]):
             raise PeerError("not a welcome: %s" % welcome.hex())
+        if len(frames) != (2 if with_home else 1):
+            raise PeerError("a welcome of %d frames to a hello of %d" % (len(frames), 2 if with_home else 1))
         server = welcome[6:22]
         print("WELCOMED %s" % server.hex(), flush=True)
-        mine = my_descriptor(instance)
+        home = parse_home(frames[1]) if with_home else None
+        if home is not None:
+            print("HOME %d %s" % (home[0], " ".join(home[1])), flush=True)
+        mine = my_descriptor(instance, with_home)
 
-        found, reason = lookup(socket, server, mine, name)
+        found, reason = lookup(socket, server, home, mine, name)
         if found is None:
             raise PeerError("%s not found: %s" % (name, reason))
-        owner, port_id, where = found
+        owner, port_id, where, version = found
         if owner != server:
             raise PeerError("the name's port belongs to another instance")
-        print("FOUND %d %s" % (port_id, where), flush=True)
+        print("FOUND %d %s v%d" % (port_id, where, version), flush=True)
         print("REPLY %s" % request(socket, server, port_id, mine, "from python"), flush=True)
 
         socket.send(b"XXXX" + bytes(40))
@@ -170,7 +216,7 @@ def main(endpoint, server_key, secret_key_file, name):
         socket.send(bytes(broken))
         print("REPLY %s" % request(socket, server, port_id, mine, "after malformed"), flush=True)
 
-        found, reason = lookup(socket, server, mine, "no-such-name")
+        found, reason = lookup(socket, server, home, mine, "no-such-name")
         if found is not None:
             raise PeerError("no-such-name was found")
         print("NOTFOUND %s" % reason, flush=True)
@@ -182,9 +228,10 @@ def main(endpoint, server_key, secret_key_file, name):
 
 
 def run(main, usage, errors=(PeerError,)):
-    """Runs a peer's main with its four arguments: status 2 and `usage`
-    without them, "ERROR <text>" and status 1 for one of `errors`."""
-    if len(sys.argv) != 5:
+    """Runs a peer's main with its four arguments (and a fifth, if its main
+    takes one): status 2 and `usage` without them, "ERROR <text>" and
+    status 1 for one of `errors`."""
+    if len(sys.argv) not in (5, 6):
         print(usage, file=sys.stderr)
         sys.exit(2)
     try:

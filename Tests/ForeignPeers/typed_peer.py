@@ -31,11 +31,11 @@ def main(endpoint, server_key, secret_key_file, name):
         socket.send(tcp_peer.CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16))
         welcome = tcp_peer.receive(socket)
         server = welcome[6:22]
-        mine = tcp_peer.my_descriptor(instance)
-        found, reason = tcp_peer.lookup(socket, server, mine, name)
+        mine = tcp_peer.my_descriptor(instance, False)
+        found, reason = tcp_peer.lookup(socket, server, None, mine, name)
         if found is None:
             raise tcp_peer.PeerError("%s not found: %s" % (name, reason))
-        _, port_id, _ = found
+        _, port_id, _, _ = found
         for encoding, label in ((typed.BINARY, "binary"), (typed.JSON, "json")):
             question = typed.payload(QUESTION, {"text": "from python", "copies": 2, "extra": typed.PortRef(0)}, encoding)
             socket.send(tcp_peer.packed_message(server, port_id, 1, [(tcp_peer.DATA, question), (tcp_peer.PORT, mine)], mine))

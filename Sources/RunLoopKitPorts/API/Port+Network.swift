@@ -32,6 +32,19 @@ extension Port {
 }
 
 extension Port {
+    /// The descriptor a message over a tcp connection carries for this
+    /// port: its version-4 descriptor when it is a tcp port of this
+    /// process and the connection's peer reads version 4 of this process's
+    /// endpoint (`TCPConnection.relativeLimit`: 0 when it reads none, else
+    /// one more than the endpoints this process's home frame listed to it);
+    /// else its full descriptor.
+    @inline(__always)
+    func descriptorBytes(relativeLimit: UInt16) -> [UInt8] {
+        guard relativeLimit != 0, let relative = relativeDescriptor else { return descriptorBytes }
+        let position = relative[6]
+        return position == WireFormat.noListener || UInt16(position) &+ 1 < relativeLimit ? relative : descriptorBytes
+    }
+
     /// The port's descriptor (docs/wire-format.md, "Port descriptor"): what
     /// a message carries for it, for tools and tests that pass a port by
     /// other means.

@@ -45,6 +45,7 @@ extension Port {
         do {
             let encoder = try MessageEncoder(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID, carriedTo: distance,
+                relativeLimit: { channel.withGuaranteedReference { $0.relativeLimit } },
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             // Traced apart: an untraced send pays one load for tracing.
@@ -81,6 +82,7 @@ extension Port {
             // retain and release (its counts live in a side table) on every send.
             let encoder = try MessageEncoder(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, carriedTo: distance,
+                relativeLimit: { channel.withGuaranteedReference { $0.relativeLimit } },
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {

@@ -58,8 +58,11 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// decided once: every send checks the ports it carries against it.
     let distance: PortRoute.Reach
     /// The port's descriptor (docs/wire-format.md), made once: every message
-    /// that carries this port as its reply port or a component sends it.
+    /// that carries this port as its reply port or a component sends it;
+    /// and a local tcp port's version-4 descriptor, sent instead over a
+    /// connection whose peer reads it (`descriptorBytes(relativeLimit:)`).
     let descriptorBytes: [UInt8]
+    let relativeDescriptor: [UInt8]?
     /// The receiving half; nil for a send right.
     let receiver: PortReceiver?
     /// Mirrors `state.lifecycle` for the message path, which reads it on
@@ -156,6 +159,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         address = PortAddress(pid: process.pid, startTime: process.startTime, portID: portID, route: route)
         distance = .process
         descriptorBytes = WireFormat.encodeDescriptor(address)
+        relativeDescriptor = TCPTransport.relativeDescriptor(of: address)
         receiver = try PortReceiver(address: address)
         PortRegistry.shared.addLocal(self)
         receiver?.drops.owned(by: self)
@@ -170,6 +174,7 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
         self.address = address
         distance = address.distance
         descriptorBytes = WireFormat.encodeDescriptor(address)
+        relativeDescriptor = nil
         receiver = nil
         // A process that only sends (it looks a port up and never makes one
         // of its own) is tapped too (S-TAP-1).
@@ -232,18 +237,6 @@ public final class Port: @unchecked Sendable, Hashable, CustomStringConvertible 
     /// the tap, metrics and traces name it.
     package var knownName: String? {
         state.withLock { $0.registeredNames.first ?? $0.lookedUpName }
-    }
-
-    /// How the tap and portsniff name the port: its known name, else
-    /// "<pid>/<port id>".
-    var tapLabel: String { knownName ?? "\(address.pid)/\(address.portID)" }
-
-    /// For a send right to a tcp port of another process, its peer as the
-    /// tap names it: the endpoint (or that it only connects) and the
-    /// instance; nil otherwise.
-    var tapRemotePeer: String? {
-        guard let endpoint = address.tcpEndpoint, !address.isInThisProcess else { return nil }
-        return "\(endpoint.listener ?? "connecting only") instance \(endpoint.instance)"
     }
 
     /// Two ports are equal when they name the same port: a send right equals the port it sends to.

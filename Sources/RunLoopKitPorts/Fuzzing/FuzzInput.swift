@@ -16,6 +16,10 @@ package enum FuzzInput {
     case nameFile(UnsafeRawBufferPointer)
     /// Messages, each its frames, in the order they arrive.
     case messages([[Frame]])
+    /// Messages that came over a tcp connection: the first frame is the
+    /// sender's home frame (`TCPHome`), the messages after it are read
+    /// against it (version-4 descriptors among them).
+    case connectionMessages([[Frame]])
     /// The tap's batches (docs/tap-format.md), each its frames, in the
     /// order a reader receives them.
     case tapBatches([[Frame]])
@@ -33,10 +37,13 @@ package enum FuzzInput {
     static let tapBatchTarget: UInt8 = 2
     /// The first byte that chooses a typed payload: `P`.
     static let payloadTarget: UInt8 = 0x50
+    /// The first byte that chooses messages over a tcp connection.
+    static let connectionTarget: UInt8 = 4
 
     /// Reads `input`: its first byte chooses tap batches (exactly 2), a
-    /// typed payload (exactly 0x50, the rest of the input), else by its low
-    /// bit a name file (1) or messages (0).
+    /// typed payload (exactly 0x50, the rest of the input), messages over a
+    /// tcp connection (exactly 4), else by its low bit a name file (1) or
+    /// messages (0).
     ///
     /// Messages and batches: each is a 2-byte little-endian frame count,
     /// then that many frames; each frame a 2-byte little-endian length
@@ -54,7 +61,11 @@ package enum FuzzInput {
             return
         }
         let messages = Self.messages(&reader)
-        self = target == Self.tapBatchTarget ? .tapBatches(messages) : .messages(messages)
+        switch target {
+        case Self.tapBatchTarget: self = .tapBatches(messages)
+        case Self.connectionTarget: self = .connectionMessages(messages)
+        default: self = .messages(messages)
+        }
     }
 
     private static func messages(_ reader: inout Reader) -> [[Frame]] {

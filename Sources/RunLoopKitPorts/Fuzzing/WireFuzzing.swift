@@ -74,6 +74,7 @@ package enum WireFuzzing {
         switch FuzzInput(input) {
         case let .nameFile(bytes): readNameFile(bytes)
         case let .messages(messages): decode(messages)
+        case let .connectionMessages(messages): decodeOverConnection(messages)
         case let .tapBatches(batches): decodeTapBatches(batches)
         case let .payload(bytes): decodePayload(bytes)
         }
@@ -158,18 +159,40 @@ package enum WireFuzzing {
         return outcome
     }
 
+    /// The instance the home frame of a connection's input is read as.
+    static let connectionPeer = ProcessInstance(high: 0x0706_0504_0302_0100, low: 0x0F0E_0D0C_0B0A_0908)
+
+    /// The first frame read as the sender's home frame (its refusal is an
+    /// error reached), then the messages after it as a tcp reader hands
+    /// them over: read against that home, if it was one.
+    private static func decodeOverConnection(_ messages: [[FuzzInput.Frame]]) -> Outcome {
+        var outcome = Outcome()
+        var home: TCPHome?
+        if let first = messages.first?.first {
+            do throws(WireFormat.DecodeError) { home = try WireFormat.decodeHome(first.bytes, of: connectionPeer) } catch {
+                outcome.errors.insert(name(of: error))
+            }
+        }
+        outcome.merge(decode(Array(messages.dropFirst()), sender: home))
+        return outcome
+    }
+
     /// Each message decoded by the record walk and then in place, by the
     /// same decoder (as a receiver's one decoder serves both kinds of
     /// handler), into an inbox and an in-place message kept across the
-    /// input's messages, as a batch keeps them.
-    private static func decode(_ messages: [[FuzzInput.Frame]]) -> Outcome {
+    /// input's messages, as a batch keeps them; `sender`: the home they
+    /// are read against (over a tcp connection), if any.
+    private static func decode(_ messages: [[FuzzInput.Frame]], sender: TCPHome? = nil) -> Outcome {
         var outcome = Outcome()
         var decoder = MessageDecoder(registry: PortRegistry(watchesOwners: false))
         let frames = IncomingFrames()
         let inPlace = InPlaceMessage()
+        frames.setSender(sender, tag: sender?.tag ?? 0)
+        inPlace.frames.setSender(sender, tag: sender?.tag ?? 0)
         var inbox = PortMessage()
         var batchReplyPort: Port?
         for message in messages {
+            let relativeBefore = decoder.relativeDescriptorsResolved
             frames.hold(message)
             let walked: Result<UInt64?, WireFormat.DecodeError>
             do throws(WireFormat.DecodeError) {
@@ -196,6 +219,9 @@ package enum WireFuzzing {
                 }
                 for port in ports + [inbox.sendPort].compactMap({ $0 }) {
                     outcome.descriptorVersions.insert(WireFormat.descriptorVersion(of: port.address))
+                }
+                if decoder.relativeDescriptorsResolved > relativeBefore {
+                    outcome.descriptorVersions.insert(WireFormat.descriptorVersionRelative)
                 }
             case let (.failure(error), inPlaceError?) where error == inPlaceError:
                 outcome.refusedMessages += 1

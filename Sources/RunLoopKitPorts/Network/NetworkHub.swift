@@ -127,7 +127,7 @@ final class NetworkHub: @unchecked Sendable {
             }
             guard !state.exiting else { throw .invalidPort("\(configuration): this process is exiting") }
             try startZAPHandler(&state)
-            let made = try TCPListener(configuration, context: context, keys: keys)
+            let made = try TCPListener(configuration, context: context, keys: keys, position: state.listeners.count)
             state.listeners[key] = made
             assignReader(to: made.inbound, in: &state)
             generation.wrappingAdd(1, ordering: .releasing)
@@ -138,6 +138,30 @@ final class NetworkHub: @unchecked Sendable {
         TCPNameService.start()
         return listener
     }
+
+    /// The position of the listener that advertises `endpoint` with
+    /// `serverKey` in this process's home frame; nil past the frame's limit.
+    func listenerPosition(advertising endpoint: String, serverKey: CurveKey?) -> UInt8? {
+        state.withLock { state in
+            state.listeners.values.first { $0.advertisedEndpoint == endpoint && $0.serverKey == serverKey }
+        }.flatMap { $0.position < WireFormat.maxHomeListeners ? UInt8($0.position) : nil }
+    }
+
+    /// This process's home frame, which says it reads version-4
+    /// descriptors and lists its listeners by position, and how many it
+    /// lists (the peer may read version 4 of a port behind one of those).
+    /// State lock held.
+    static func homeFrame(_ state: State) -> (frame: [UInt8], listeners: Int) {
+        let listeners = state.listeners.values.sorted { $0.position < $1.position }.prefix(WireFormat.maxHomeListeners)
+        let process = ProcessIdentity.current
+        let frame = WireFormat.encodeHome(
+            pid: process.pid, startTime: process.startTime,
+            listeners: listeners.map { TCPHome.Listener(endpoint: $0.advertisedEndpoint, serverKey: $0.serverKey) })
+        return (frame, listeners.count)
+    }
+
+    /// `homeFrame` under the state lock.
+    func homeFrame() -> (frame: [UInt8], listeners: Int) { state.withLock { Self.homeFrame($0) } }
 
     /// The ZAP handler, bound before any listener (libzmq lets any CURVE
     /// client in when no handler answers). State lock held.
@@ -175,7 +199,7 @@ final class NetworkHub: @unchecked Sendable {
     /// The connection a send right to `endpoint`'s process sends on: the
     /// live one in either direction, or a new one dialled to its listener.
     func connection(for endpoint: TCPTransport.Endpoint, port: String) throws(PortError) -> TCPConnection {
-        if let live = state.withLock({ $0.connections[endpoint.instance] }), live.brokenError == nil { return live }
+        if let live = liveConnection(to: endpoint.instance) { return live }
         guard let listener = endpoint.listener else {
             throw .unreachable(port, reason: "its process (instance \(endpoint.instance)) only connects, and has no connection to this one")
         }
@@ -204,7 +228,7 @@ final class NetworkHub: @unchecked Sendable {
         let connection: TCPConnection = try state.withLock { (state) throws(PortError) -> TCPConnection in
             if let live = reuse(state) { return live }
             guard !state.exiting else { throw .invalidPort("\(port): this process is exiting") }
-            let made = try dial(listener, instance: instance, serverKey: serverKey, keys: keys)
+            let made = try dial(listener, instance: instance, serverKey: serverKey, keys: keys, home: Self.homeFrame(state))
             if instance != .any { state.connections[instance] = made }
             state.open[ObjectIdentifier(made)] = made
             if let inbound = made.inbound { assignReader(to: inbound, in: &state) }
@@ -220,6 +244,11 @@ final class NetworkHub: @unchecked Sendable {
         // new peer waited up to 250 ms for it.
         if let inbound = connection.inbound, connection.brokenError == nil, !connection.isReady { readAgain(inbound) }
         return connection
+    }
+
+    /// The live connection to `instance`'s process, if there is one.
+    func liveConnection(to instance: ProcessInstance) -> TCPConnection? {
+        state.withLock { $0.connections[instance] }.flatMap { $0.brokenError == nil ? $0 : nil }
     }
 
     /// A connection dialled to whoever listens learned from its welcome
@@ -243,7 +272,9 @@ final class NetworkHub: @unchecked Sendable {
         wakeNetworkThread()
     }
 
-    private func dial(_ listener: String, instance: ProcessInstance, serverKey: CurveKey?, keys: CurveKeyPair?) throws(PortError) -> TCPConnection {
+    private func dial(
+        _ listener: String, instance: ProcessInstance, serverKey: CurveKey?, keys: CurveKeyPair?, home: (frame: [UInt8], listeners: Int)
+    ) throws(PortError) -> TCPConnection {
         do {
             let socket = try context.makeSocket(.dealer)
             let lock = Lock()
@@ -255,9 +286,12 @@ final class NetworkHub: @unchecked Sendable {
             try socket.connect(listener)
             socket.releaseOwnership()
             let inbound = try TCPInbound(hub: self, socket: socket, socketLock: lock)
-            let connection = TCPConnection(dialling: socket, lock: lock, inbound: inbound, monitor: monitor, peer: instance, address: listener)
-            // Queued until the connection is made: the first frame the peer reads.
-            _ = try connection.sendControl(WireFormat.encodeControl(.hello(from: .current, expecting: instance)))
+            let connection = TCPConnection(
+                dialling: socket, lock: lock, inbound: inbound, monitor: monitor, peer: instance, address: listener,
+                advertising: home.listeners)
+            // Queued until the connection is made: the first message the
+            // peer reads, the hello and this process's home frame.
+            _ = try connection.sendControl(WireFormat.encodeControl(.hello(from: .current, expecting: instance)), home: home.frame)
             if serverKey == nil { Self.logger.warning("tcp: connecting to \(listener) in PLAIN TEXT, as its descriptor says") }
             return connection
         } catch {
@@ -281,7 +315,7 @@ final class NetworkHub: @unchecked Sendable {
     /// a process that only connects and has no connection here.
     func reachabilityProblem(_ address: PortAddress, _ endpoint: TCPTransport.Endpoint) -> PortError? {
         guard endpoint.listener == nil else { return nil }
-        if let live = state.withLock({ $0.connections[endpoint.instance] }), live.brokenError == nil { return nil }
+        if liveConnection(to: endpoint.instance) != nil { return nil }
         return .unreachable(address.description, reason: "its process (instance \(endpoint.instance)) only connects, and has no connection to this one")
     }
 
@@ -306,6 +340,7 @@ final class NetworkHub: @unchecked Sendable {
         }
         guard let peerLost else { return }
         connection.close(lingerMilliseconds: 0)
+        connection.listener?.inbound.forgetHome(of: connection)
         if let metrics = PortMetrics.current { metrics.connectionEnded(peer: connection.remoteAddress, reason: connection.end ?? end) }
         if first { Self.logger.info("tcp: the connection to \(connection.peerDescription) broke: \(reason)") }
         guard peerLost else { return }

@@ -75,11 +75,25 @@ final class TCPConnection: @unchecked Sendable {
     /// The socket's reading side: a dialled connection's own, an accepted one's listener's.
     let readingSide: TCPInbound
 
+    /// Whether the peer reads version-4 descriptors of this process's ports
+    /// (`Port.descriptorBytes(relativeLimit:)`): 0 until it said so (its
+    /// home frame, after this process's), then one more than the listeners
+    /// this process's home frame listed to it. Read by every send that
+    /// carries a port.
+    let relativeLimit = Atomic<UInt16>(0)
+    /// A dialled connection: how many listeners its hello's home frame listed.
+    private let advertisedListeners: Int
+
     /// The frame a packed message is written into when it is sent, from
     /// a pool, as a send channel does (`SendChannel.framePool`).
     let framePool = FramePool(bufferBytes: SendChannel.pooledFrameBytes, maxBuffers: SendChannel.pooledFrames)
 
-    init(dialling socket: Socket, lock: Lock, inbound: TCPInbound, monitor: SocketMonitor, peer: ProcessInstance, address: String) {
+    init(
+        dialling socket: Socket, lock: Lock, inbound: TCPInbound, monitor: SocketMonitor, peer: ProcessInstance, address: String,
+        advertising listeners: Int
+    ) {
+        advertisedListeners = listeners
+        acceptedPeerHome = nil
         dialledSocket = socket
         self.socket = socket
         readingSide = inbound
@@ -93,7 +107,15 @@ final class TCPConnection: @unchecked Sendable {
         inbound.attach(dialled: self)
     }
 
-    init(acceptedBy listener: TCPListener, routingID: [UInt8], peer: ProcessInstance, address: String, descriptor: Int32, clientKey: String?) {
+    /// An accepted connection's peer's home frame, if its hello had one.
+    let acceptedPeerHome: TCPHome?
+
+    init(
+        acceptedBy listener: TCPListener, routingID: [UInt8], peer: ProcessInstance, home: TCPHome?, address: String,
+        descriptor: Int32, clientKey: String?
+    ) {
+        acceptedPeerHome = home
+        advertisedListeners = 0
         dialledSocket = nil
         socket = listener.socket
         readingSide = listener.inbound
@@ -124,11 +146,22 @@ final class TCPConnection: @unchecked Sendable {
     /// How the peer is named in errors: its instance and address.
     var peerDescription: String { "instance \(peer) at \(remoteAddress)" }
 
-    /// The peer said it is `instance` (its welcome): ready if that is the
+    /// The peer reads version-4 descriptors of ports behind the first
+    /// `listeners` listeners of this process (those its home frame listed
+    /// to the peer, which sent a home frame of its own). Stored once that
+    /// frame was sent, so that no message with a version-4 descriptor goes
+    /// before it.
+    func peerReadsRelativeDescriptors(listing listeners: Int) {
+        relativeLimit.store(UInt16(listeners) + 1, ordering: .releasing)
+    }
+
+    /// The peer said it is `instance` (its welcome), and sent its home frame
+    /// if `sentHome`: ready if that is the
     /// one expected, or if any was (the peer is `instance` from now on);
     /// else broken, since another process listens at the address now.
     /// Whoever reads the connection.
-    func welcomed(by instance: ProcessInstance) -> Bool {
+    func welcomed(by instance: ProcessInstance, sentHome: Bool) -> Bool {
+        if sentHome { peerReadsRelativeDescriptors(listing: advertisedListeners) }
         let expected = peer
         guard instance == expected || (expected == .any && instance != .any) else {
             breakDown("another process (instance \(instance)) listens at \(remoteAddress) now: the process the port belonged to is gone", end: .replaced)
@@ -235,9 +268,11 @@ final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Sends a control frame (a hello), never waiting. Network thread or
-    /// the dialling thread, before anyone else can send on the socket.
-    func sendControl(_ bytes: [UInt8]) throws(ZMQError) -> Bool {
+    /// Sends a control frame (a hello or welcome) and, if given, this
+    /// process's home frame after it in the same message; never waits.
+    /// Network thread or the dialling thread, before anyone else can send
+    /// on the socket.
+    func sendControl(_ bytes: [UInt8], home: [UInt8]? = nil) throws(ZMQError) -> Bool {
         socketLock.lock()
         defer {
             socket.releaseOwnership()
@@ -246,7 +281,10 @@ final class TCPConnection: @unchecked Sendable {
         if !isDialled {
             guard try Self.send(routingID, on: socket, more: true) else { return false }
         }
-        return try Self.send(bytes, on: socket, more: false)
+        guard let home else { return try Self.send(bytes, on: socket, more: false) }
+        // Once libzmq took a message's first frame, it takes the rest.
+        guard try Self.send(bytes, on: socket, more: true) else { return false }
+        return try Self.send(home, on: socket, more: false)
     }
 
     /// Sends `bytes` as one frame without waiting; false when there is no room.

@@ -71,6 +71,19 @@ final class TCPInbound: @unchecked Sendable {
     private var isListener = false
     /// A listener's message's routing id, reused.
     private let routingFrame = Message()
+    /// The homes the peers sent (`TCPHome`), which their messages'
+    /// version-4 descriptors are read against: a dialled connection's one
+    /// peer's, or on a listener each peer's by instance, with the last
+    /// one found kept apart (a socket's messages mostly come from the
+    /// peer the one before came from).
+    // The last home found is also kept as plain values (its instance and
+    // tag), which a message compares without a retain and a release.
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var dialledPeerHome: TCPHome?
+    @exclusivity(unchecked) private var homes: [ProcessInstance: TCPHome] = [:]
+    @exclusivity(unchecked) private var lastHome: TCPHome?
+    @exclusivity(unchecked) private var lastHomeInstance = ProcessInstance.any
+    @exclusivity(unchecked) private var lastHomeTag: UInt = 0
     /// The message being read (after its routing id): handed whole to its
     /// port, whose receiver gives an empty holder back (`PortReceiver.hand`).
     // U-INBOUND-STATE (docs/unsafe-sites.md).
@@ -199,15 +212,67 @@ final class TCPInbound: @unchecked Sendable {
                 hub.drops.record(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
                 return hub.drops.emitPending()
             }
+            // A peer that sent its home frame reads version 4: this
+            // process's home goes with the welcome, and its messages'
+            // descriptors are read against the peer's.
+            var peerHome: TCPHome?
+            if message.keptCount >= 2 {
+                do { peerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from) } catch {
+                    hub.drops.record(PortDropReason(error), "tcp: a hello whose home frame is malformed (no welcome): \(error)")
+                    return hub.drops.emitPending()
+                }
+            }
             let connection = TCPConnection(
-                acceptedBy: listener, routingID: routingID, peer: from,
+                acceptedBy: listener, routingID: routingID, peer: from, home: peerHome,
                 address: hello.property("Peer-Address") ?? "(unknown address)",
                 descriptor: hello.sourceDescriptor ?? -1, clientKey: hello.property("User-Id"))
             hub.accepted(connection)
-            _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
+            guard let peerHome else {
+                _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
+                return
+            }
+            homes[from] = peerHome
+            if lastHomeInstance == from { findHome(of: from) }
+            let home = hub.homeFrame()
+            if (try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)), home: home.frame)) == true {
+                connection.peerReadsRelativeDescriptors(listing: home.listeners)
+            }
             return
         }
         handle(by: reader)
+    }
+
+    /// Gives the message just read the home of the process that sent it
+    /// (none if it sent none). Reader lock held.
+    @inline(__always)
+    private func noteSender() {
+        guard isListener else {
+            return message.setSender(dialledPeerHome, tag: dialledPeerHome?.tag ?? 0)
+        }
+        let routingID = routingFrame.unsafeBytes
+        let instance = routingID.count == 16 ? WireFormat.instance(routingID, at: 0) : .any
+        if instance != lastHomeInstance { findHome(of: instance) }
+        if message.senderTag != lastHomeTag { message.setSender(lastHome, tag: lastHomeTag) }
+    }
+
+    /// Makes `instance`'s home the last one found. Reader lock held.
+    @inline(never)
+    private func findHome(of instance: ProcessInstance) {
+        lastHome = instance == .any ? nil : homes[instance]
+        lastHomeInstance = instance
+        lastHomeTag = lastHome?.tag ?? 0
+    }
+
+    /// `connection`, accepted by this listener, broke: its peer's home
+    /// goes, unless a connection the peer made since sent another. Any
+    /// thread but a reader of this socket.
+    func forgetHome(of connection: TCPConnection) {
+        guard let home = connection.acceptedPeerHome else { return }
+        readerLock.withLock {
+            guard homes[home.instance] === home else { return }
+            homes[home.instance] = nil
+            if lastHomeInstance == home.instance { findHome(of: home.instance) }
+        }
     }
 
     /// A message for a port, or a dialled connection's welcome.
@@ -218,7 +283,14 @@ final class TCPInbound: @unchecked Sendable {
                 hub.drops.record(.badMagic, "a control frame that is not a welcome")
                 return hub.drops.emitPending()
             }
-            if !dialled.welcomed(by: from) && dialled.brokenError != nil {
+            if message.keptCount >= 2 {
+                do { dialledPeerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from) } catch {
+                    hub.drops.record(PortDropReason(error), "tcp: a welcome whose home frame is malformed: \(error)")
+                    hub.drops.emitPending()
+                    return hub.connectionBroke(dialled, because: "its welcome's home frame is malformed (\(error))", end: .handshakeFailed)
+                }
+            }
+            if !dialled.welcomed(by: from, sentHome: dialledPeerHome != nil) && dialled.brokenError != nil {
                 hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now", end: .replaced)
             }
             return
@@ -237,6 +309,8 @@ final class TCPInbound: @unchecked Sendable {
             return hub.drops.emitPending()
         }
         message.keep(checkedHeader: routed.header)
+        // Only a message that carries ports reads its sender's home.
+        if routed.header.hasReplyPort || routed.header.hasPortComponent { noteSender() }
         switch delivery.hand(&message, to: destination.portID, readBy: reader) {
         case .delivered: return
         case .noSuchPort:

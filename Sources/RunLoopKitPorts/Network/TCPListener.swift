@@ -24,9 +24,13 @@ final class TCPListener: @unchecked Sendable {
     let boundEndpoint: String
     /// The server's CURVE public key; nil for plain text.
     let serverKey: CurveKey?
+    /// Its place among the process's listeners, in the order they were
+    /// made: where the process's home frame lists it (`TCPHome`).
+    let position: Int
     private static let logger = Logger(label: "RunLoopKit.Network")
 
-    init(_ configuration: TCPEndpoint, context: ZMQContext, keys: CurveKeyPair?) throws(PortError) {
+    init(_ configuration: TCPEndpoint, context: ZMQContext, keys: CurveKeyPair?, position: Int) throws(PortError) {
+        self.position = position
         guard let address = configuration.bindAddress else { preconditionFailure("a listener for an endpoint that does not listen") }
         do {
             socket = try context.makeSocket(.router)

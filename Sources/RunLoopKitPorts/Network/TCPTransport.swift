@@ -72,6 +72,20 @@ enum TCPTransport {
         return Endpoint(instance: .current, listener: listener.advertisedEndpoint, serverKey: listener.serverKey)
     }
 
+    /// A local tcp port's version-4 descriptor: its id, and its endpoint's
+    /// position among this process's listeners (`noListener` for a port
+    /// behind none); nil for any other port, or one whose listener has no
+    /// position (past the 254 a home frame lists).
+    static func relativeDescriptor(of address: PortAddress) -> [UInt8]? {
+        guard case let .tcp(endpoint) = address.route, endpoint.instance == .current else { return nil }
+        var position = WireFormat.noListener
+        if let listener = endpoint.listener {
+            guard let found = NetworkHub.shared.listenerPosition(advertising: listener, serverKey: endpoint.serverKey) else { return nil }
+            position = found
+        }
+        return WireFormat.encodeRelativeDescriptor(portID: address.portID, listener: position)
+    }
+
     /// A descriptor's endpoint text: empty (a process that only connects),
     /// or `tcp://` and a host and a port other than 0 in printable ASCII.
     static func decodedListener(_ bytes: UnsafeRawBufferPointer) throws(WireFormat.DecodeError) -> String? {

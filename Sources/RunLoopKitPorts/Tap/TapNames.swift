@@ -160,3 +160,17 @@ final class TapNames: @unchecked Sendable {
         return "dispatch-overcommit"
     }
 }
+
+extension Port {
+    /// How the tap and portsniff name the port: its known name, else
+    /// "<pid>/<port id>".
+    var tapLabel: String { knownName ?? "\(address.pid)/\(address.portID)" }
+
+    /// For a send right to a tcp port of another process, its peer as the
+    /// tap names it: the endpoint (or that it only connects) and the
+    /// instance; nil otherwise.
+    var tapRemotePeer: String? {
+        guard let endpoint = address.tcpEndpoint, !address.isInThisProcess else { return nil }
+        return "\(endpoint.listener ?? "connecting only") instance \(endpoint.instance)"
+    }
+}

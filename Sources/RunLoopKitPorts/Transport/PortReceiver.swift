@@ -26,8 +26,7 @@ final class PortReceiver: @unchecked Sendable {
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var isClosed = false
     // Guarded by lock: the ipc paths bound, unlinked at close: libzmq closes
-    // listeners later, on its own thread, and not at all if the process
-    // exits first.
+    // listeners later, on its own thread, or never if the process exits first.
     private var ipcPaths: [String] = []
     // Guarded by lock: the frames of the next message, received and not yet
     // decoded (by `hasInput`, or by `receive`); reused for every message.
@@ -433,9 +432,10 @@ final class PortReceiver: @unchecked Sendable {
     }
 
     /// Receives the next message's raw frames into `frames` (the
-    /// receiver's own, or a batch's in-place message's); false when the
-    /// queue is empty. Lock held.
+    /// receiver's own, or a batch's in-place message's; no tcp connection's,
+    /// so with no sender's home); false when the queue is empty. Lock held.
     private func receiveFrames(into frames: IncomingFrames) -> Bool {
+        frames.setSender(nil, tag: 0)
         do {
             let received = try frames.receive(from: socket)
             socketRanDry = !received

@@ -81,9 +81,12 @@ enum PortRoute: Hashable, Sendable {
         switch self {
         case .inproc: 0
         case .ipc: 1
-        case .tcp: 2
+        case .tcp: Self.tcpDescriptorKind
         }
     }
+
+    /// A tcp port's transport byte (versions 3 and 4).
+    static let tcpDescriptorKind: UInt8 = 2
 
     /// The descriptor's path, empty for none.
     var descriptorPath: String {

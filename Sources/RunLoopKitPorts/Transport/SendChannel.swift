@@ -236,7 +236,8 @@ final class SendChannel: @unchecked Sendable {
         let header = WireFormat.extendedMultipartHeader(frames.header, with: fields)
         // withUnsafeBytes rethrows untyped errors: the typed one travels in a Result.
         let outcome: Result<Void, PortError> = header.withUnsafeBytes { bytes in
-            let extended = OutgoingFrames(header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor)
+            let extended = OutgoingFrames(
+                header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor, relativeLimit: frames.relativeLimit)
             return Result { () throws(PortError) in
                 try withConnection(deadline: deadline) { (connection) throws(PortError) in
                     try connection.send(extended, deadline: deadline, port: address)
@@ -268,7 +269,8 @@ final class SendChannel: @unchecked Sendable {
     func send(_ frames: OutgoingFrames, trace: PortTraceContext, deadline: SendDeadline, destination: Port) throws(PortError) {
         let header = WireFormat.extendedMultipartHeader(frames.header, with: WireFormat.ExtensionFields(destination: nil, trace: trace))
         let outcome: Result<Void, PortError> = header.withUnsafeBytes { bytes in
-            let extended = OutgoingFrames(header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor)
+            let extended = OutgoingFrames(
+                header: bytes, components: frames.components, replyDescriptor: frames.replyDescriptor, relativeLimit: frames.relativeLimit)
             return Result { () throws(PortError) in try send(extended, deadline: deadline, destination: destination) }
         }
         try outcome.get()
@@ -286,6 +288,30 @@ final class SendChannel: @unchecked Sendable {
         // Uncounted: `connection` holds it for the channel's life.
         // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
         try Unmanaged<TCPConnection>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).withGuaranteedReference(body)
+    }
+
+    /// Which of this process's ports a message over the channel's tcp
+    /// connection may carry as version-4 descriptors
+    /// (`TCPConnection.relativeLimit`): none (0) over inproc and ipc, and
+    /// before the channel's first send made its connection.
+    @inline(__always)
+    var relativeLimit: UInt16 {
+        guard isNetwork else { return 0 }
+        let bits = connectionBits.load(ordering: .acquiring)
+        guard bits != 0 else { return firstRelativeLimit() }
+        // Uncounted: `connection` holds it for the channel's life.
+        // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
+        return Unmanaged<TCPConnection>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+            .withGuaranteedReference { $0.relativeLimit.load(ordering: .acquiring) }
+    }
+
+    /// Before the channel's first send: the live connection to the port's
+    /// process, which that send will take, says (a reply's channel is
+    /// new, and its connection is the one the request came over).
+    @inline(never)
+    private func firstRelativeLimit() -> UInt16 {
+        guard let instance = network?.instance else { return 0 }
+        return NetworkHub.shared.liveConnection(to: instance)?.relativeLimit.load(ordering: .acquiring) ?? 0
     }
 
     /// The first send over tcp (or one racing it, or one after the port

@@ -47,6 +47,25 @@ final class IncomingFrames {
     @exclusivity(unchecked) private(set) var checkedHeader = WireFormat.Header.none
     @exclusivity(unchecked) private(set) var hasCheckedHeader = false
 
+    /// The home of the process at the other end of the tcp connection the
+    /// message came over, when it sent one (version-4 descriptors are read
+    /// against it); nil for a message from anywhere else. Set by the tcp
+    /// reader for a message that carries ports, and cleared by a receiver
+    /// before it reads its own socket into a holder a tcp message was
+    /// moved into. `senderTag` is its address (0 for none), which the
+    /// decoder's cache compares without a retain and a release.
+    // U-INCOMING-FRAMES (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private(set) var sender: TCPHome?
+    @exclusivity(unchecked) private(set) var senderTag: UInt = 0
+
+    /// Sets `sender` (and its tag) if it changed.
+    @inline(__always)
+    func setSender(_ home: TCPHome?, tag: UInt) {
+        guard tag != senderTag else { return }
+        sender = home
+        senderTag = tag
+    }
+
     /// The reader that routed the message read its header.
     func keep(checkedHeader header: WireFormat.Header) {
         checkedHeader = header
@@ -154,6 +173,7 @@ final class IncomingFrames {
         holder.firstBytes = holder.first.unsafeBytes
         holder.checkedHeader = checkedHeader
         holder.hasCheckedHeader = hasCheckedHeader
+        holder.setSender(sender, tag: senderTag)
         holder.keptCount = keptCount
         holder.frameCount = frameCount
         holder.totalBytes = totalBytes

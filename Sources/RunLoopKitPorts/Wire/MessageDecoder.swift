@@ -35,6 +35,10 @@ struct MessageDecoder {
         cache = DescriptorCache(registry: registry)
     }
 
+    /// How many version-4 descriptors this decoder resolved (the fuzzer
+    /// counts them).
+    var relativeDescriptorsResolved: Int { cache.relativeResolved }
+
     /// Lends the kept components array to `message`, a batch's fresh inbox
     /// (one that holds no array yet); a nested batch finds none to take.
     mutating func lend(to message: inout PortMessage) {
@@ -60,7 +64,7 @@ struct MessageDecoder {
         if header.isPacked {
             // A packed message is one frame; frames after it make it malformed.
             guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
-            try decodePacked(frames.firstBytes, header, into: &message)
+            try decodePacked(frames.firstBytes, header, of: frames, into: &message)
         } else {
             try decodeMultipart(frames, header, into: &message)
         }
@@ -75,7 +79,7 @@ struct MessageDecoder {
 
     /// Version 2: every component and the reply port in the header's frame.
     private mutating func decodePacked(
-        _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, into message: inout PortMessage
+        _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, of frames: IncomingFrames, into message: inout PortMessage
     ) throws(WireFormat.DecodeError) {
         guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
         if lastWasLarge {
@@ -104,8 +108,8 @@ struct MessageDecoder {
         for index in 0..<header.recordCount {
             let record = try records.next()
             if index == header.componentCount {
-                sameReplyPort = cache.isLatest(record, naming: message.sendPort)
-                if !sameReplyPort { replyPort = try cache.port(for: record) }
+                sameReplyPort = cache.isLatest(record, of: frames, naming: message.sendPort)
+                if !sameReplyPort { replyPort = try cache.port(for: record, of: frames) }
             } else if header.kind(at: index, in: bytes) == WireFormat.kindData {
                 if index < message.components.count {
                     Self.refill(&message.components[index], with: record)
@@ -113,7 +117,7 @@ struct MessageDecoder {
                     message.components.append(.data(Self.newData(record)))
                 }
             } else {
-                let port = PortMessage.Component.port(try cache.port(for: record))
+                let port = PortMessage.Component.port(try cache.port(for: record, of: frames))
                 if index < message.components.count { message.components[index] = port } else { message.components.append(port) }
             }
         }
@@ -151,10 +155,10 @@ struct MessageDecoder {
                 for index in 0..<header.recordCount {
                     let record = try records.next()
                     if index == header.componentCount {
-                        sameReplyPort = cache.isLatest(record, naming: replyPort)
-                        if !sameReplyPort { reply = try cache.port(for: record) }
+                        sameReplyPort = cache.isLatest(record, of: frames, naming: replyPort)
+                        if !sameReplyPort { reply = try cache.port(for: record, of: frames) }
                     } else if header.kind(at: index, in: bytes) == WireFormat.kindPort {
-                        message.ports.append(try cache.port(for: record))
+                        message.ports.append(try cache.port(for: record, of: frames))
                     } else if index == 0 {
                         message.firstData = record
                     }
@@ -170,9 +174,9 @@ struct MessageDecoder {
                 guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
                 let component = index - 1
                 if component == header.componentCount {
-                    reply = try cache.port(for: bytes)
+                    reply = try cache.port(for: bytes, of: frames)
                 } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindPort {
-                    message.ports.append(try cache.port(for: bytes))
+                    message.ports.append(try cache.port(for: bytes, of: frames))
                 } else if component == 0 {
                     message.firstData = bytes
                 }
@@ -222,11 +226,11 @@ struct MessageDecoder {
             guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
             let component = index - 1
             if component == header.componentCount {
-                replyPort = try cache.port(for: bytes)
+                replyPort = try cache.port(for: bytes, of: frames)
             } else if header.kind(at: component, in: frames.firstBytes) == WireFormat.kindData {
                 components.append(.data(frame.data))
             } else {
-                components.append(.port(try cache.port(for: bytes)))
+                components.append(.port(try cache.port(for: bytes, of: frames)))
             }
         }
         // A large message's own array: not written over the kept one, and

@@ -22,15 +22,19 @@ struct MessageEncoder {
     /// Present when the sender's tap is on.
     let traceID: UInt64?
     let replyDescriptor: [UInt8]?
+    /// Which of this process's ports go as version-4 descriptors
+    /// (`Port.descriptorBytes(relativeLimit:)`); 0: none.
+    let relativeLimit: UInt16
     /// The packed frame's size; nil for a message over `WireFormat.packLimit`,
     /// which goes as a frame per component instead of being copied into one.
     let packedSize: Int?
 
     /// Checks and sizes the message. Throws `.messageTooLarge` for a message
-    /// over a limit, and what `check` throws for a port.
+    /// over a limit, and what `check` throws for a port. `relativeLimit`
+    /// (the send channel's) is read only for a message that carries a port.
     init(
         msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
-        carriedTo distance: PortRoute.Reach = .process,
+        carriedTo distance: PortRoute.Reach = .process, relativeLimit: () -> UInt16 = { 0 },
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         guard components.count <= WireFormat.maxComponents else {
@@ -39,6 +43,7 @@ struct MessageEncoder {
         // Every frame counts towards the limit, the header and descriptors
         // too, as the receiver counts them (docs/wire-format.md, "Limits").
         var totalBytes = WireFormat.headerSize(componentCount: components.count, traced: traceID != nil)
+        var relative: UInt16?
         // By index, each component read in place: a `for component in
         // components` would copy each one out, retaining and releasing its
         // Data or Port.
@@ -46,7 +51,9 @@ struct MessageEncoder {
             if components[index].isPort {
                 guard case let .port(port) = components[index] else { continue }
                 try check(port, "a port component")
-                totalBytes += port.descriptorBytes.count
+                let limit = relative ?? relativeLimit()
+                relative = limit
+                totalBytes += port.descriptorBytes(relativeLimit: limit).count
             } else {
                 let count = components[index].dataCount
                 guard count <= WireFormat.maxFrameBytes else {
@@ -55,30 +62,31 @@ struct MessageEncoder {
                 totalBytes += count
             }
         }
-        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
-                      replyPort: replyPort, traceID: traceID, carriedTo: distance, checkingPorts: check)
+        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count, replyPort: replyPort,
+                      traceID: traceID, carriedTo: distance, relativeLimit: relative ?? (replyPort == nil ? 0 : relativeLimit()),
+                      checkingPorts: check)
     }
 
     /// A message of one data component, `dataCount` bytes given as they
     /// are (`Port.send(msgid:bytes:replyPort:before:)`).
     init(
         msgid: UInt32, dataCount: Int, replyPort: Port?, traceID: UInt64?,
-        carriedTo distance: PortRoute.Reach = .process,
+        carriedTo distance: PortRoute.Reach = .process, relativeLimit: () -> UInt16 = { 0 },
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         guard dataCount <= WireFormat.maxFrameBytes else {
             throw .messageTooLarge("a data component of \(dataCount) bytes, over the limit of \(WireFormat.maxFrameBytes)")
         }
         let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
-        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
-                      replyPort: replyPort, traceID: traceID, carriedTo: distance, checkingPorts: check)
+        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1, replyPort: replyPort, traceID: traceID,
+                      carriedTo: distance, relativeLimit: replyPort == nil ? 0 : relativeLimit(), checkingPorts: check)
     }
 
     /// What both ways in share: the reply port checked and counted, the
     /// limit on the whole, the packed size.
     private init(
         msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
-        carriedTo distance: PortRoute.Reach, checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+        carriedTo distance: PortRoute.Reach, relativeLimit: UInt16, checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) {
         var totalBytes = bytesBeforeReplyPort
         // Read through the optional, never bound, and `check` called only
@@ -86,7 +94,7 @@ struct MessageEncoder {
         // why): a bound Port, and the call, retained and released both the
         // reply port and the destination, on Swift's slow path for a Port
         // (its counts live in a side table), at every request.
-        let replyDescriptor = replyPort?.descriptorBytes
+        let replyDescriptor = replyPort?.descriptorBytes(relativeLimit: relativeLimit)
         if let replyDescriptor {
             if replyPort?.canTravel(distance) != true { try check(replyPort.unsafelyUnwrapped, "the reply port") }
             totalBytes += replyDescriptor.count
@@ -98,6 +106,7 @@ struct MessageEncoder {
         self.msgid = msgid
         self.traceID = traceID
         self.replyDescriptor = replyDescriptor
+        self.relativeLimit = relativeLimit
         self.packedSize = packedSize <= WireFormat.packLimit ? packedSize : nil
     }
 
@@ -105,7 +114,8 @@ struct MessageEncoder {
     /// `components` are the ones the encoder was made with.
     func writePacked(_ components: [PortMessage.Component], into buffer: UnsafeMutableRawBufferPointer) {
         _ = WireFormat.writePacked(
-            into: buffer, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID)
+            into: buffer, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID,
+            relativeLimit: relativeLimit)
     }
 
     /// Writes the packed frame of a message of one data component, `bytes`
@@ -126,7 +136,7 @@ struct MessageEncoder {
                                                  components: components, traceID: traceID)
             return try send(OutgoingFrames(
                 header: UnsafeRawBufferPointer(rebasing: buffer[..<written]), components: components,
-                replyDescriptor: replyDescriptor))
+                replyDescriptor: replyDescriptor, relativeLimit: relativeLimit))
         }
     }
 }

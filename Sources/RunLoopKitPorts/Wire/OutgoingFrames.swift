@@ -11,6 +11,8 @@ struct OutgoingFrames {
     let header: UnsafeRawBufferPointer
     let components: [PortMessage.Component]
     let replyDescriptor: [UInt8]?
+    /// Which of this process's ports go as version-4 descriptors (`MessageEncoder.relativeLimit`).
+    let relativeLimit: UInt16
 
     var count: Int { 1 + components.count + (replyDescriptor == nil ? 0 : 1) }
 
@@ -23,7 +25,7 @@ struct OutgoingFrames {
             case let .data(data):
                 return try socket.send(data, more: more, dontWait: true)
             case let .port(port):
-                return try port.descriptorBytes.withUnsafeBytes { try socket.send($0, more: more, dontWait: true) }
+                return try port.descriptorBytes(relativeLimit: relativeLimit).withUnsafeBytes { try socket.send($0, more: more, dontWait: true) }
             }
         }
         return try replyDescriptor!.withUnsafeBytes { try socket.send($0, more: more, dontWait: true) }

@@ -16,11 +16,13 @@ extension PortMessage.Component {
     }
 
     /// Writes the component's record at `offset` (a data component's bytes,
-    /// or a port component's descriptor) and returns where the next starts.
-    func writeRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    /// or a port component's descriptor, `Port.descriptorBytes(relativeLimit:)`)
+    /// and returns where the next starts.
+    func writeRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, relativeLimit: UInt16) -> Int {
         switch self {
         case let .data(data): data.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
-        case let .port(port): port.descriptorBytes.withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
+        case let .port(port):
+            port.descriptorBytes(relativeLimit: relativeLimit).withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
         }
     }
 }

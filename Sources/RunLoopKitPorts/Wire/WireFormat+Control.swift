@@ -1,3 +1,4 @@
+import ZeroMQ
 /// The control frames of a tcp connection (docs/wire-format.md, "tcp
 /// connections"): the dialling side's hello, which says which instance it
 /// is and which it expects to reach, and the listener's welcome, which says
@@ -10,8 +11,16 @@ extension WireFormat {
     static let controlVersion: UInt8 = 1
     static let controlHello: UInt8 = 1
     static let controlWelcome: UInt8 = 2
+    /// The second frame of a hello or welcome: the sender's home (`TCPHome`).
+    static let controlHome: UInt8 = 3
     static let helloSize = 38
     static let welcomeSize = 22
+    /// A home frame's fixed part: magic, version, type, pid, start time, endpoint count.
+    static let homeFixedSize = 19
+    /// Each endpoint of a home: security, key, text length, then the text.
+    static let homeEntryFixedSize = 34
+    /// A home lists at most this many endpoints (position 255 means none).
+    static let maxHomeListeners = 254
 
     enum Control: Equatable {
         /// From the dialling side: its own instance, and the one it expects.
@@ -53,6 +62,63 @@ extension WireFormat {
         default:
             throw .badExtension("unknown control frame type \(bytes[5])")
         }
+    }
+
+    /// A home frame (docs/wire-format.md, "Home frames and relative
+    /// descriptors"): "RLKC", version 1, type 3, the pid and start time,
+    /// the number of endpoints, then each endpoint's security byte, CURVE
+    /// key (zeros for plain text), text length and text.
+    static func encodeHome(pid: Int32, startTime: UInt64, listeners: [TCPHome.Listener]) -> [UInt8] {
+        var bytes = controlMagic + [controlVersion, controlHome]
+        withUnsafeBytes(of: UInt32(bitPattern: pid).littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: startTime.littleEndian) { bytes += $0 }
+        bytes.append(UInt8(listeners.count))
+        for listener in listeners {
+            bytes.append(listener.serverKey == nil ? TCPTransport.securityPlain : TCPTransport.securityCurve)
+            bytes += listener.serverKey?.bytes ?? [UInt8](repeating: 0, count: CurveKey.byteCount)
+            let text = Array(listener.endpoint.utf8)
+            bytes.append(UInt8(text.count))
+            bytes += text
+        }
+        return bytes
+    }
+
+    /// The home in `bytes`, of the process whose hello or welcome named
+    /// `instance`. Throws for anything that is not a home frame exactly:
+    /// each endpoint as a version-3 descriptor's must be.
+    static func decodeHome(_ bytes: UnsafeRawBufferPointer, of instance: ProcessInstance) throws(DecodeError) -> TCPHome {
+        guard isControl(bytes) else { throw .badMagic }
+        guard bytes.count >= homeFixedSize else { throw .shortFrame("home frame (\(bytes.count) bytes)") }
+        guard bytes[4] == controlVersion else { throw .unsupportedVersion(bytes[4]) }
+        guard bytes[5] == controlHome else { throw .badExtension("a hello's or welcome's second frame is of type \(bytes[5]), not a home (3)") }
+        let pid = Int32(bitPattern: UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt32.self)))
+        let startTime = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 10, as: UInt64.self))
+        guard pid > 0 else { throw .badDescriptor("home frame: pid \(pid)") }
+        let count = Int(bytes[18])
+        guard count <= maxHomeListeners else { throw .badDescriptor("home frame: \(count) endpoints, over \(maxHomeListeners)") }
+        var listeners: [TCPHome.Listener] = []
+        var offset = homeFixedSize
+        for index in 0..<count {
+            guard bytes.count - offset >= homeEntryFixedSize else { throw .shortFrame("home frame, endpoint \(index)") }
+            let length = Int(bytes[offset + 33])
+            guard bytes.count - offset - homeEntryFixedSize >= length else { throw .shortFrame("home frame, endpoint \(index)'s text") }
+            let textStart = offset + homeEntryFixedSize
+            guard let endpoint = try TCPTransport.decodedListener(UnsafeRawBufferPointer(rebasing: bytes[textStart..<(textStart + length)])) else {
+                throw .badDescriptor("home frame: endpoint \(index) is empty")
+            }
+            let key = Array(bytes[(offset + 1)..<(offset + 1 + CurveKey.byteCount)])
+            var serverKey: CurveKey?
+            switch bytes[offset] {
+            case TCPTransport.securityCurve: serverKey = try? CurveKey(bytes: key)
+            case TCPTransport.securityPlain:
+                guard key.allSatisfy({ $0 == 0 }) else { throw .badDescriptor("home frame: endpoint \(index) has a key with security 0") }
+            default: throw .badDescriptor("home frame: endpoint \(index) has unknown security \(bytes[offset])")
+            }
+            listeners.append(TCPHome.Listener(endpoint: endpoint, serverKey: serverKey))
+            offset = textStart + length
+        }
+        guard offset == bytes.count else { throw .badDescriptor("home frame: \(bytes.count - offset) bytes after its last endpoint") }
+        return TCPHome(instance: instance, pid: pid, startTime: startTime, listeners: listeners)
     }
 
     /// An instance as 16 bytes: its high half, then its low half, each little-endian.

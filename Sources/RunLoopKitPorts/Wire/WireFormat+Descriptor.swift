@@ -17,12 +17,7 @@ extension WireFormat {
         let fixed = host == nil ? descriptorFixedSize : descriptorV2FixedSize
         var bytes = [UInt8](repeating: 0, count: fixed + path.count)
         bytes.withUnsafeMutableBytes { buffer in
-            buffer[0] = descriptorMagic.0
-            buffer[1] = descriptorMagic.1
-            buffer[2] = descriptorMagic.2
-            buffer[3] = descriptorMagic.3
-            buffer[4] = host == nil ? version : descriptorVersionWithHost
-            buffer[5] = route.descriptorKind
+            writeDescriptorStart(buffer, version: host == nil ? version : descriptorVersionWithHost, transport: route.descriptorKind)
             buffer.storeBytes(of: UInt16(path.count).littleEndian, toByteOffset: 6, as: UInt16.self)
             buffer.storeBytes(of: UInt32(bitPattern: address.pid).littleEndian, toByteOffset: 8, as: UInt32.self)
             buffer.storeBytes(of: address.startTime.littleEndian, toByteOffset: 12, as: UInt64.self)
@@ -36,10 +31,28 @@ extension WireFormat {
         return bytes
     }
 
+    /// Every descriptor's first six bytes: the magic, the version and the transport.
+    private static func writeDescriptorStart(_ buffer: UnsafeMutableRawBufferPointer, version: UInt8, transport: UInt8) {
+        buffer[0] = descriptorMagic.0
+        buffer[1] = descriptorMagic.1
+        buffer[2] = descriptorMagic.2
+        buffer[3] = descriptorMagic.3
+        buffer[4] = version
+        buffer[5] = transport
+    }
+
     /// The version `encodeDescriptor` writes for `address`.
     static func descriptorVersion(of address: PortAddress) -> UInt8 {
         if case .tcp = address.route { return descriptorVersionTCP }
         return address.route.descriptorHost == nil ? version : descriptorVersionWithHost
+    }
+
+    /// A descriptor from a message: version 4 too, read against `sender`,
+    /// the home of the process at the other end of the tcp connection the
+    /// message came over (nil elsewhere, where version 4 is malformed).
+    static func decodeDescriptor(_ bytes: UnsafeRawBufferPointer, sender: TCPHome?) throws(DecodeError) -> PortAddress {
+        guard bytes.count >= 5, bytes[4] == descriptorVersionRelative else { return try decodeDescriptor(bytes) }
+        return try decodeRelativeDescriptor(bytes, sender: sender)
     }
 
     static func decodeDescriptor(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> PortAddress {
@@ -49,6 +62,9 @@ extension WireFormat {
         }
         let descriptorVersion = bytes[4]
         if descriptorVersion == descriptorVersionTCP { return try decodeTCPDescriptor(bytes) }
+        if descriptorVersion == descriptorVersionRelative {
+            throw .badDescriptor("version 4 names a port relative to a tcp connection, and stands nowhere else")
+        }
         guard descriptorVersion == version || descriptorVersion == descriptorVersionWithHost else {
             throw .badDescriptor("unsupported version \(descriptorVersion)")
         }
@@ -82,12 +98,7 @@ extension WireFormat {
         let text = Array((endpoint.listener ?? "").utf8)
         var bytes = [UInt8](repeating: 0, count: descriptorV3FixedSize + text.count)
         bytes.withUnsafeMutableBytes { buffer in
-            buffer[0] = descriptorMagic.0
-            buffer[1] = descriptorMagic.1
-            buffer[2] = descriptorMagic.2
-            buffer[3] = descriptorMagic.3
-            buffer[4] = descriptorVersionTCP
-            buffer[5] = PortRoute.tcp(endpoint).descriptorKind
+            writeDescriptorStart(buffer, version: descriptorVersionTCP, transport: PortRoute.tcp(endpoint).descriptorKind)
             buffer.storeBytes(of: UInt16(text.count).littleEndian, toByteOffset: 6, as: UInt16.self)
             buffer.storeBytes(of: UInt32(bitPattern: address.pid).littleEndian, toByteOffset: 8, as: UInt32.self)
             buffer.storeBytes(of: address.startTime.littleEndian, toByteOffset: 12, as: UInt64.self)
@@ -108,7 +119,7 @@ extension WireFormat {
         guard bytes.count == descriptorV3FixedSize + length else {
             throw .badDescriptor("endpoint length \(length) does not match the frame's \(bytes.count) bytes (version 3)")
         }
-        guard bytes[5] == 2 else { throw .badDescriptor("a version-3 descriptor is always tcp (transport 2), not \(bytes[5])") }
+        guard bytes[5] == PortRoute.tcpDescriptorKind else { throw .badDescriptor("a version-3 descriptor is always tcp (transport 2), not \(bytes[5])") }
         let pid = Int32(bitPattern: UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
         let startTime = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 12, as: UInt64.self))
         let portID = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 20, as: UInt64.self))
@@ -129,5 +140,37 @@ extension WireFormat {
         guard pid > 0 else { throw .badDescriptor("pid \(pid)") }
         let endpoint = TCPTransport.Endpoint(instance: instance, listener: listener, serverKey: serverKey)
         return PortAddress(pid: pid, startTime: startTime, portID: portID, route: .tcp(endpoint))
+    }
+
+    // MARK: - Version 4: a tcp port of the sender, relative to the connection
+
+    /// Version 4 (docs/wire-format.md, "Home frames and relative
+    /// descriptors"): magic, version 4, transport 2, the position of the
+    /// port's endpoint in its process's home frame (`noListener`: none), a
+    /// reserved 0, then the port id.
+    static func encodeRelativeDescriptor(portID: UInt64, listener position: UInt8) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: relativeDescriptorSize)
+        bytes.withUnsafeMutableBytes { buffer in
+            writeDescriptorStart(buffer, version: descriptorVersionRelative, transport: PortRoute.tcpDescriptorKind)
+            buffer[6] = position
+            buffer.storeBytes(of: portID.littleEndian, toByteOffset: 8, as: UInt64.self)
+        }
+        return bytes
+    }
+
+    private static func decodeRelativeDescriptor(_ bytes: UnsafeRawBufferPointer, sender: TCPHome?) throws(DecodeError) -> PortAddress {
+        guard bytes.count == relativeDescriptorSize else {
+            throw .badDescriptor("a version-4 descriptor of \(bytes.count) bytes, not \(relativeDescriptorSize)")
+        }
+        guard bytes[0] == descriptorMagic.0, bytes[1] == descriptorMagic.1, bytes[2] == descriptorMagic.2, bytes[3] == descriptorMagic.3 else {
+            throw .badDescriptor("bad magic")
+        }
+        guard bytes[5] == PortRoute.tcpDescriptorKind else { throw .badDescriptor("a version-4 descriptor is always tcp (transport 2), not \(bytes[5])") }
+        guard bytes[7] == 0 else { throw .badDescriptor("a version-4 descriptor's reserved byte is \(bytes[7]), not 0") }
+        guard let sender else {
+            throw .badDescriptor("version 4 arrived where no sender's home frame came first (only over a tcp connection whose peer sent one)")
+        }
+        let portID = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        return try sender.address(portID: portID, listener: bytes[6])
     }
 }

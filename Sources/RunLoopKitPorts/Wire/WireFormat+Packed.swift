@@ -9,10 +9,11 @@ extension WireFormat {
     /// Writes a whole message in the packed form into `buffer` (at least
     /// `packedSize` bytes): the header with version 2, then each component
     /// and the reply port's descriptor as a length and its bytes. Returns
-    /// the size used. A port component's record is its port's descriptor.
+    /// the size used. A port component's record is its port's descriptor
+    /// (`Port.descriptorBytes(relativeLimit:)`).
     static func writePacked(
         into buffer: UnsafeMutableRawBufferPointer, msgid: UInt32, components: [PortMessage.Component],
-        replyDescriptor: [UInt8]?, traceID: UInt64?
+        replyDescriptor: [UInt8]?, traceID: UInt64?, relativeLimit: UInt16 = 0
     ) -> Int {
         var offset = writeHeader(into: buffer, msgid: msgid, hasReplyPort: replyDescriptor != nil,
                                  components: components, traceID: traceID, packed: true)
@@ -22,7 +23,7 @@ extension WireFormat {
         // place: a `for component in components` would copy each one out,
         // retaining and releasing its Data or Port.
         for index in components.indices {
-            offset = components[index].writeRecord(into: buffer, at: offset)
+            offset = components[index].writeRecord(into: buffer, at: offset, relativeLimit: relativeLimit)
         }
         if let replyDescriptor {
             // A constant copy: a closure that read `offset` itself would

@@ -44,6 +44,14 @@ enum WireFormat {
     /// Version 3's fixed part: version 1's, the instance (16), the
     /// security byte and the server's public key (32).
     static let descriptorV3FixedSize = 77
+    /// Version 4: a tcp port of the process at the other end of the
+    /// connection the message came over, its endpoint named by its
+    /// position in that process's home frame (`TCPHome`).
+    static let descriptorVersionRelative: UInt8 = 4
+    static let relativeDescriptorSize = 16
+    /// A version-4 descriptor's endpoint position for a port whose
+    /// process listens nowhere.
+    static let noListener: UInt8 = 255
 
     static let flagHasReplyPort: UInt8 = 1 << 0
     /// Set while the traffic tap is on: 8 bytes of trace id follow the

@@ -44,13 +44,14 @@ struct TCPForeignPeerTests {
         }
     }
 
-    /// Runs the peer as child `child` (its secret key) against `server`.
-    static func runPeer(child: Int, against server: Server) throws -> SpawnedProgram {
-        try runPeer("tcp_peer.py", child: child, endpoint: server.endpoint, name: server.name)
+    /// Runs the peer as child `child` (its secret key) against `server`;
+    /// with `home`, its hello carries a home frame.
+    static func runPeer(child: Int, against server: Server, home: Bool = false) throws -> SpawnedProgram {
+        try runPeer("tcp_peer.py", child: child, endpoint: server.endpoint, name: server.name, extra: home ? ["home"] : [])
     }
 
     /// Runs `script` as child `child` against the port named `name` at `endpoint`.
-    static func runPeer(_ script: String, child: Int, endpoint: String, name: String) throws -> SpawnedProgram {
+    static func runPeer(_ script: String, child: Int, endpoint: String, name: String, extra: [String] = []) throws -> SpawnedProgram {
         guard access(python, X_OK) == 0 else {
             throw TestFailure("\(python) is missing: run ./scripts/test.sh, or source scripts/ensure-test-deps.sh (it installs pyzmq from PyPI there)")
         }
@@ -58,7 +59,7 @@ struct TCPForeignPeerTests {
         let program = try SpawnedProgram(
             path: python,
             [NameLookupTests.foreignPeer(script), endpoint, fixture.parent.publicKey.z85,
-             fixture.directory + "/child-\(child)/runloopkit/curve.key", name],
+             fixture.directory + "/child-\(child)/runloopkit/curve.key", name] + extra,
             in: fixture.directory)
         _ = program.waitForExit(timeout: 60)
         return program
@@ -73,13 +74,31 @@ struct TCPForeignPeerTests {
         let lines = program.output.split(separator: "\n").map(String.init)
         #expect(program.waitForExit(timeout: 1) == 0, "\(program.output) \(program.errorOutput)")
         #expect(lines.first == "WELCOMED \(NetworkPeerProcess.hex(WireFormat.instanceBytes(.current)))")
-        #expect(lines.dropFirst().first == "FOUND \(server.port.address.portID) \(server.endpoint)")
+        #expect(lines.dropFirst().first == "FOUND \(server.port.address.portID) \(server.endpoint) v3",
+                "a peer that sent no home frame gets full (version-3) descriptors, and a welcome of one frame")
         #expect(Array(lines.dropFirst(2).prefix(2)) == ["REPLY from python", "REPLY after malformed"])
         #expect(lines.dropFirst(4).first?.hasPrefix("NOTFOUND ") == true)
         #expect(lines.last == "DONE")
         // The bad magic names no port: the endpoint counts it. The record
         // that runs past its frame reached the port, which counts it.
         #expect(Port.tcpEndpointDropCounts[.badMagic] >= endpointBadMagic + 1)
+        #expect(server.port.dropCounts[.badPackedRecords] == 1)
+        #expect(server.port.droppedMessageCount == 1)
+    }
+
+    @Test("S-NET-1: a Python peer whose hello carries a home frame gets this process's home with the welcome, reads the port it looks up from a 16-byte version-4 descriptor against it, and its own version-4 reply port gets the replies; the malformed messages after are still dropped and counted")
+    func peerWithAHomeFrameReadsRelativeDescriptors() throws {
+        let server = try Server()
+        defer { server.stop() }
+        let program = try Self.runPeer(child: 3, against: server, home: true)
+        let lines = program.output.split(separator: "\n").map(String.init)
+        #expect(program.waitForExit(timeout: 1) == 0, "\(program.output) \(program.errorOutput)")
+        #expect(lines.first == "WELCOMED \(NetworkPeerProcess.hex(WireFormat.instanceBytes(.current)))")
+        let home = try #require(lines.dropFirst().first)
+        #expect(home.hasPrefix("HOME \(getpid()) ") && home.split(separator: " ").contains(Substring(server.endpoint)), "\(home)")
+        #expect(lines.dropFirst(2).first == "FOUND \(server.port.address.portID) \(server.endpoint) v4")
+        #expect(Array(lines.dropFirst(3).prefix(2)) == ["REPLY from python", "REPLY after malformed"])
+        #expect(lines.last == "DONE")
         #expect(server.port.dropCounts[.badPackedRecords] == 1)
         #expect(server.port.droppedMessageCount == 1)
     }

@@ -113,6 +113,38 @@ struct TCPPortTests {
         #expect(await inbox.arrival(ofCount: 1))
     }
 
+    @Test("S-NET-1: between two RunLoopKit processes each one's own tcp ports travel as 16-byte version-4 descriptors once their home frames are exchanged, and name exactly the ports their full descriptors name: this process's port comes back as itself, and the peer's port found by a lookup over tcp is the send right its full descriptor gives")
+    func relativeDescriptorsNameTheSamePorts() async throws {
+        let peer = try NetworkPeerProcess.serve(child: 0, name: "relative-peer")
+        defer { peer.stop() }
+        let inbox = try IPCInbox("tcp-relative", transport: Self.loopback)
+        defer { inbox.close() }
+        let remote = try peer.sendRight()
+        let replies = try await onLoopThread("tcp-relative-driver") { _ -> [PortMessage] in
+            // The first request waits for the connection (its welcome and
+            // the peer's home); the second goes once both are known.
+            var replies: [PortMessage] = []
+            for _ in 0..<2 {
+                replies.append(try await remote.request(msgid: 1, components: [.port(inbox.port)], timeout: .seconds(20)))
+            }
+            return replies
+        }
+        let instance = try #require(remote.address.tcpEndpoint?.instance)
+        let limit = NetworkHub.shared.state.withLock { $0.connections[instance] }?.relativeLimit.load(ordering: .acquiring) ?? 0
+        #expect(limit > 0, "the peer sent its home frame: it reads version 4")
+        #expect(inbox.port.descriptorBytes(relativeLimit: limit).count == WireFormat.relativeDescriptorSize,
+                "this process's port goes in 16 bytes, not \(inbox.port.descriptorBytes.count)")
+        for reply in replies {
+            guard case let .port(back)? = reply.components.first else { throw TestFailure("no port component in \(reply)") }
+            #expect(back === inbox.port, "the peer read the port's version-4 descriptor as the port it is")
+        }
+        // The other way: the peer's answer names its port in version 4, read against its home.
+        let resolvedBefore = DescriptorCache.relativeDescriptorsResolved.load(ordering: .relaxed)
+        let looked = try PortNameServer.lookup("relative-peer", at: peer.endpoint, server: TCPNameLookupTests.serverKey(0))
+        #expect(DescriptorCache.relativeDescriptorsResolved.load(ordering: .relaxed) > resolvedBefore)
+        #expect(looked === remote, "the looked-up port is the one the full descriptor named")
+    }
+
     @Test("S-NET-1: a send right passed from this process to one peer reaches another peer's port: a right travels on to a third process and sends to the original")
     func rightPassedOnToAThirdProcess() async throws {
         let relay = try NetworkPeerProcess.serve(child: 1)
