@@ -40,9 +40,17 @@ extension Port {
     /// else its full descriptor.
     @inline(__always)
     func descriptorBytes(relativeLimit: UInt16) -> [UInt8] {
-        guard relativeLimit != 0, let relative = relativeDescriptor else { return descriptorBytes }
+        guard let relative = relativeDescriptor, Self.peerReads(relative, relativeLimit: relativeLimit) else { return descriptorBytes }
+        return relative
+    }
+
+    /// Whether a peer whose connection has `relativeLimit` reads the
+    /// version-4 descriptor `relative` (of a port of this process).
+    @inline(__always)
+    static func peerReads(_ relative: [UInt8], relativeLimit: UInt16) -> Bool {
+        guard relativeLimit != 0 else { return false }
         let position = relative[6]
-        return position == WireFormat.noListener || UInt16(position) &+ 1 < relativeLimit ? relative : descriptorBytes
+        return position == WireFormat.noListener || UInt16(position) &+ 1 < relativeLimit
     }
 
     /// The port's descriptor (docs/wire-format.md, "Port descriptor"): what

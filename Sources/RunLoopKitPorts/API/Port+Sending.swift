@@ -43,7 +43,7 @@ extension Port {
         // that an untraced send pays two stores, not an optional context).
         var w3cTraceID = TapW3CTraceID.none
         do {
-            let encoder = try MessageEncoder(
+            let encoder = try MessageEncoder.sizing(
                 msgid: msgid, dataCount: bytes.count, replyPort: replyPort, traceID: traceID, carriedTo: distance,
                 relativeLimit: { channel.withGuaranteedReference { $0.relativeLimit } },
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
@@ -80,7 +80,7 @@ extension Port {
             // unowned(unsafe): the closure lives for the call, while `self`
             // is alive; a counted capture of a Port would take Swift's slow
             // retain and release (its counts live in a side table) on every send.
-            let encoder = try MessageEncoder(
+            let encoder = try MessageEncoder.sizing(
                 msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, carriedTo: distance,
                 relativeLimit: { channel.withGuaranteedReference { $0.relativeLimit } },
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).

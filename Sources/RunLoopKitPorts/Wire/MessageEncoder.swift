@@ -32,11 +32,14 @@ struct MessageEncoder {
     /// Checks and sizes the message. Throws `.messageTooLarge` for a message
     /// over a limit, and what `check` throws for a port. `relativeLimit`
     /// (the send channel's) is read only for a message that carries a port.
-    init(
+    /// Static functions, not initialisers: an initialiser takes its
+    /// arguments owned, so every send retained and released its reply port
+    /// (on the slow path a `Port` takes, its counts in a side table).
+    static func sizing(
         msgid: UInt32, components: [PortMessage.Component], replyPort: Port?, traceID: UInt64?,
         carriedTo distance: PortRoute.Reach = .process, relativeLimit: () -> UInt16 = { 0 },
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
-    ) throws(PortError) {
+    ) throws(PortError) -> MessageEncoder {
         guard components.count <= WireFormat.maxComponents else {
             throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
         }
@@ -62,43 +65,55 @@ struct MessageEncoder {
                 totalBytes += count
             }
         }
-        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count, replyPort: replyPort,
-                      traceID: traceID, carriedTo: distance, relativeLimit: relative ?? (replyPort == nil ? 0 : relativeLimit()),
-                      checkingPorts: check)
+        let limit = relative ?? (replyPort == nil ? 0 : relativeLimit())
+        let replyDescriptor = try self.replyDescriptor(of: replyPort, carriedTo: distance, relativeLimit: limit, checkingPorts: check)
+        return try MessageEncoder(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: components.count,
+                                  replyDescriptor: replyDescriptor, traceID: traceID, relativeLimit: limit)
     }
 
     /// A message of one data component, `dataCount` bytes given as they
     /// are (`Port.send(msgid:bytes:replyPort:before:)`).
-    init(
+    static func sizing(
         msgid: UInt32, dataCount: Int, replyPort: Port?, traceID: UInt64?,
         carriedTo distance: PortRoute.Reach = .process, relativeLimit: () -> UInt16 = { 0 },
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
-    ) throws(PortError) {
+    ) throws(PortError) -> MessageEncoder {
         guard dataCount <= WireFormat.maxFrameBytes else {
             throw .messageTooLarge("a data component of \(dataCount) bytes, over the limit of \(WireFormat.maxFrameBytes)")
         }
         let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
-        try self.init(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1, replyPort: replyPort, traceID: traceID,
-                      carriedTo: distance, relativeLimit: replyPort == nil ? 0 : relativeLimit(), checkingPorts: check)
+        let limit = replyPort == nil ? 0 : relativeLimit()
+        let replyDescriptor = try self.replyDescriptor(of: replyPort, carriedTo: distance, relativeLimit: limit, checkingPorts: check)
+        return try MessageEncoder(msgid: msgid, bytesBeforeReplyPort: totalBytes, records: 1,
+                                  replyDescriptor: replyDescriptor, traceID: traceID, relativeLimit: limit)
     }
 
-    /// What both ways in share: the reply port checked and counted, the
-    /// limit on the whole, the packed size.
-    private init(
-        msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyPort: Port?, traceID: UInt64?,
-        carriedTo distance: PortRoute.Reach, relativeLimit: UInt16, checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
-    ) throws(PortError) {
-        var totalBytes = bytesBeforeReplyPort
-        // Read through the optional, never bound, and `check` called only
-        // for a reply port that cannot go where the message goes (to say
-        // why): a bound Port, and the call, retained and released both the
-        // reply port and the destination, on Swift's slow path for a Port
-        // (its counts live in a side table), at every request.
-        let replyDescriptor = replyPort?.descriptorBytes(relativeLimit: relativeLimit)
-        if let replyDescriptor {
-            if replyPort?.canTravel(distance) != true { try check(replyPort.unsafelyUnwrapped, "the reply port") }
-            totalBytes += replyDescriptor.count
+    /// The reply port's descriptor (`Port.descriptorBytes(relativeLimit:)`),
+    /// checked: `check` is called only for a reply port that cannot go
+    /// where the message goes, to say why. Its stored properties are read
+    /// through the optional: a method called on the port, or the port
+    /// bound, retained and released it, on its slow path.
+    @inline(__always)
+    private static func replyDescriptor(
+        of replyPort: Port?, carriedTo distance: PortRoute.Reach, relativeLimit: UInt16,
+        checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
+    ) throws(PortError) -> [UInt8]? {
+        guard var descriptor = replyPort?.descriptorBytes else { return nil }
+        // `canTravel`'s test, spelled out.
+        if replyPort?.valid.load(ordering: .acquiring) != true || replyPort.unsafelyUnwrapped.address.reach < distance {
+            try check(replyPort.unsafelyUnwrapped, "the reply port")
         }
+        if relativeLimit != 0, let relative = replyPort?.relativeDescriptor, Port.peerReads(relative, relativeLimit: relativeLimit) {
+            descriptor = relative
+        }
+        return descriptor
+    }
+
+    /// The limit on the whole, the packed size.
+    private init(
+        msgid: UInt32, bytesBeforeReplyPort: Int, records: Int, replyDescriptor: [UInt8]?, traceID: UInt64?, relativeLimit: UInt16
+    ) throws(PortError) {
+        let totalBytes = bytesBeforeReplyPort + (replyDescriptor?.count ?? 0)
         guard totalBytes <= WireFormat.maxMessageBytes else {
             throw .messageTooLarge("\(totalBytes) bytes in all (header and descriptors included), over the limit of \(WireFormat.maxMessageBytes)")
         }

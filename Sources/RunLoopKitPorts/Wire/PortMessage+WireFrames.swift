@@ -9,7 +9,7 @@ extension PortMessage {
     /// the reply port's descriptor. It arrived within the wire limits, so
     /// it fits them again.
     func wireFrames() throws(PortError) -> [[UInt8]] {
-        let encoder = try MessageEncoder(
+        let encoder = try MessageEncoder.sizing(
             msgid: msgid, components: components, replyPort: replyPort, traceID: nil, checkingPorts: { _, _ in })
         let fields = traceContext.map { WireFormat.ExtensionFields(destination: nil, trace: $0) }
         if let size = encoder.packedSize {
