@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Where one timer is in each heap of its loop's modes (`TimerHeap`), kept
 /// in the timer itself: its place (the index of its entry, or of its spot
 /// among the heap's members without an entry) and its joining order. A
@@ -42,7 +40,9 @@ struct TimerHeapPlaces {
 
     /// The records beyond the inline two, by timer: rare (a timer in three
     /// heaps or more), and each loop's share changed under its own lock.
-    private static let spilled = Mutex<[ObjectIdentifier: [Spilled]]>([:])
+    /// A pthread mutex (`Locked`), which ThreadSanitizer follows, as the
+    /// loops of several threads reach it (docs/design.md, "Locks and user code").
+    private static let spilled = Locked<[ObjectIdentifier: [Spilled]]>([:])
 
     /// Whether the table holds records of `owner`: for tests, which check
     /// that leaving the heaps, or being freed, takes a timer's records out.

@@ -1,4 +1,5 @@
 import Synchronization
+@_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// What the tracing bridge (the RunLoopKitTracing product) plugs into the
 /// ports: it reads the sending span's context, and runs a delivery in the
@@ -19,7 +20,10 @@ package enum PortTracing {
     /// Whether a bridge is attached: what every send reads, one relaxed
     /// load, before it asks for a context.
     package static let active = Atomic<Bool>(false)
-    private static let bridge = Mutex<(any PortTraceBridge)?>(nil)
+    /// A pthread mutex (`Locked`), which ThreadSanitizer follows: every
+    /// traced send and delivery, on any thread, reads it (docs/design.md,
+    /// "Locks and user code").
+    private static let bridge = Locked<(any PortTraceBridge)?>(nil)
 
     /// Sends carry the current span's context from now on; deliveries of
     /// messages that carry one run in it.
