@@ -4,7 +4,7 @@ docs/wire-format.md ("tcp connections", "A message", "Port descriptor",
 "Names over tcp") and docs/ports.md ("Keys across machines"), with pyzmq
 (PyPI) and CURVE, as a program outside RunLoopKit would be.
 
-    tcp_peer.py ENDPOINT SERVER_KEY SECRET_KEY_FILE NAME [home]
+    tcp_peer.py ENDPOINT SERVER_KEY SECRET_KEY_FILE NAME [home|badhome]
 
 Dials ENDPOINT (tcp://host:port) as a CURVE client of the server whose
 public key is SERVER_KEY (40 characters of Z85), with the secret key in
@@ -27,7 +27,8 @@ It prints, one per line:
     NOTFOUND <the server's reason>
     DONE
 
-With "home", its hello carries a home frame (no endpoints): it reads
+With "badhome", its hello's home frame is a byte short: no welcome comes
+("REFUSED"). With "home", its hello carries a home frame (no endpoints): it reads
 version-4 descriptors, which the server then writes for its own ports,
 resolved against the server's home frame, which comes with the welcome;
 its own reply port goes as a version-4 descriptor too. Without it, the
@@ -184,7 +185,11 @@ def main(endpoint, server_key, secret_key_file, name, mode=""):
     context, socket, instance = connect(endpoint, server_key, secret_key_file)
     try:
         hello = CONTROL_MAGIC + bytes([1, 1]) + instance + bytes(16)
-        socket.send_multipart([hello, home_frame()] if with_home else [hello])
+        if mode == "badhome":
+            # A home frame cut short: the server drops the hello, and no welcome comes.
+            socket.send_multipart([hello, home_frame()[:-1]])
+        else:
+            socket.send_multipart([hello, home_frame()] if with_home else [hello])
         if not socket.poll(TIMEOUT_MS):
             print("REFUSED", flush=True)
             return 3

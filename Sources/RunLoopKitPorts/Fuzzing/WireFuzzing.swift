@@ -73,8 +73,7 @@ package enum WireFuzzing {
     package static func run(_ input: UnsafeRawBufferPointer) -> Outcome {
         switch FuzzInput(input) {
         case let .nameFile(bytes): readNameFile(bytes)
-        case let .messages(messages): decode(messages)
-        case let .connectionMessages(messages): decodeOverConnection(messages)
+        case let .messages(messages): FuzzInput.isOverConnection(input) ? decodeOverConnection(messages) : decode(messages)
         case let .tapBatches(batches): decodeTapBatches(batches)
         case let .payload(bytes): decodePayload(bytes)
         }

@@ -327,7 +327,7 @@ final class TCPInbound: @unchecked Sendable {
 
     /// Tries the held message again; true once it is gone (sent, or its port closed).
     private func retryHeld(by reader: LoopNetworkReader?) -> Bool {
-        guard var (waiting, portID) = held else { return true }
+        guard case (var waiting, let portID)? = held else { return true }
         switch delivery.hand(&waiting, to: portID, readBy: reader) {
         case .full: return false
         case .delivered: break

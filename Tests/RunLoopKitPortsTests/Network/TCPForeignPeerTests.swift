@@ -45,9 +45,9 @@ struct TCPForeignPeerTests {
     }
 
     /// Runs the peer as child `child` (its secret key) against `server`;
-    /// with `home`, its hello carries a home frame.
-    static func runPeer(child: Int, against server: Server, home: Bool = false) throws -> SpawnedProgram {
-        try runPeer("tcp_peer.py", child: child, endpoint: server.endpoint, name: server.name, extra: home ? ["home"] : [])
+    /// `mode`: its hello's home frame ("home", "badhome"), or none.
+    static func runPeer(child: Int, against server: Server, mode: String? = nil) throws -> SpawnedProgram {
+        try runPeer("tcp_peer.py", child: child, endpoint: server.endpoint, name: server.name, extra: mode.map { [$0] } ?? [])
     }
 
     /// Runs `script` as child `child` against the port named `name` at `endpoint`.
@@ -90,7 +90,7 @@ struct TCPForeignPeerTests {
     func peerWithAHomeFrameReadsRelativeDescriptors() throws {
         let server = try Server()
         defer { server.stop() }
-        let program = try Self.runPeer(child: 3, against: server, home: true)
+        let program = try Self.runPeer(child: 3, against: server, mode: "home")
         let lines = program.output.split(separator: "\n").map(String.init)
         #expect(program.waitForExit(timeout: 1) == 0, "\(program.output) \(program.errorOutput)")
         #expect(lines.first == "WELCOMED \(NetworkPeerProcess.hex(WireFormat.instanceBytes(.current)))")
@@ -101,6 +101,17 @@ struct TCPForeignPeerTests {
         #expect(lines.last == "DONE")
         #expect(server.port.dropCounts[.badPackedRecords] == 1)
         #expect(server.port.droppedMessageCount == 1)
+    }
+
+    @Test("S-NET-1, S-PORT-7: a Python peer whose hello's home frame is malformed (cut short) gets no welcome: the endpoint drops the hello and counts it as truncated")
+    func peerWithAMalformedHomeFrameIsNotWelcomed() throws {
+        let server = try Server()
+        defer { server.stop() }
+        let truncated = Port.tcpEndpointDropCounts[.truncated]
+        let program = try Self.runPeer(child: 3, against: server, mode: "badhome")
+        #expect(program.waitForExit(timeout: 1) == 3, "\(program.output) \(program.errorOutput)")
+        #expect(program.output == "REFUSED\n")
+        #expect(Port.tcpEndpointDropCounts[.truncated] >= truncated + 1)
     }
 
     @Test("Typed payloads (issue 43): a Python peer written from docs/wire-format.md sends a typed request in binary and in JSON with a port of its own inside the value, and reads the typed answer (in its request's encoding) and the extra copies sent to that port")
