@@ -108,14 +108,16 @@ public final class SocketSource: @unchecked Sendable {
     }
 
     /// An auxiliary source on a file descriptor (`isAuxiliary`), called
-    /// while it is readable. `package`: the ports' network reader is one.
-    package init(auxiliaryOn fileDescriptor: Int32, handler: @escaping @Sendable () -> CalloutBatch.Outcome) {
+    /// while it is readable, with the pass's batch (its `limit` says
+    /// whether the run returns after one source). `package`: the ports'
+    /// network reader is one.
+    package init(auxiliaryOn fileDescriptor: Int32, handler: @escaping @Sendable (CalloutBatch) -> CalloutBatch.Outcome) {
         endpoint = .fileDescriptor(fileDescriptor)
         socketDescriptor = nil
         inputCheck = nil
         order = 0
         isAuxiliary = true
-        self.handler = { _, _ in handler() }
+        self.handler = { _, batch in handler(batch) }
     }
 
     /// A source on a file descriptor, called while it is readable. The source

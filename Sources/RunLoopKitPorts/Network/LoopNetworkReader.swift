@@ -51,10 +51,18 @@ final class LoopNetworkReader: @unchecked Sendable {
     @exclusivity(unchecked) private var inboundsGeneration = UInt64.max
     /// The sockets whose signal a pass's `epoll_wait` gave, kept for reuse.
     @exclusivity(unchecked) private var signalled: [Int32] = []
-    /// Set when a read stopped with messages left: the reader marked itself
-    /// ready on its loop (no system call), and reads every socket at its
-    /// next callout.
+    /// Set when a read is owed: the reader marked itself ready on its loop
+    /// (no system call) and reads at its next callout.
     @exclusivity(unchecked) private var readOwed = false
+    /// Set when a read stopped with messages left: the next callout reads
+    /// every socket.
+    @exclusivity(unchecked) private var readAllOwed = false
+    /// The sockets whose read stopped after a message for a port of this
+    /// loop (`TCPInbound.Outcome.deferred`): the next callout reads them to
+    /// their end (the second list, the ones being read, kept for reuse).
+    // U-NETWORK-READER (docs/unsafe-sites.md).
+    @exclusivity(unchecked) private var deferredSockets: [Int32] = []
+    @exclusivity(unchecked) private var deferredToRead: [Int32] = []
     /// Messages read from one socket before the loop gets on with the pass:
     /// as many as a port delivers in one by default, so that a flood to a
     /// port of this loop settles at a pass's worth queued. Read faster than
@@ -75,8 +83,8 @@ final class LoopNetworkReader: @unchecked Sendable {
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")
         watch(again)
-        source = SocketSource(auxiliaryOn: pollSet) { [reader = WeakCapture(self)] in
-            reader.object?.readSockets() ?? CalloutBatch.Outcome(handled: false, drained: true)
+        source = SocketSource(auxiliaryOn: pollSet) { [reader = WeakCapture(self)] batch in
+            reader.object?.readSockets(batch) ?? CalloutBatch.Outcome(handled: false, drained: true)
         }
     }
 
@@ -121,13 +129,27 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// The source's handler: marks ready the ports other threads handed a
     /// message, then reads every socket that signalled (all of them when
     /// `again` did), handing each message to its port.
-    private func readSockets() -> CalloutBatch.Outcome {
+    ///
+    /// Woken by a signal in a run that goes on after a source (`batch`'s
+    /// limit), it stops reading a socket after a message for a port of
+    /// this loop and reads the rest at the next pass, after the port's
+    /// handler: a reply sent there then needs no look for input of its own
+    /// (two system calls; `TCPInbound.lookAfterSend`), since that read
+    /// processes the socket's commands. A run that returns after one
+    /// source reads to the end at once: its loop may not run again soon.
+    private func readSockets(_ batch: CalloutBatch) -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
-        var readAll = readOwed
-        var againSignalled = false
+        var readAll = readAllOwed
+        let deferring = !readOwed && batch.limit == .max
+        // A callout owed only deferred reads skips the epoll set: what
+        // signalled since, its loop's wait reports (level-triggered).
+        let asksPollSet = !readOwed || readAllOwed
+        swap(&deferredSockets, &deferredToRead)
         readOwed = false
+        readAllOwed = false
+        var againSignalled = false
         signalled.removeAll(keepingCapacity: true)
-        while true {
+        while asksPollSet {
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
             guard count > 0 else { break }
             for index in 0..<Int(count) {
@@ -152,14 +174,29 @@ final class LoopNetworkReader: @unchecked Sendable {
         }
         refreshInbounds()
         var held = false
-        for inbound in inbounds where readAll || signalled.contains(inbound.pollDescriptor) {
-            switch inbound.read(limit: Self.batch, by: self) {
+        for inbound in inbounds
+        where readAll || signalled.contains(inbound.pollDescriptor) || deferredToRead.contains(inbound.pollDescriptor) {
+            switch inbound.read(limit: Self.batch, by: self, deferring: deferring) {
             // Messages left, which no signal will announce: whoever reads the socket now reads on.
-            case .more: if inbound.reader === self { readOnAtNextPass() } else { hub.readAgain(inbound) }
+            case .more:
+                if inbound.reader === self {
+                    readAllOwed = true
+                    readOnAtNextPass()
+                } else {
+                    hub.readAgain(inbound)
+                }
+            case .deferred:
+                if inbound.reader === self {
+                    deferredSockets.append(inbound.pollDescriptor)
+                    readOnAtNextPass()
+                } else {
+                    hub.readAgain(inbound)
+                }
             case .held: held = true
             case .drained, .busy: break
             }
         }
+        deferredToRead.removeAll(keepingCapacity: true)
         // The network thread waits for the port's room and reads on.
         if held { hub.wakeNetworkThread() }
         // Not drained while a read is owed: the loop keeps the reader on

@@ -85,6 +85,7 @@ final class NetworkThread: @unchecked Sendable {
                 // with nothing announcing it waited for this reading.
                 let safetyNetOnly = loopsRead && !wasHolding && !stalled.contains(key)
                 let announced = !safetyNetOnly || inbound.isSignalled || inbound.readRequested.load(ordering: .relaxed)
+                    || inbound.drainOwed.load(ordering: .relaxed)
                 let (outcome, messages) = inbound.readCounting(limit: Self.batch, by: nil)
                 if !announced && messages > 0 {
                     inbound.unannouncedMessages.wrappingAdd(UInt64(messages), ordering: .relaxed)
@@ -201,7 +202,8 @@ final class NetworkThread: @unchecked Sendable {
                 stalled.insert(key)
                 continue
             }
-            let input = descriptor.revents & Int16(POLLIN) != 0
+            // A read its reader owes counts as input: no signal announces what it will find.
+            let input = descriptor.revents & Int16(POLLIN) != 0 || inbound.drainOwed.load(ordering: .relaxed)
             let runs = reader.runs.load(ordering: .relaxed)
             // A reader whose loop is not running (a thread that ran it only
             // for a request of its own) will not read: at once, not at the

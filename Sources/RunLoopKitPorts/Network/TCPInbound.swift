@@ -35,6 +35,10 @@ final class TCPInbound: @unchecked Sendable {
         case held
         /// Another reader is reading: it reads until the socket runs dry.
         case busy
+        /// It stopped after a message for a port of the reader's own loop,
+        /// which owes the socket a read to its end at its next pass
+        /// (`drainOwed`).
+        case deferred
     }
 
     private unowned let hub: NetworkHub
@@ -47,10 +51,20 @@ final class TCPInbound: @unchecked Sendable {
     /// Set when a reader is told to read this socket (`NetworkHub.readAgain`),
     /// cleared when one does.
     let readRequested = Atomic<Bool>(false)
+    /// Set while a loop reader that stopped after a message for its own
+    /// loop owes the socket a read to its end (`Outcome.deferred`), cleared
+    /// when a read begins. Until then a send skips its look for input: the
+    /// read that follows it makes libzmq process the socket's commands,
+    /// which is all the look would do (`lookAfterSend`).
+    let drainOwed = Atomic<Bool>(false)
     /// Messages the network thread's quarter-second reading found with
     /// nothing to announce them (no ZMQ_FD signal, no request to read): each
     /// waited for that reading, a safety net. None should; the tests check.
     let unannouncedMessages = Atomic<UInt64>(0)
+    /// Looks for input made after sends (`lookAfterSend`): a send from the
+    /// handler of a port this socket's reader just handed a message to
+    /// makes none (`drainOwed`); the tests count them.
+    let looksMade = Atomic<UInt64>(0)
     /// The loop reader that reads this socket (NetworkHub+Readers.swift),
     /// nil while none does; and whether the socket is open (false once it
     /// closes, so that no reader watches its descriptor again). Set under
@@ -139,16 +153,22 @@ final class TCPInbound: @unchecked Sendable {
     /// Reading follows the traffic: when the last message read went to a
     /// port of another loop than the reader's, that loop's reader reads
     /// this socket from now on (NetworkHub+Readers.swift).
-    func read(limit: Int, by reader: LoopNetworkReader?) -> Outcome {
-        readCounting(limit: limit, by: reader).outcome
+    /// With `deferring`, a loop reader stops after a message for a port of
+    /// its own loop and reads on at its next pass (`Outcome.deferred`).
+    func read(limit: Int, by reader: LoopNetworkReader?, deferring: Bool = false) -> Outcome {
+        readCounting(limit: limit, by: reader, deferring: deferring).outcome
     }
 
     /// `read`, and how many messages it read.
-    func readCounting(limit: Int, by reader: LoopNetworkReader?) -> (outcome: Outcome, messages: Int) {
+    func readCounting(limit: Int, by reader: LoopNetworkReader?, deferring: Bool = false) -> (outcome: Outcome, messages: Int) {
         guard readerLock.tryLock() else { return (.busy, 0) }
         readRequested.store(false, ordering: .relaxed)
+        // Before the first receive takes the socket's lock: a send that
+        // still sees it set is followed by that receive (`lookAfterSend`).
+        if drainOwed.load(ordering: .relaxed) { drainOwed.store(false, ordering: .relaxed) }
         var messages = 0
-        let outcome = readLocked(limit: limit, by: reader, counting: &messages)
+        let outcome = readLocked(limit: limit, by: reader, deferring: deferring, counting: &messages)
+        if outcome == .deferred { drainOwed.store(true, ordering: .relaxed) }
         let lastLoop = delivery.lastLoop
         delivery.lastLoop = nil
         readerLock.unlock()
@@ -164,7 +184,7 @@ final class TCPInbound: @unchecked Sendable {
     }
 
     /// Reader lock held.
-    private func readLocked(limit: Int, by reader: LoopNetworkReader?, counting messages: inout Int) -> Outcome {
+    private func readLocked(limit: Int, by reader: LoopNetworkReader?, deferring: Bool, counting messages: inout Int) -> Outcome {
         if held != nil && !retryHeld(by: reader) { return .held }
         for _ in 0..<limit {
             let received: Bool = socketLock.withLock {
@@ -175,6 +195,10 @@ final class TCPInbound: @unchecked Sendable {
             messages += 1
             if isListener { handleAccepted(by: reader) } else { handle(by: reader) }
             if held != nil { return .held }
+            // The port's handler runs in this pass and most often sends (a
+            // reply, the next request): the read to the socket's end waits
+            // for after it, and stands for the look that send would make.
+            if deferring, let readerLoop = reader?.loopID, delivery.lastLoop == readerLoop { return .deferred }
         }
         return .more
     }
@@ -358,6 +382,8 @@ final class TCPInbound: @unchecked Sendable {
     /// skips it leaves it owed, and the network thread makes it within a
     /// millisecond or two if no later send did (docs/design.md, "Across machines").
     func lookAfterSend() {
+        // A read of the socket to its end is owed, and follows this send.
+        if drainOwed.load(ordering: .relaxed) { return }
         let now = MonotonicClock.now()
         if now &- lookedAt >= Self.lookInterval {
             look(at: now)
@@ -397,6 +423,7 @@ final class TCPInbound: @unchecked Sendable {
     private func look(at now: UInt64) -> SocketEvents {
         lookedAt = now
         lookOwed = false
+        looksMade.wrappingAdd(1, ordering: .relaxed)
         let events = (try? socket.events) ?? []
         if events.contains(.pollIn) { hub.readAgain(self) }
         return events

@@ -244,6 +244,52 @@ struct TCPLoopReadingTests {
         }
     }
 
+    @Test("S-NET-1: a loop that sends from its tcp port's handler (the next request, on each reply) reads the socket to its end after the handler, and that read stands for the send's look for input: 300 round trips with a peer, none lost, none waiting for the network thread, and the socket looked at after a send only where no read was owed")
+    func aSendFromTheHandlerIsFollowedByTheSocketsRead() throws {
+        let thread = LoopThread(name: "tcp-ping-pong")
+        try thread.start()
+        defer { thread.stop() }
+        let peer = try NetworkPeerProcess.serve(child: 0)
+        defer { peer.stop() }
+        let remote = try peer.sendRight()
+        let port = try Port(transport: TCPPortTests.loopback)
+        defer { port.invalidate() }
+        let rounds = 300
+        let replies = Counter()
+        let finished = DispatchSemaphore(value: 0)
+        let failure = Locked<String?>(nil)
+        // The serving peer answers msgid 7 with the request's components.
+        let ping = { @Sendable (round: Int) in
+            do throws(PortError) {
+                try remote.send(msgid: 7, components: [.data(Data("\(round)".utf8))], replyPort: port, before: Date() + 10)
+            } catch {
+                failure.withLock { $0 = "round \(round): \(error)" }
+                finished.signal()
+            }
+        }
+        port.setMessageHandler { message in
+            let round = replies.increment()
+            if String(decoding: message.dataComponents.first ?? Data(), as: UTF8.self) != "\(round - 1)" {
+                failure.withLock { $0 = $0 ?? "reply \(round) out of order" }
+            }
+            if round == rounds { finished.signal() } else { ping(round) }
+        }
+        try port.schedule(on: thread)
+        try thread.perform { ping(0) }
+        #expect(finished.wait(timeout: .now() + 60) == .success, "\(replies.value) of \(rounds) replies")
+        #expect(failure.withLock { $0 } == nil)
+        #expect(replies.value == rounds)
+        let instance = try #require(remote.address.tcpEndpoint?.instance)
+        let inbound = try #require(NetworkHub.shared.state.withLock { $0.connections[instance] }?.inbound)
+        #expect(inbound.unannouncedMessages.load(ordering: .relaxed) == 0)
+        // The first request, sent from a block, looks; each later one is
+        // sent from a handler whose read to the socket's end is owed.
+        // Without that, every send looks, or leaves a look to the network
+        // thread: about one a round trip.
+        let looks = inbound.looksMade.load(ordering: .relaxed)
+        #expect(looks <= 10, "\(looks) looks for input after \(rounds) sends")
+    }
+
     @Test("S-NET-1, S-PORT-4: a peer that floods a port whose loop is blocked fills what lies between them until its sends time out; once the loop runs, every message it sent arrives, none lost, in order")
     func aFullPortHoldsItsSocketAndLosesNothing() throws {
         let thread = LoopThread(name: "tcp-flooded")
