@@ -55,6 +55,9 @@ public final class SocketSource: @unchecked Sendable {
     /// no run going (S-RUN-1 counts only the user's sources) and its
     /// handler says itself whether it handled an event.
     let isAuxiliary: Bool
+    /// An auxiliary source's descriptor is registered edge-triggered: its
+    /// handler is called once per edge, and owes itself the rest.
+    private let isEdgeTriggered: Bool
 
     /// The epoll token that identifies this source in its loop's wait sets.
     let token: UInt64 = SocketSource.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -89,6 +92,7 @@ public final class SocketSource: @unchecked Sendable {
         socketDescriptor = Result { () throws(ZMQError) -> Int32 in try socket.fileDescriptor }
         inputCheck = nil
         isAuxiliary = false
+        isEdgeTriggered = true
         socket.releaseOwnership()
     }
 
@@ -105,18 +109,25 @@ public final class SocketSource: @unchecked Sendable {
         socketDescriptor = .success(pollDescriptor)
         inputCheck = hasInput
         isAuxiliary = false
+        isEdgeTriggered = true
     }
 
     /// An auxiliary source on a file descriptor (`isAuxiliary`), called
-    /// while it is readable, with the pass's batch (its `limit` says
+    /// while it is readable, or with `edgeTriggered` once each time it
+    /// becomes readable (an epoll set's descriptor: once each time a
+    /// descriptor in it signals), with the pass's batch (its `limit` says
     /// whether the run returns after one source). `package`: the ports'
     /// network reader is one.
-    package init(auxiliaryOn fileDescriptor: Int32, handler: @escaping @Sendable (CalloutBatch) -> CalloutBatch.Outcome) {
+    package init(
+        auxiliaryOn fileDescriptor: Int32, edgeTriggered: Bool = false,
+        handler: @escaping @Sendable (CalloutBatch) -> CalloutBatch.Outcome
+    ) {
         endpoint = .fileDescriptor(fileDescriptor)
         socketDescriptor = nil
         inputCheck = nil
         order = 0
         isAuxiliary = true
+        isEdgeTriggered = edgeTriggered
         self.handler = { _, batch in handler(batch) }
     }
 
@@ -127,6 +138,7 @@ public final class SocketSource: @unchecked Sendable {
         socketDescriptor = nil
         inputCheck = nil
         isAuxiliary = false
+        isEdgeTriggered = false
         self.order = order
         self.handler = { source, _ in handler(source, fileDescriptor); return .handlerRan }
     }
@@ -163,7 +175,7 @@ public final class SocketSource: @unchecked Sendable {
             case nil: preconditionFailure("unreachable: a socket source reads ZMQ_FD in init")
             }
         case let .fileDescriptor(fd):
-            return (fd, false)
+            return (fd, isEdgeTriggered)
         }
     }
 

@@ -14,10 +14,14 @@ import Synchronization
 /// It waits on an epoll set of its own holding each tcp socket's ZMQ_FD
 /// (edge-triggered: a signal is an edge) and an eventfd, `again`, which
 /// other threads signal when a socket must be read though no edge says
-/// so. Stopped at its batch with messages left (no signal would announce
-/// them), it puts itself back on its loop's ready list instead, and reads
-/// on at the next pass. It is an auxiliary source: it keeps no run going
-/// and a pass that only read handled no source (S-RUN-1, S-RUN-2).
+/// so. Its loop watches that set edge-triggered too, so that a reader of
+/// one socket (a client's, a peer's) need not ask the set what signalled:
+/// it reads its socket at every callout, and learns of `again` from a
+/// flag raised with it. Stopped at its batch with messages left (no signal
+/// would announce them), it puts itself back on its loop's ready list
+/// instead, and reads on at the next pass. It is an auxiliary source: it
+/// keeps no run going and a pass that only read handled no source
+/// (S-RUN-1, S-RUN-2).
 final class LoopNetworkReader: @unchecked Sendable {
     private unowned let hub: NetworkHub
     weak var loop: RunLoop?
@@ -33,6 +37,9 @@ final class LoopNetworkReader: @unchecked Sendable {
     let pollSet: Int32
     /// Signalled when the sockets must be read though no edge says so.
     let again: Int32
+    /// Raised before `again` is written: a reader of one socket, which
+    /// does not ask its epoll set, looks here instead.
+    private let againRaised = Atomic<Bool>(false)
     private(set) var source: SocketSource!
     /// The modes the source was added to (under the hub's lock).
     var modes: Set<RunLoop.Mode> = []
@@ -83,7 +90,7 @@ final class LoopNetworkReader: @unchecked Sendable {
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")
         watch(again)
-        source = SocketSource(auxiliaryOn: pollSet) { [reader = WeakCapture(self)] batch in
+        source = SocketSource(auxiliaryOn: pollSet, edgeTriggered: true) { [reader = WeakCapture(self)] batch in
             reader.object?.readSockets(batch) ?? CalloutBatch.Outcome(handled: false, drained: true)
         }
     }
@@ -122,6 +129,7 @@ final class LoopNetworkReader: @unchecked Sendable {
 
     /// Makes the loop read the sockets at its next pass. Any thread.
     func signal() {
+        againRaised.store(true, ordering: .releasing)
         var one: UInt64 = 1
         _ = write(again, &one, 8)
     }
@@ -139,17 +147,21 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// source reads to the end at once: its loop may not run again soon.
     private func readSockets(_ batch: CalloutBatch) -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
-        var readAll = readAllOwed
+        refreshInbounds()
         let deferring = !readOwed && batch.limit == .max
-        // A callout owed only deferred reads skips the epoll set: what
-        // signalled since, its loop's wait reports (level-triggered).
-        let asksPollSet = !readOwed || readAllOwed
+        // One socket is read at every callout, whatever woke it. With more,
+        // the set says which signalled; it is asked at every callout, since
+        // its loop reports it once an edge, and an edge that came while
+        // the reader was on its ready list already was taken with no callout.
+        let readsEverySocket = inbounds.count == 1
+        let raised = againRaised.load(ordering: .acquiring) && againRaised.exchange(false, ordering: .acquiringAndReleasing)
+        var readAll = readAllOwed || raised
         swap(&deferredSockets, &deferredToRead)
         readOwed = false
         readAllOwed = false
         var againSignalled = false
         signalled.removeAll(keepingCapacity: true)
-        while asksPollSet {
+        while !readsEverySocket {
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
             guard count > 0 else { break }
             for index in 0..<Int(count) {
@@ -158,21 +170,16 @@ final class LoopNetworkReader: @unchecked Sendable {
             }
             if Int(count) < events.count { break }
         }
-        readAll = readAll || againSignalled
-        if readAll {
-            // Drained only when it signalled: a read owed finds it empty (a
-            // system call that fails), at every batch of a flood.
-            if againSignalled {
-                var value: UInt64 = 0
-                _ = read(again, &value, 8)
-            }
+        readAll = readAll || againSignalled || readsEverySocket
+        if raised || againSignalled {
+            var value: UInt64 = 0
+            _ = read(again, &value, 8)
             let handed = pending.withLock { sources in
                 defer { sources.removeAll(keepingCapacity: true) }
                 return sources
             }
             if let loop { for source in handed where source.binding.loop === loop { loop.markReady(source) } }
         }
-        refreshInbounds()
         var held = false
         for inbound in inbounds
         where readAll || signalled.contains(inbound.pollDescriptor) || deferredToRead.contains(inbound.pollDescriptor) {
