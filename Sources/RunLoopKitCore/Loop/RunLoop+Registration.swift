@@ -234,4 +234,13 @@ extension RunLoop {
         assert(RunLoop.current === self, "RunLoopKit: markReady(_:) is for the loop's own thread")
         waiter.readyList.append(source, confirmed: true)
     }
+
+    /// Takes `source` off the loop's ready list, where `markReady` put it,
+    /// when what it was to do there was done meanwhile. On the loop's own
+    /// thread only. `package`: the ports' network reader calls off a read
+    /// that a send made.
+    package func unmarkReady(_ source: SocketSource) {
+        assert(RunLoop.current === self, "RunLoopKit: unmarkReady(_:) is for the loop's own thread")
+        waiter.readyList.forgetDrained(source)
+    }
 }

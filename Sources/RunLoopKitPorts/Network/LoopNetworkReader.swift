@@ -76,7 +76,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// delivered, the port's queue would fill, and a full port's socket is
     /// the network thread's to wait on: a hop between threads every few
     /// batches (docs/performance.md, "Over tcp").
-    private static let batch = Port.defaultMaxMessagesPerCallout
+    static let batch = Port.defaultMaxMessagesPerCallout
 
     /// The loop's reader; made (its fds too) by the hub, which registers
     /// every tcp socket in it.
@@ -193,12 +193,11 @@ final class LoopNetworkReader: @unchecked Sendable {
                     hub.readAgain(inbound)
                 }
             case .deferred:
-                if inbound.reader === self {
-                    deferredSockets.append(inbound.pollDescriptor)
-                    readOnAtNextPass()
-                } else {
-                    hub.readAgain(inbound)
-                }
+                // The message went to this loop, so the socket stays with
+                // this reader. Most often a send from the port's handler
+                // makes the read (`deferredReadMade`) and calls this off.
+                deferredSockets.append(inbound.pollDescriptor)
+                readOnAtNextPass()
             case .held: held = true
             case .drained, .busy: break
             }
@@ -211,13 +210,36 @@ final class LoopNetworkReader: @unchecked Sendable {
         return CalloutBatch.Outcome(handled: false, drained: !readOwed)
     }
 
+    /// A send on this loop's thread made the read to the socket's end that
+    /// a callout deferred (`TCPInbound.drainIfOwedHere`): the socket leaves
+    /// the deferred list, and the callout that was to make the read is
+    /// called off if nothing else is owed. The loop's thread, after the
+    /// reader's callout (a send from a port's handler).
+    func deferredReadMade(on descriptor: Int32, outcome: TCPInbound.Outcome, by inbound: TCPInbound) {
+        if let index = deferredSockets.firstIndex(of: descriptor) { deferredSockets.remove(at: index) }
+        switch outcome {
+        case .more:
+            // Messages left that no signal will announce.
+            readAllOwed = true
+            readOnAtNextPass()
+        case .held: hub.wakeNetworkThread()
+        case .drained, .busy, .deferred: break
+        }
+        guard readOwed, !readAllOwed, deferredSockets.isEmpty else { return }
+        readOwed = false
+        // U-NETWORK-READER (docs/unsafe-sites.md): on the loop's thread.
+        readingLoop.withGuaranteedReference { $0.unmarkReady(source) }
+    }
+
     /// The loop's thread: the reader is called again at the loop's next
     /// pass, after the sources ready before it (a port it just handed a
     /// message to among them).
     private func readOnAtNextPass() {
-        guard !readOwed, let loop else { return }
+        guard !readOwed else { return }
         readOwed = true
-        loop.markReady(source)
+        // U-NETWORK-READER (docs/unsafe-sites.md): on the loop's thread,
+        // without the weak load and the retain of `loop`.
+        readingLoop.withGuaranteedReference { $0.markReady(source) }
     }
 
     private func refreshInbounds() {

@@ -301,14 +301,19 @@ final class TCPConnection: @unchecked Sendable {
     /// since a send may have taken the readiness signal its readers wait
     /// for (`TCPInbound.lookAfterSend`).
     private func withSocket<R>(port: @autoclosure () -> PortAddress, _ body: (Socket) throws(PortError) -> R) throws(PortError) -> R {
-        socketLock.lock()
-        defer {
-            socket.releaseOwnership()
-            socketLock.unlock()
+        let result: R
+        do {
+            socketLock.lock()
+            defer {
+                socket.releaseOwnership()
+                socketLock.unlock()
+            }
+            if status.load(ordering: .acquiring) == 2, let error = lostError(for: port()) { throw error }
+            result = try body(socket)
+            readingSide.lookAfterSend()
         }
-        if status.load(ordering: .acquiring) == 2, let error = lostError(for: port()) { throw error }
-        let result = try body(socket)
-        readingSide.lookAfterSend()
+        // With the lock released: a read this thread's loop owes the socket is made now.
+        readingSide.drainIfOwedHere()
         return result
     }
 

@@ -41,9 +41,10 @@ final class TCPInbound: @unchecked Sendable {
         case deferred
     }
 
-    private unowned let hub: NetworkHub
-    private let socket: Socket
-    private let socketLock: Lock
+    // Not private: the sends' side (TCPInbound+AfterSend.swift) uses them.
+    unowned let hub: NetworkHub
+    let socket: Socket
+    let socketLock: Lock
     /// ZMQ_FD, read once: what readers watch.
     let pollDescriptor: Int32
     /// True while a message waits for room (the network thread watches it then).
@@ -57,6 +58,9 @@ final class TCPInbound: @unchecked Sendable {
     /// read that follows it makes libzmq process the socket's commands,
     /// which is all the look would do (`lookAfterSend`).
     let drainOwed = Atomic<Bool>(false)
+    /// The thread whose loop's reader owes that read (its `pthread_self`),
+    /// which makes it right after a send of its own (`drainAfterSend`).
+    let drainThread = Atomic<UInt>(0)
     /// Messages the network thread's quarter-second reading found with
     /// nothing to announce them (no ZMQ_FD signal, no request to read): each
     /// waited for that reading, a safety net. None should; the tests check.
@@ -75,7 +79,7 @@ final class TCPInbound: @unchecked Sendable {
     // Under readerLock from here on. The state a message touches is
     // @exclusivity(unchecked): the lock makes each access exclusive.
     // U-INBOUND-STATE (docs/unsafe-sites.md).
-    private let readerLock = Lock()
+    let readerLock = Lock()
     /// The listener this socket is (accepted connections come from its
     /// hellos), or the dialled connection it belongs to (its welcome).
     private weak var listener: TCPListener?
@@ -106,12 +110,15 @@ final class TCPInbound: @unchecked Sendable {
     // U-INBOUND-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var held: (message: IncomingFrames, portID: UInt64)?
     @exclusivity(unchecked) private var delivery = PortDelivery()
+    /// The reader that owes this socket a read to its end (`drainOwed`).
+    // U-INBOUND-STATE (docs/unsafe-sites.md).
+    @exclusivity(unchecked) var drainReader: LoopNetworkReader?
 
     // Under socketLock, from here on: when a look for input after a send
     // was last made, and whether a send since made none (`lookAfterSend`).
     // U-INBOUND-STATE (docs/unsafe-sites.md).
-    @exclusivity(unchecked) private var lookedAt: UInt64 = 0
-    @exclusivity(unchecked) private var lookOwed = false
+    @exclusivity(unchecked) var lookedAt: UInt64 = 0
+    @exclusivity(unchecked) var lookOwed = false
     /// Sends closer together than this share one look for input.
     static let lookInterval: UInt64 = 50_000
 
@@ -162,13 +169,25 @@ final class TCPInbound: @unchecked Sendable {
     /// `read`, and how many messages it read.
     func readCounting(limit: Int, by reader: LoopNetworkReader?, deferring: Bool = false) -> (outcome: Outcome, messages: Int) {
         guard readerLock.tryLock() else { return (.busy, 0) }
+        return readHoldingLock(limit: limit, by: reader, deferring: deferring)
+    }
+
+    /// `readCounting` once its reader lock is taken; unlocks it.
+    func readHoldingLock(limit: Int, by reader: LoopNetworkReader?, deferring: Bool) -> (outcome: Outcome, messages: Int) {
         readRequested.store(false, ordering: .relaxed)
         // Before the first receive takes the socket's lock: a send that
         // still sees it set is followed by that receive (`lookAfterSend`).
-        if drainOwed.load(ordering: .relaxed) { drainOwed.store(false, ordering: .relaxed) }
+        if drainOwed.load(ordering: .relaxed) {
+            drainOwed.store(false, ordering: .relaxed)
+            drainReader = nil
+        }
         var messages = 0
         let outcome = readLocked(limit: limit, by: reader, deferring: deferring, counting: &messages)
-        if outcome == .deferred { drainOwed.store(true, ordering: .relaxed) }
+        if outcome == .deferred {
+            drainReader = reader
+            drainThread.store(pthread_self(), ordering: .relaxed)
+            drainOwed.store(true, ordering: .relaxed)
+        }
         let lastLoop = delivery.lastLoop
         delivery.lastLoop = nil
         readerLock.unlock()
@@ -369,64 +388,6 @@ final class TCPInbound: @unchecked Sendable {
         held = nil
         isHolding.store(false, ordering: .releasing)
         hub.holdingInbounds.wrappingSubtract(1, ordering: .releasing)
-    }
-
-    // MARK: - After a send
-
-    /// After a send, socket lock held: a send may have taken the readiness
-    /// signal the socket's readers wait for (ZMQ_FD is edge-triggered, and
-    /// libzmq may process the socket's commands inside a send), so the
-    /// socket is looked at (ZMQ_EVENTS) and its readers told if it has
-    /// input. A look costs two system calls, as much as the rest of a send,
-    /// so sends closer together than `lookInterval` share one: a send that
-    /// skips it leaves it owed, and the network thread makes it within a
-    /// millisecond or two if no later send did (docs/design.md, "Across machines").
-    func lookAfterSend() {
-        // A read of the socket to its end is owed, and follows this send.
-        if drainOwed.load(ordering: .relaxed) { return }
-        let now = MonotonicClock.now()
-        if now &- lookedAt >= Self.lookInterval {
-            look(at: now)
-        } else if !lookOwed {
-            lookOwed = true
-            hub.lookOwed()
-        }
-    }
-
-    /// Network thread: makes this socket's owed look if its interval has
-    /// passed; false while it stays owed. A socket whose lock is held (a
-    /// flood's sender, most often) is left for the next try: the network
-    /// thread never makes a sender wait for it.
-    func makeOwedLook() -> Bool {
-        guard socketLock.tryLock() else { return false }
-        defer {
-            socket.releaseOwnership()
-            socketLock.unlock()
-        }
-        guard lookOwed else { return true }
-        let now = MonotonicClock.now()
-        guard now &- lookedAt >= Self.lookInterval else { return false }
-        look(at: now)
-        return true
-    }
-
-    /// A send found no room, socket lock held: the socket is looked at
-    /// now, whatever the interval, since the look also processes the
-    /// socket's commands (libzmq does so in a send at most once a
-    /// millisecond), room made among them. True if there is room now.
-    func lookForRoom() -> Bool {
-        look(at: MonotonicClock.now()).contains(.pollOut)
-    }
-
-    /// Socket lock held.
-    @discardableResult
-    private func look(at now: UInt64) -> SocketEvents {
-        lookedAt = now
-        lookOwed = false
-        looksMade.wrappingAdd(1, ordering: .relaxed)
-        let events = (try? socket.events) ?? []
-        if events.contains(.pollIn) { hub.readAgain(self) }
-        return events
     }
 
     /// At exit, or when the socket closes: a held message goes with it.

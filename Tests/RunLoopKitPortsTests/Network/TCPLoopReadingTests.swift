@@ -244,7 +244,7 @@ struct TCPLoopReadingTests {
         }
     }
 
-    @Test("S-NET-1: a loop that sends from its tcp port's handler (the next request, on each reply) reads the socket to its end after the handler, and that read stands for the send's look for input: 300 round trips with a peer, none lost, none waiting for the network thread, and the socket looked at after a send only where no read was owed")
+    @Test("S-NET-1: a loop that sends from its tcp port's handler (the next request, on each reply) reads the socket to its end right after that send, and the read stands for the send's look for input: 300 round trips with a peer, none lost, none waiting for the network thread, one callout of the loop's reader a round trip, and the socket looked at after a send only where no read was owed")
     func aSendFromTheHandlerIsFollowedByTheSocketsRead() throws {
         let thread = LoopThread(name: "tcp-ping-pong")
         try thread.start()
@@ -288,6 +288,10 @@ struct TCPLoopReadingTests {
         // thread: about one a round trip.
         let looks = inbound.looksMade.load(ordering: .relaxed)
         #expect(looks <= 10, "\(looks) looks for input after \(rounds) sends")
+        // The send makes that read at once, and calls off the reader's
+        // callout that was to make it: one callout a round trip, not two.
+        let callouts = try #require(inbound.reader).runs.load(ordering: .relaxed)
+        #expect(callouts < UInt64(rounds) * 3 / 2, "\(callouts) callouts of the loop's reader for \(rounds) round trips")
     }
 
     @Test("S-NET-1, S-PORT-4: a peer that floods a port whose loop is blocked fills what lies between them until its sends time out; once the loop runs, every message it sent arrives, none lost, in order")
