@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Where a tcp round trip's time goes on each side: from the moment a side
+# wakes (its blocking wait returns) to the write that hands its send to
+# libzmq's I/O thread, for RunLoopKit's loops and raw libzmq's peers in the
+# same run (docs/performance.md, "Over tcp"). The tracepoints are recorded
+# only for epoll_wait, poll and write, whose cost (about a microsecond each)
+# adds a little to every figure, to ours and raw's alike.
+#
+#   Benchmarks/scripts/wake-to-send.sh                  # roundtrip-tcp, one pass
+#   PLACEMENT=same Benchmarks/scripts/wake-to-send.sh
+#
+# Needs perf (Debian: linux-perf) and root, or a perf_event_paranoid that
+# allows tracepoints.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bench=.build/release/rlk-bench
+[ -x "$bench" ] || swift build -c release --product rlk-bench
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+filter='id == 1 || id == 7 || id == 232'
+perf record -q -m 16M -o "$out/perf.data" \
+    -e raw_syscalls:sys_enter --filter "$filter" -e raw_syscalls:sys_exit --filter "$filter" \
+    "$bench" --quick --passes 1 --placement "${PLACEMENT:-cross}" --filter roundtrip-tcp \
+    | grep -E '^(roundtrip-tcp|ports-behind)' || true
+perf script --ns -i "$out/perf.data" -F comm,tid,time,event,trace > "$out/trace.txt" 2>/dev/null
+python3 scripts/wake-to-send.py "$out/trace.txt"
