@@ -140,11 +140,12 @@ final class LoopNetworkReader: @unchecked Sendable {
     ///
     /// Woken by a signal in a run that goes on after a source (`batch`'s
     /// limit), it stops reading a socket after a message for a port of
-    /// this loop and reads the rest at the next pass, after the port's
-    /// handler: a reply sent there then needs no look for input of its own
-    /// (two system calls; `TCPInbound.lookAfterSend`), since that read
-    /// processes the socket's commands. A run that returns after one
-    /// source reads to the end at once: its loop may not run again soon.
+    /// this loop, and the rest is read after the port's handler: by the
+    /// send the handler makes on that socket, right after it
+    /// (`TCPInbound.drainIfOwedHere`), which then needs no look for input
+    /// of its own (two system calls; `TCPInbound.lookAfterSend`), or else
+    /// by this reader's next callout. A run that returns after one source
+    /// reads to the end at once: its loop may not run again soon.
     private func readSockets(_ batch: CalloutBatch) -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
         refreshInbounds()
@@ -215,7 +216,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// the deferred list, and the callout that was to make the read is
     /// called off if nothing else is owed. The loop's thread, after the
     /// reader's callout (a send from a port's handler).
-    func deferredReadMade(on descriptor: Int32, outcome: TCPInbound.Outcome, by inbound: TCPInbound) {
+    func deferredReadMade(on descriptor: Int32, outcome: TCPInbound.Outcome) {
         if let index = deferredSockets.firstIndex(of: descriptor) { deferredSockets.remove(at: index) }
         switch outcome {
         case .more:

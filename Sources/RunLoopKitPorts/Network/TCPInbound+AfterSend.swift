@@ -45,7 +45,7 @@ extension TCPInbound {
         // Taken, not copied: no retain and release of the reader.
         guard let reader = drainReader.take() else { return readerLock.unlock() }
         let outcome = readHoldingLock(limit: LoopNetworkReader.batch, by: reader, deferring: false).outcome
-        reader.deferredReadMade(on: pollDescriptor, outcome: outcome, by: self)
+        reader.deferredReadMade(on: pollDescriptor, outcome: outcome)
     }
 
     /// Network thread: makes this socket's owed look if its interval has

@@ -36,8 +36,9 @@ final class TCPInbound: @unchecked Sendable {
         /// Another reader is reading: it reads until the socket runs dry.
         case busy
         /// It stopped after a message for a port of the reader's own loop,
-        /// which owes the socket a read to its end at its next pass
-        /// (`drainOwed`).
+        /// which owes the socket a read to its end: made by the send the
+        /// port's handler makes, or else at the reader's next callout
+        /// (`drainOwed`, TCPInbound+AfterSend.swift).
         case deferred
     }
 
@@ -161,7 +162,7 @@ final class TCPInbound: @unchecked Sendable {
     /// port of another loop than the reader's, that loop's reader reads
     /// this socket from now on (NetworkHub+Readers.swift).
     /// With `deferring`, a loop reader stops after a message for a port of
-    /// its own loop and reads on at its next pass (`Outcome.deferred`).
+    /// its own loop, and the rest is read later (`Outcome.deferred`).
     func read(limit: Int, by reader: LoopNetworkReader?, deferring: Bool = false) -> Outcome {
         readCounting(limit: limit, by: reader, deferring: deferring).outcome
     }
@@ -390,8 +391,13 @@ final class TCPInbound: @unchecked Sendable {
         hub.holdingInbounds.wrappingSubtract(1, ordering: .releasing)
     }
 
-    /// At exit, or when the socket closes: a held message goes with it.
+    /// At exit, or when the socket closes: a held message goes with it, and
+    /// the reader a read was owed by.
     func discardHeld() {
-        readerLock.withLock { releaseHeld() }
+        readerLock.withLock {
+            releaseHeld()
+            // It holds its reader, which holds this socket.
+            drainReader = nil
+        }
     }
 }
