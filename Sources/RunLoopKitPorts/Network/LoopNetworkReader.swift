@@ -49,6 +49,9 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// How many times the reader ran: the network thread relieves a reader
     /// that does not run while its sockets have input.
     let runs = Atomic<UInt64>(0)
+    /// Of those, runs to make a read owed (`readOnAtNextPass`) that no
+    /// send made meanwhile; the tests count them.
+    let fallbackRuns = Atomic<UInt64>(0)
 
     // The loop's thread only, from here on: unchecked, because each
     // callout's dynamic checks cost more than its `epoll_wait`.
@@ -148,6 +151,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// reads to the end at once: its loop may not run again soon.
     private func readSockets(_ batch: CalloutBatch) -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
+        if readOwed { fallbackRuns.wrappingAdd(1, ordering: .relaxed) }
         refreshInbounds()
         let deferring = !readOwed && batch.limit == .max
         // One socket is read at every callout, whatever woke it. With more,
@@ -217,6 +221,16 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// called off if nothing else is owed. The loop's thread, after the
     /// reader's callout (a send from a port's handler).
     func deferredReadMade(on descriptor: Int32, outcome: TCPInbound.Outcome) {
+        if outcome == .deferred {
+            // Deferred again: the socket stays owed, and this reader's
+            // callout, the fallback, moves behind the port the message went
+            // to, which runs at the next pass if its batch ended.
+            // U-NETWORK-READER (docs/unsafe-sites.md): on the loop's thread.
+            return readingLoop.withGuaranteedReference { loop in
+                loop.unmarkReady(source)
+                loop.markReady(source)
+            }
+        }
         if let index = deferredSockets.firstIndex(of: descriptor) { deferredSockets.remove(at: index) }
         switch outcome {
         case .more:

@@ -87,6 +87,7 @@ final class NetworkThread: @unchecked Sendable {
                 let announced = !safetyNetOnly || inbound.isSignalled || inbound.readRequested.load(ordering: .relaxed)
                     || inbound.drainOwed.load(ordering: .relaxed)
                 let (outcome, messages) = inbound.readCounting(limit: Self.batch, by: nil)
+                if loopsRead && outcome != .busy { inbound.readingsInsteadOfLoops.wrappingAdd(1, ordering: .relaxed) }
                 if !announced && messages > 0 {
                     inbound.unannouncedMessages.wrappingAdd(UInt64(messages), ordering: .relaxed)
                     Self.logger.debug("tcp: the quarter-second reading found \(messages) message(s) nothing had announced")

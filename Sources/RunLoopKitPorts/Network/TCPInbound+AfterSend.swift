@@ -44,7 +44,10 @@ extension TCPInbound {
         guard readerLock.tryLock() else { return }
         // Taken, not copied: no retain and release of the reader.
         guard let reader = drainReader.take() else { return readerLock.unlock() }
-        let outcome = readHoldingLock(limit: LoopNetworkReader.batch, by: reader, deferring: false).outcome
+        // It defers too: a message for this loop that came meanwhile (the
+        // reply to this very send, on a slow loop) is read by the send its
+        // handler makes, with no look of its own, as the reader's would be.
+        let outcome = readHoldingLock(limit: LoopNetworkReader.batch, by: reader, deferring: true).outcome
         reader.deferredReadMade(on: pollDescriptor, outcome: outcome)
     }
 

@@ -66,6 +66,10 @@ final class TCPInbound: @unchecked Sendable {
     /// nothing to announce them (no ZMQ_FD signal, no request to read): each
     /// waited for that reading, a safety net. None should; the tests check.
     let unannouncedMessages = Atomic<UInt64>(0)
+    /// Reads the network thread made while loops read (a held message, a
+    /// stalled reader, the quarter-second reading): each can take a
+    /// message a loop's reader would have deferred; the tests count them.
+    let readingsInsteadOfLoops = Atomic<UInt64>(0)
     /// Looks for input made after sends (`lookAfterSend`): a send from the
     /// handler of a port this socket's reader just handed a message to
     /// makes none (`drainOwed`); the tests count them.
