@@ -131,6 +131,35 @@ struct SnifferAccountTests {
         #expect(decodeEvents(sniff.output).filter { $0.pid == pingpong.pid }.count == 4 * roundTrips)
     }
 
+    @Test("S-TAP-1: a sniffer at an explicit endpoint (RUNLOOPKIT_TAP=<endpoint>) kept from reading (stopped, SIGSTOP) once connected, while more batches come than its queue takes, gets every event once it runs: while its connection stands the tap holds them for it, as for a reader in the readers' directory",
+          .enabled(if: programsBuilt, "build the programs first: swift build (scripts/test.sh does)"))
+    func stalledSnifferAtAnEndpointLosesNothing() throws {
+        let directory = makeTemporaryDirectory()
+        defer { PortProcess.removeTree(directory) }
+        let endpoint = "ipc://\(directory)/tap.sock"
+        // As above: more batches than the sniffer's queue takes, fewer
+        // events than the ring holds.
+        let roundTrips = 3_750
+        let sniff = try SpawnedProgram("portsniff", ["--endpoint", endpoint, "--json", "--window", "0", "--count", "\(4 * roundTrips)"], in: directory)
+        defer { sniff.killAndReap() }
+        #expect(waitUntil(timeout: 30) { sniff.errorOutput.contains("listening on") }, "portsniff did not start: \(sniff.errorOutput)")
+        let tapped = ["RUNLOOPKIT_TAP": endpoint, "RUNLOOPKIT_EXIT_BOUND": "60"]
+        let pingpong = try SpawnedProgram("pingpong", ["--count", "\(roundTrips)"], environment: tapped, in: directory)
+        #expect(waitUntil(timeout: 60) { sniff.output.contains("\"kind\"") }, "portsniff got no event: \(sniff.errorOutput)")
+        kill(sniff.pid, SIGSTOP)
+        // pingpong's round trips are done (it says so before its exit,
+        // which waits for what is held) while the sniffer, stopped, has
+        // not had them all.
+        #expect(waitUntil(timeout: 120) { pingpong.output.contains("mean round trip") }, "pingpong did not finish: \(pingpong.errorOutput)")
+        let receivedWhileStopped = decodeEvents(sniff.output).count
+        #expect(receivedWhileStopped < 4 * roundTrips, "the sniffer had every event before it was stopped")
+        kill(sniff.pid, SIGCONT)
+        #expect(pingpong.waitForExit() == 0, "pingpong failed: \(pingpong.errorOutput)")
+        #expect(sniff.waitForExit(timeout: 60) == 0, "portsniff did not get its \(4 * roundTrips) events (\(receivedWhileStopped) while stopped): \(sniff.errorOutput)")
+        #expect(decodeEvents(sniff.output).filter { $0.pid == pingpong.pid }.count == 4 * roundTrips)
+        #expect(sniff.errorOutput.contains("\(4 * roundTrips) received + 0 dropped"), "\(sniff.errorOutput)")
+    }
+
     /// Runs portsniff in the readers' directory of a private runtime
     /// directory, then pingpong with the tap on; stops portsniff (SIGSTOP)
     /// once `condition` holds of it, resumes it after pingpong exited and

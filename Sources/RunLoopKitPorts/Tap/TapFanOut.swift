@@ -121,10 +121,7 @@ final class TapFanOut: @unchecked Sendable {
     /// At exit, or when the tap stops: closes every socket (with `linger`)
     /// and the watch.
     func closeAll(lingerMilliseconds linger: Int32) {
-        for outlet in outlets.values {
-            try? outlet.socket.setLinger(milliseconds: linger)
-            outlet.socket.close()
-        }
+        for outlet in outlets.values { outlet.close(lingerMilliseconds: linger) }
         outlets.removeAll()
         if watch >= 0 { close(watch) }
         watch = -1

@@ -16,8 +16,10 @@ import ZeroMQ
 /// a reader loses events only when it falls behind by more than the ring,
 /// however short the stall that put it there; once its process is gone,
 /// what is held for it is dropped. A reader of an explicit endpoint may
-/// never come and cannot be asked: a batch its socket cannot take is
-/// dropped for it. The program's threads never wait for a reader, nor do
+/// never come and has no process to ask after: a batch its socket cannot
+/// take is dropped for it until it connects, and held for it, as for a
+/// reader in the directory, while it is connected (libzmq's socket
+/// monitor says). The program's threads never wait for a reader, nor do
 /// other readers.
 ///
 /// Threading: the tap thread's, under `TapPipeline`'s drain lock.
@@ -28,6 +30,10 @@ final class TapOutlet {
     /// The process of a reader in the readers' directory (its socket
     /// file's name says), while it lives; nil for an explicit endpoint's.
     private(set) var readerPID: pid_t?
+    /// For a reader of an explicit endpoint: libzmq's events of its
+    /// connection, and whether it is connected now.
+    private let connectionWatch: SocketMonitor?
+    private var connected = false
     /// Records held, back to back as the ring gave them.
     private(set) var held: [UInt8] = []
 
@@ -38,9 +44,29 @@ final class TapOutlet {
     /// false when its socket cannot take it now.
     typealias Transmit = (UnsafeRawBufferPointer, Int) -> Bool
 
+    /// A reader in the readers' directory, watched through its process
+    /// (nil when its socket file's name gives none: never held for).
     init(_ socket: Socket, readerPID: pid_t?) {
         self.socket = socket
         self.readerPID = readerPID
+        connectionWatch = nil
+    }
+
+    /// A reader of an explicit endpoint, watched through its connection:
+    /// `connectionWatch` was made on `socket` before it connected.
+    init(_ socket: Socket, connectionWatch: SocketMonitor) {
+        self.socket = socket
+        readerPID = nil
+        self.connectionWatch = connectionWatch
+    }
+
+    /// Closes the socket (what it queued has `linger` to leave) and the
+    /// connection's watch: the context's termination at exit waits for
+    /// every socket.
+    func close(lingerMilliseconds linger: Int32) {
+        try? socket.setLinger(milliseconds: linger)
+        socket.close()
+        connectionWatch?.close()
     }
 
     /// The number of the first record held (nil when none is): every event
@@ -110,9 +136,19 @@ final class TapOutlet {
     }
 
     /// Whether the reader is known to be there: a reader in the readers'
-    /// directory whose process lives. Asked only when its socket cannot
-    /// take a batch.
+    /// directory whose process lives, a reader of an explicit endpoint
+    /// while connected. Asked only when its socket cannot take a batch.
     private var readerLives: Bool {
+        if let connectionWatch {
+            while let event = try? connectionWatch.next(dontWait: true) {
+                switch event.kind {
+                case .connected, .handshakeSucceeded: connected = true
+                case .disconnected, .closed, .monitorStopped: connected = false
+                default: break
+                }
+            }
+            return connected
+        }
         if let pid = readerPID, kill(pid, 0) != 0 && errno == ESRCH { readerPID = nil }
         return readerPID != nil
     }

@@ -174,10 +174,7 @@ extension TapPipeline {
         drainLock.withLock {
             let lingerMilliseconds = sendHeldAtExit(within: lingerMilliseconds)
             state.withLock { state in
-                if let single = state.single {
-                    try? single.socket.setLinger(milliseconds: lingerMilliseconds)
-                    single.socket.close()
-                }
+                state.single?.close(lingerMilliseconds: lingerMilliseconds)
                 state.single = nil
                 state.fanOut?.closeAll(lingerMilliseconds: lingerMilliseconds)
                 // Everything left the tap: the last word, for a reader that reads it later.

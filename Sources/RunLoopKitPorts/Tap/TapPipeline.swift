@@ -131,9 +131,12 @@ final class TapPipeline: @unchecked Sendable {
                 if let endpoint {
                     let push = try context.makeSocket(.push)
                     try Self.configure(push, lingerMilliseconds: linger)
+                    // Watched from before it connects: a quick handshake's
+                    // events would be lost otherwise.
+                    let watch = try SocketMonitor(watching: push, in: context)
                     try push.connect(endpoint)
                     push.releaseOwnership()
-                    state.single = TapOutlet(push, readerPID: nil)
+                    state.single = TapOutlet(push, connectionWatch: watch)
                 } else if let readersDirectory {
                     let fanOut = TapFanOut(directory: readersDirectory, context: context, lingerMilliseconds: linger)
                     if let watch = fanOut.startWatching() {
@@ -158,7 +161,7 @@ final class TapPipeline: @unchecked Sendable {
                 throw .zeroMQ(error)
             }
             // A reader of an explicit endpoint may never come: it is waited
-            // for here, as a port's peer, and not at exit.
+            // for here, as a port's peer; at exit only once connected.
             state.single?.awaitConnection(until: MonotonicClock.now() &+ Port.connectionBoundNanoseconds)
             if crossProcess { OutboundFlush.shared.atExit { TapPipeline.shared.drainAtExit(lingerMilliseconds: $0) } }
             let source = CustomSource { [self] in drain() }
