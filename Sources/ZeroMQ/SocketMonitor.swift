@@ -91,6 +91,28 @@ public final class SocketMonitor {
             default: self = .other(raw)
             }
         }
+
+        /// The kind's bit in `zmq_socket_monitor`'s mask (0 for `.other`).
+        var mask: Int32 {
+            switch self {
+            case .connected: ZMQ_EVENT_CONNECTED
+            case .connectDelayed: ZMQ_EVENT_CONNECT_DELAYED
+            case .connectRetried: ZMQ_EVENT_CONNECT_RETRIED
+            case .listening: ZMQ_EVENT_LISTENING
+            case .bindFailed: ZMQ_EVENT_BIND_FAILED
+            case .accepted: ZMQ_EVENT_ACCEPTED
+            case .acceptFailed: ZMQ_EVENT_ACCEPT_FAILED
+            case .closed: ZMQ_EVENT_CLOSED
+            case .closeFailed: ZMQ_EVENT_CLOSE_FAILED
+            case .disconnected: ZMQ_EVENT_DISCONNECTED
+            case .monitorStopped: ZMQ_EVENT_MONITOR_STOPPED
+            case .handshakeFailedNoDetail: ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+            case .handshakeSucceeded: ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+            case .handshakeFailedProtocol: ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+            case .handshakeFailedAuth: ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+            case .other: 0
+            }
+        }
     }
 
     /// The PAIR socket the events arrive on.
@@ -104,10 +126,27 @@ public final class SocketMonitor {
     /// socket of this monitor connects to).
     /// - Throws: ``ZMQError`` if libzmq refuses (`ETERM`, `ENOTSOCK`).
     public init(watching socket: Socket, in context: ZMQContext) throws(ZMQError) {
+        pair = try Self.start(watching: socket, in: context, mask: ZMQ_EVENT_ALL)
+    }
+
+    /// Starts monitoring only the events of `kinds` (`.other` kinds are
+    /// ignored). A monitor read seldom should watch few kinds: libzmq
+    /// queues every event it reports until the monitor reads it (a
+    /// connection retried every 100 ms, for one), and does not free an
+    /// event it cannot queue (call ``stop(monitoring:)`` before
+    /// ``close()`` for the same reason).
+    /// - Throws: ``ZMQError`` if libzmq refuses (`ETERM`, `ENOTSOCK`).
+    public init(watching socket: Socket, in context: ZMQContext, only kinds: Set<Kind>) throws(ZMQError) {
+        pair = try Self.start(watching: socket, in: context, mask: kinds.reduce(0) { $0 | $1.mask })
+    }
+
+    /// Starts libzmq's monitor of `socket` and returns the PAIR socket
+    /// connected to it.
+    private static func start(watching socket: Socket, in context: ZMQContext, mask: Int32) throws(ZMQError) -> Socket {
         let endpoint = "inproc://zeromq-monitor/\(getpid())/\(Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)"
         let handle = try socket.checkedHandle("zmq_socket_monitor")
-        guard zmq_socket_monitor(handle, endpoint, ZMQ_EVENT_ALL) == 0 else { throw ZMQError.last("zmq_socket_monitor") }
-        pair = try context.makeSocket(.pair)
+        guard zmq_socket_monitor(handle, endpoint, mask) == 0 else { throw ZMQError.last("zmq_socket_monitor") }
+        let pair = try context.makeSocket(.pair)
         do {
             try pair.connect(endpoint)
         } catch {
@@ -115,6 +154,7 @@ public final class SocketMonitor {
             throw error
         }
         pair.releaseOwnership()
+        return pair
     }
 
     /// Stops the monitoring of `socket` (`zmq_socket_monitor` with no

@@ -64,6 +64,8 @@ final class TapOutlet {
     /// connection's watch: the context's termination at exit waits for
     /// every socket.
     func close(lingerMilliseconds linger: Int32) {
+        // Stopped first: an event libzmq sends to a closed monitor leaks.
+        if connectionWatch != nil { try? SocketMonitor.stop(monitoring: socket) }
         try? socket.setLinger(milliseconds: linger)
         socket.close()
         connectionWatch?.close()
@@ -142,8 +144,8 @@ final class TapOutlet {
         if let connectionWatch {
             while let event = try? connectionWatch.next(dontWait: true) {
                 switch event.kind {
-                case .connected, .handshakeSucceeded: connected = true
-                case .disconnected, .closed, .monitorStopped: connected = false
+                case .connected: connected = true
+                case .disconnected: connected = false
                 default: break
                 }
             }

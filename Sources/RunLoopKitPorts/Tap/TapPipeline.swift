@@ -132,8 +132,10 @@ final class TapPipeline: @unchecked Sendable {
                     let push = try context.makeSocket(.push)
                     try Self.configure(push, lingerMilliseconds: linger)
                     // Watched from before it connects: a quick handshake's
-                    // events would be lost otherwise.
-                    let watch = try SocketMonitor(watching: push, in: context)
+                    // events would be lost otherwise. Two kinds only: the
+                    // watch is read when a batch does not fit, and libzmq
+                    // would queue a retry's events every 100 ms meanwhile.
+                    let watch = try SocketMonitor(watching: push, in: context, only: [.connected, .disconnected])
                     try push.connect(endpoint)
                     push.releaseOwnership()
                     state.single = TapOutlet(push, connectionWatch: watch)
