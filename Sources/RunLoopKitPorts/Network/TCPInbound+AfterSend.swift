@@ -42,13 +42,17 @@ extension TCPInbound {
         // A read under way (this thread's own, a send from inside it)
         // reads to the end, or leaves its reader owing the rest.
         guard readerLock.tryLock() else { return }
-        // Taken, not copied: no retain and release of the reader.
-        guard let reader = drainReader.take() else { return readerLock.unlock() }
+        // Taken, passed on as the optional it is, and consumed by the last
+        // call: unwrapped and wrapped again, or kept to the end of the
+        // scope, it was copied (a retain and a release, both on the slow
+        // path, since the reader is weakly referenced).
+        let reader = drainReader.take()
+        guard reader != nil else { return readerLock.unlock() }
         // It defers too: a message for this loop that came meanwhile (the
         // reply to this very send, on a slow loop) is read by the send its
         // handler makes, with no look of its own, as the reader's would be.
         let outcome = readHoldingLock(limit: LoopNetworkReader.batch, by: reader, deferring: true).outcome
-        reader.deferredReadMade(on: pollDescriptor, outcome: outcome)
+        (consume reader)?.deferredReadMade(on: pollDescriptor, outcome: outcome)
     }
 
     /// Network thread: makes this socket's owed look if its interval has
