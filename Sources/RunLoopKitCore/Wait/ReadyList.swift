@@ -40,6 +40,15 @@ struct ReadyList {
     /// before the loop sleeps.
     mutating func takeNext(_ snapshot: ModeSnapshot, of loop: RunLoop) -> SocketSource? {
         guard let index = firstReadyIndex(snapshot, of: loop) else { return nil }
+        if index == queue.count - 1 {
+            // At the back already, where it would go (a port alone on the
+            // list, the common case): no removal and append.
+            let source = queue.source(at: index)
+            if source.isSocket && source.isValid {
+                queue.unconfirm(at: index)
+                return source
+            }
+        }
         let source = queue.remove(at: index)
         if source.isSocket && source.isValid {
             queue.append(source, confirmed: false)  // its mark stays set
@@ -56,7 +65,7 @@ struct ReadyList {
         guard source.readyMark.load(ordering: .relaxed) == id else { return }
         var index = queue.count - 1
         while index >= 0 {
-            if queue.source(at: index) === source {
+            if queue.holds(source, at: index) {
                 removeAndForget(at: index)
                 return
             }

@@ -36,6 +36,11 @@ struct ReadyQueue {
 
     mutating func confirm(at index: Int) { storage[head + index].confirmed = true }
 
+    mutating func unconfirm(at index: Int) { storage[head + index].confirmed = false }
+
+    /// Whether the entry at `index` is `source`: no retain of it.
+    func holds(_ source: SocketSource, at index: Int) -> Bool { storage[head + index].source === source }
+
     mutating func append(_ source: SocketSource, confirmed: Bool) {
         let entry = Entry(source: source, confirmed: confirmed)
         if tail < storage.count {
@@ -50,8 +55,8 @@ struct ReadyQueue {
     @discardableResult
     mutating func remove(at index: Int) -> SocketSource {
         let slot = head + index
-        let source = storage[slot].source.unsafelyUnwrapped
-        storage[slot].source = nil
+        // Moved out of its slot, not copied and cleared: no retain and release.
+        let source = storage[slot].source.take().unsafelyUnwrapped
         if index == 0 {
             head += 1
         } else {

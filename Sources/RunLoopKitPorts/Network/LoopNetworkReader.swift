@@ -231,7 +231,11 @@ final class LoopNetworkReader: @unchecked Sendable {
                 loop.markReady(source)
             }
         }
-        if let index = deferredSockets.firstIndex(of: descriptor) { deferredSockets.remove(at: index) }
+        if deferredSockets.last == descriptor {
+            deferredSockets.removeLast()
+        } else if let index = deferredSockets.firstIndex(of: descriptor) {
+            deferredSockets.remove(at: index)
+        }
         switch outcome {
         case .more:
             // Messages left that no signal will announce.
