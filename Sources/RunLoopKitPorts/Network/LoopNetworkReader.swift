@@ -93,8 +93,14 @@ final class LoopNetworkReader: @unchecked Sendable {
         again = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
         precondition(pollSet >= 0 && again >= 0, "RunLoopKit: cannot make a loop's network reader: errno \(errno)")
         watch(again)
-        source = SocketSource(auxiliaryOn: pollSet, edgeTriggered: true) { [reader = WeakCapture(self)] batch in
-            reader.object?.readSockets(batch) ?? CalloutBatch.Outcome(handled: false, drained: true)
+        // Uncounted: the hub holds every reader until its source can no
+        // longer be called out. A weak reference would move the reader's
+        // counts to a side table for good, where each of its retains and
+        // releases takes Swift's slow path.
+        // U-NETWORK-READER (docs/unsafe-sites.md).
+        let reader = Unmanaged.passUnretained(self)
+        source = SocketSource(auxiliaryOn: pollSet, edgeTriggered: true) { batch in
+            reader.withGuaranteedReference { $0.readSockets(batch) }
         }
     }
 

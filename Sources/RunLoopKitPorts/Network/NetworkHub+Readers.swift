@@ -57,7 +57,7 @@ extension NetworkHub {
     }
 
     /// Readers whose loop is gone, dropped; their sockets go to others.
-    /// Network thread.
+    /// Any thread: the network thread at its housekeeping, and tests.
     func pruneReaders() {
         state.withLock { state in
             for (key, reader) in state.readers where reader.loop == nil || !reader.source.isValid {

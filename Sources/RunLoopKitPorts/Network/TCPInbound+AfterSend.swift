@@ -44,8 +44,7 @@ extension TCPInbound {
         guard readerLock.tryLock() else { return }
         // Taken, passed on as the optional it is, and consumed by the last
         // call: unwrapped and wrapped again, or kept to the end of the
-        // scope, it was copied (a retain and a release, both on the slow
-        // path, since the reader is weakly referenced).
+        // scope, it was copied (a retain and a release).
         let reader = drainReader.take()
         guard reader != nil else { return readerLock.unlock() }
         // It defers too: a message for this loop that came meanwhile (the

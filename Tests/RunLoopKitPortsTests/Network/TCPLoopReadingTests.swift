@@ -166,6 +166,36 @@ struct TCPLoopReadingTests {
         #expect(quietLoop.passesCompleted - quietPasses < 20, "the quiet loop woke \(quietLoop.passesCompleted - quietPasses) times for 200 requests to another loop's port")
     }
 
+    @Test("S-NET-1, S-THR-3: a loop that read tcp ends (its thread stops) while the process keeps its connections: the next loop that serves a tcp port reads them, its port gets every request in order, and the ended loop's reader is released, not kept")
+    func aReaderOfAnEndedLoopIsReleasedAndItsSocketsReadByTheNext() throws {
+        weak var endedReader: LoopNetworkReader?
+        weak var endedLoop: RunLoop?
+        do {
+            let first = try AnsweringLoop.start("tcp-ending")
+            let loop = try #require(first[0].thread.runLoop)
+            endedLoop = loop
+            let peer = try NetworkPeerProcess.call(child: 0, first[0].port.descriptor, count: 3, payload: "a")
+            defer { peer.stop() }
+            #expect(waitUntil(timeout: 30) { peer.line(starting: "DONE") != nil || peer.hasExited })
+            #expect(first[0].log.all == ["a0", "a1", "a2"])
+            endedReader = NetworkHub.shared.state.withLock { $0.readers[ObjectIdentifier(loop)] }
+            #expect(endedReader != nil, "the loop serving a tcp port has no network reader")
+            AnsweringLoop.stop(first)
+        }
+        let next = try AnsweringLoop.start("tcp-next")
+        defer { AnsweringLoop.stop(next) }
+        let calls = try NetworkPeerProcess.call(child: 1, next[0].port.descriptor, count: 3, payload: "b")
+        defer { calls.stop() }
+        #expect(waitUntil(timeout: 30) { calls.line(starting: "DONE") != nil || calls.hasExited })
+        #expect(calls.lines(starting: "REPLY ") == ["b0", "b1", "b2"])
+        #expect(next[0].log.all == ["b0", "b1", "b2"])
+        // The network thread drops a reader whose loop is gone at its
+        // housekeeping, every quarter of a second; asked here too, so that
+        // what is checked is that nothing else keeps the reader, not when
+        // that thread gets its turn on a loaded machine.
+        #expect(waitUntil(timeout: 10) { NetworkHub.shared.pruneReaders(); return endedReader == nil }, "the ended loop's network reader is still alive: its loop \(endedLoop == nil ? "gone" : "alive"), its source \(endedReader?.source.isValid == true ? "valid" : "invalid"), \(NetworkHub.shared.state.withLock { $0.readers.values.contains { $0 === endedReader } } ? "still" : "no longer") in the hub's readers")
+    }
+
     /// Gives `port` a handler that counts the numbered blocks (msgid 5,
     /// each carrying its index in its first 8 bytes) and those out of
     /// order, and answers anything else with its own msgid.
