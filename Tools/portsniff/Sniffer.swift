@@ -136,10 +136,23 @@ final class Sniffer: @unchecked Sendable {
         if view == .top { try startTop(on: loop) }
         // Started once this sniffer listens, so that it is owed every event.
         if !command.isEmpty { traced = try TracedCommand(command, traceLoops: tracingLoops) }
+        yieldToTheTraffic()
         loop.runUntilStopped()
         if let recording, recording.fd != 1 { close(recording.fd) }
         traceWriter?.finish()
         if let traceWriter, traceWriter.fd != 1 { close(traceWriter.fd) }
+    }
+
+    /// Lowers this thread's priority (its niceness to 10; Linux's is per
+    /// thread). What it does with the events (decoding, filtering,
+    /// writing) may lag: the reader's own thread holds what comes meanwhile.
+    /// On a busy machine it then leaves the CPU first to that thread and to
+    /// the processes it watches, whose tap thread, kept waiting, drops
+    /// what its ring cannot hold. Called once the traced command started,
+    /// which would have inherited it.
+    private func yieldToTheTraffic() {
+        // Who 0 is the calling thread: Linux keeps a niceness per thread.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
     }
 
     /// Takes the batches the reader holds; true when --count is reached.
