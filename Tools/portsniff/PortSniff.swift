@@ -82,6 +82,9 @@ struct PortSniff: ParsableCommand {
     @Flag(name: .customLong("no-color"), help: "No colour (also when NO_COLOR is set or output is not a terminal).")
     var noColor = false
 
+    @Option(help: ArgumentHelp("The niceness of the thread that shows and records the events, once the sniffer listens: 0 to 19, default 10, below its reader thread and the programs it watches, so that on a busy machine it is the one kept waiting (its reader holds what it falls behind by); 0 keeps the sniffer's own.", valueName: "N"))
+    var nice: Int32 = 10
+
     @Flag(help: "With -- COMMAND: also report the program's loops, each pass, sleep and callout an event (RUNLOOPKIT_TAP_LOOPS=1), for a timeline.")
     var loops = false
 
@@ -97,6 +100,7 @@ struct PortSniff: ParsableCommand {
             throw ValidationError("--hex takes 0 to \(PortTap.maxDataBytes) (the tap reports at most \(PortTap.maxDataBytes) bytes of a message), not \(hex)")
         }
         if window < 0 { throw ValidationError("--window must not be negative") }
+        if !(0...19).contains(nice) { throw ValidationError("--nice takes 0 to 19, not \(nice)") }
         if stats && json { throw ValidationError("--stats and --json are two views: choose one") }
         if top && (stats || json) { throw ValidationError("--top is a view of its own: not with --\(stats ? "stats" : "json")") }
         if read != nil && write != nil { throw ValidationError("--read replays a recording; --write records live traffic: choose one") }
@@ -136,6 +140,7 @@ struct PortSniff: ParsableCommand {
             live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1), timeFormat: timeFormat),
             limit: count, windowMilliseconds: window,
             maxLinesPerSecond: maxRate ?? (isatty(1) == 1 ? Sniffer.terminalMaxLinesPerSecond : 0))
+        sniffer.niceness = nice
         if let read {
             try sniffer.replay(path: read)
             return

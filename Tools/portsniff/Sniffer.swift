@@ -11,6 +11,8 @@ final class Sniffer: @unchecked Sendable {
 
     private let filter: EventFilter
     private let view: View
+    /// The niceness of the thread that handles the events (--nice).
+    var niceness: Int32 = 10
     private var live: LiveView
     private let limit: Int?
     private var matcher = LatencyMatcher()
@@ -141,18 +143,6 @@ final class Sniffer: @unchecked Sendable {
         if let recording, recording.fd != 1 { close(recording.fd) }
         traceWriter?.finish()
         if let traceWriter, traceWriter.fd != 1 { close(traceWriter.fd) }
-    }
-
-    /// Lowers this thread's priority (its niceness to 10; Linux's is per
-    /// thread). What it does with the events (decoding, filtering,
-    /// writing) may lag: the reader's own thread holds what comes meanwhile.
-    /// On a busy machine it then leaves the CPU first to that thread and to
-    /// the processes it watches, whose tap thread, kept waiting, drops
-    /// what its ring cannot hold. Called once the traced command started,
-    /// which would have inherited it.
-    private func yieldToTheTraffic() {
-        // Who 0 is the calling thread: Linux keeps a niceness per thread.
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
     }
 
     /// Takes the batches the reader holds; true when --count is reached.
