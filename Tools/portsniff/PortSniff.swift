@@ -139,8 +139,8 @@ struct PortSniff: ParsableCommand {
             filter: filter, view: view,
             live: LiveView(colour: colour, hexBytes: hex, width: LiveView.terminalWidth(1), timeFormat: timeFormat),
             limit: count, windowMilliseconds: window,
-            maxLinesPerSecond: maxRate ?? (isatty(1) == 1 ? Sniffer.terminalMaxLinesPerSecond : 0))
-        sniffer.niceness = nice
+            maxLinesPerSecond: maxRate ?? (isatty(1) == 1 ? Sniffer.terminalMaxLinesPerSecond : 0),
+            niceness: nice)
         if let read {
             try sniffer.replay(path: read)
             return

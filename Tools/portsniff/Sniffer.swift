@@ -12,7 +12,7 @@ final class Sniffer: @unchecked Sendable {
     private let filter: EventFilter
     private let view: View
     /// The niceness of the thread that handles the events (--nice).
-    var niceness: Int32 = 10
+    let niceness: Int32
     private var live: LiveView
     private let limit: Int?
     private var matcher = LatencyMatcher()
@@ -57,7 +57,11 @@ final class Sniffer: @unchecked Sendable {
     /// or so is what a reader can follow.
     static let terminalMaxLinesPerSecond = 200
 
-    init(filter: EventFilter, view: View, live: LiveView, limit: Int?, windowMilliseconds: Int, maxLinesPerSecond: Int = 0) {
+    init(
+        filter: EventFilter, view: View, live: LiveView, limit: Int?, windowMilliseconds: Int, maxLinesPerSecond: Int = 0,
+        niceness: Int32
+    ) {
+        self.niceness = niceness
         gate = RateGate(maxLinesPerSecond: maxLinesPerSecond)
         self.filter = filter
         self.view = view
