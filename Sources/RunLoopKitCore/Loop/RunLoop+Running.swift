@@ -197,7 +197,7 @@ extension RunLoop {
             // One port per pass: the main queue, as CFRunLoop's dispatch
             // port, or else a socket source (S-EXEC-3, S-SRC1-1).
             if isMainQueueDue(snapshot) && !isStopPending, let mainQueue {
-                callout(.mainQueue, snapshot, mode: mode) { mainQueue.drain() }
+                drainMainQueue(mainQueue, snapshot, mode: mode)
                 handled = true
             } else if handleOneSocketSource(&snapshot, mode: mode, returnAfterSourceHandled: returnAfterSourceHandled) {
                 handled = true
@@ -209,12 +209,9 @@ extension RunLoop {
             let passNumber = completedPasses.load(ordering: .relaxed) &+ 1
             completedPasses.store(passNumber, ordering: .relaxed)
             if monitored {
-                let report = PassReport(
-                    mode: mode, threadName: threadName, passNumber: passNumber, startNanoseconds: passStart,
-                    durationNanoseconds: MonotonicClock.now() - passStart, sleepStartNanoseconds: sleepStart,
-                    sleptNanoseconds: sleptNanoseconds, handledSource: handled, firedTimers: firedTimers)
-                snapshot.monitor?.runLoop(self, didFinish: report)
-                snapshot.tracer?.runLoop(self, didFinish: report)
+                reportPass(
+                    passNumber, mode: mode, start: passStart, sleepStart: sleepStart, slept: sleptNanoseconds,
+                    handled: handled, firedTimers: firedTimers, snapshot)
             }
 
             // 11: decide, in CFRunLoop's order.
@@ -225,6 +222,28 @@ extension RunLoop {
             refresh(&snapshot, mode: mode)
             if !hasWork(snapshot, mode: mode) { return .finished }
         }
+    }
+
+    // Out of line, what most passes skip: a pass's code is fetched again at
+    // each wake-up, and what lies between its hot parts is fetched with
+    // them (docs/performance.md, "Over tcp").
+
+    @inline(never)
+    private func drainMainQueue(_ mainQueue: MainQueue, _ snapshot: ModeSnapshot, mode: Mode) {
+        callout(.mainQueue, snapshot, mode: mode) { mainQueue.drain() }
+    }
+
+    @inline(never)
+    private func reportPass(
+        _ number: UInt64, mode: Mode, start: UInt64, sleepStart: UInt64, slept: UInt64, handled: Bool, firedTimers: Int,
+        _ snapshot: ModeSnapshot
+    ) {
+        let report = PassReport(
+            mode: mode, threadName: threadName, passNumber: number, startNanoseconds: start,
+            durationNanoseconds: MonotonicClock.now() - start, sleepStartNanoseconds: sleepStart,
+            sleptNanoseconds: slept, handledSource: handled, firedTimers: firedTimers)
+        snapshot.monitor?.runLoop(self, didFinish: report)
+        snapshot.tracer?.runLoop(self, didFinish: report)
     }
 
     /// Whether the mode is not empty (S-RUN-1): it has a source or timer, a
@@ -374,14 +393,9 @@ extension RunLoop {
             if let wake = snapshot.timerSchedule.wake(ifReadAt: timerChanges.load(ordering: .acquiring)) {
                 timerWake = wake
             } else {
-                timerWake = state.withLock { state in
-                    let wake = state.withExistingMode(mode) { $0.timers.wakeInstant() } ?? MonotonicClock.never
-                    snapshot.timerSchedule.keep(wake: wake, readAt: timerChanges.load(ordering: .relaxed))
-                    return wake
-                }
+                timerWake = readTimerWake(&snapshot, mode: mode)
             }
-        } else if snapshot.hasTimers
-            && state.withLock({ $0.withExistingMode(mode) { $0.timers.settledEarliest() } ?? MonotonicClock.never }) <= snapshot.clock.now() {
+        } else if snapshot.hasTimers && testClockTimerIsDue(snapshot, mode: mode) {
             // A test clock's timer that is due already (its date was set in
             // the past, or a callout advanced the clock): the timerfd cannot
             // stand for it, so look without sleeping, and fire it at step 9.
@@ -394,10 +408,33 @@ extension RunLoop {
             // loop slept, or one of many, is looked up in the loop's state.
             // One removed meanwhile may still be reported: the ready list
             // drops it when it finds it is no longer in the mode.
-            if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? state.withLock({ $0.registeredSockets[token] }) {
+            if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? registeredSource(token) {
                 source.descriptorReported.store(true, ordering: .relaxed)
                 waiter.readyList.append(source)
             }
         }
+    }
+
+    // Out of line, what a wait seldom needs (see `drainMainQueue`).
+
+    /// The mode's next timer wake-up, read under the lock and kept in the
+    /// snapshot until the timers change.
+    @inline(never)
+    private func readTimerWake(_ snapshot: inout ModeSnapshot, mode: Mode) -> UInt64 {
+        state.withLock { state in
+            let wake = state.withExistingMode(mode) { $0.timers.wakeInstant() } ?? MonotonicClock.never
+            snapshot.timerSchedule.keep(wake: wake, readAt: timerChanges.load(ordering: .relaxed))
+            return wake
+        }
+    }
+
+    @inline(never)
+    private func testClockTimerIsDue(_ snapshot: ModeSnapshot, mode: Mode) -> Bool {
+        state.withLock({ $0.withExistingMode(mode) { $0.timers.settledEarliest() } ?? MonotonicClock.never }) <= snapshot.clock.now()
+    }
+
+    @inline(never)
+    private func registeredSource(_ token: UInt64) -> SocketSource? {
+        state.withLock { $0.registeredSockets[token] }
     }
 }

@@ -170,39 +170,15 @@ final class LoopNetworkReader: @unchecked Sendable {
         swap(&deferredSockets, &deferredToRead)
         readOwed = false
         readAllOwed = false
-        var againSignalled = false
-        signalled.removeAll(keepingCapacity: true)
-        while !readsEverySocket {
-            let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
-            guard count > 0 else { break }
-            for index in 0..<Int(count) {
-                let descriptor = events[index].data.fd
-                if descriptor == again { againSignalled = true } else { signalled.append(descriptor) }
-            }
-            if Int(count) < events.count { break }
-        }
+        let againSignalled = readsEverySocket ? false : collectSignalled()
         readAll = readAll || againSignalled || readsEverySocket
-        if raised || againSignalled {
-            var value: UInt64 = 0
-            _ = read(again, &value, 8)
-            let handed = pending.withLock { sources in
-                defer { sources.removeAll(keepingCapacity: true) }
-                return sources
-            }
-            if let loop { for source in handed where source.binding.loop === loop { loop.markReady(source) } }
-        }
+        if raised || againSignalled { markHandedReady() }
         var held = false
         for inbound in inbounds
         where readAll || signalled.contains(inbound.pollDescriptor) || deferredToRead.contains(inbound.pollDescriptor) {
             switch inbound.read(limit: Self.batch, by: self, deferring: deferring) {
             // Messages left, which no signal will announce: whoever reads the socket now reads on.
-            case .more:
-                if inbound.reader === self {
-                    readAllOwed = true
-                    readOnAtNextPass()
-                } else {
-                    hub.readAgain(inbound)
-                }
+            case .more: readOn(inbound)
             case .deferred:
                 // The message went to this loop, so the socket stays with
                 // this reader. Most often a send from the port's handler
@@ -219,6 +195,53 @@ final class LoopNetworkReader: @unchecked Sendable {
         // Not drained while a read is owed: the loop keeps the reader on
         // its ready list, where `readOnAtNextPass` put it back.
         return CalloutBatch.Outcome(handled: false, drained: !readOwed)
+    }
+
+    // The reader's rarer paths, out of line: a round trip runs through its
+    // callout once a side, and the code it runs is fetched again at every
+    // wake-up (docs/performance.md, "Over tcp").
+
+    /// With more than one socket: asks the epoll set which signalled, into
+    /// `signalled`. Returns whether `again` did.
+    @inline(never)
+    private func collectSignalled() -> Bool {
+        var againSignalled = false
+        signalled.removeAll(keepingCapacity: true)
+        while true {
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(pollSet, $0.baseAddress, Int32($0.count), 0) }
+            guard count > 0 else { break }
+            for index in 0..<Int(count) {
+                let descriptor = events[index].data.fd
+                if descriptor == again { againSignalled = true } else { signalled.append(descriptor) }
+            }
+            if Int(count) < events.count { break }
+        }
+        return againSignalled
+    }
+
+    /// Takes `again`'s signal and marks ready the ports other threads
+    /// handed a message.
+    @inline(never)
+    private func markHandedReady() {
+        var value: UInt64 = 0
+        _ = read(again, &value, 8)
+        let handed = pending.withLock { sources in
+            defer { sources.removeAll(keepingCapacity: true) }
+            return sources
+        }
+        if let loop { for source in handed where source.binding.loop === loop { loop.markReady(source) } }
+    }
+
+    /// `inbound`'s read stopped at its batch with messages left, which no
+    /// signal will announce: whoever reads the socket now reads on.
+    @inline(never)
+    private func readOn(_ inbound: TCPInbound) {
+        if inbound.reader === self {
+            readAllOwed = true
+            readOnAtNextPass()
+        } else {
+            hub.readAgain(inbound)
+        }
     }
 
     /// A send on this loop's thread made the read to the socket's end that

@@ -275,6 +275,24 @@ extension WireFormat {
     /// W3C calls invalid, which `ExtensionArea.trace(in:)` finds).
     @inline(never)
     private static func readExtension(_ bytes: UnsafeRawBufferPointer, at start: Int) throws(DecodeError) -> ExtensionArea {
+        // What every tcp send without a trace context writes, a destination
+        // alone, read in a few instructions: each tcp message is read twice,
+        // and its checks and errors are code a round trip would fetch.
+        let destinationOnly = extensionFieldHeaderSize + destinationFieldSize
+        if bytes.count >= start + extensionLengthSize + destinationOnly,
+            bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self) == UInt32(destinationOnly).littleEndian,
+            bytes.loadUnaligned(fromByteOffset: start + extensionLengthSize, as: UInt32.self) == destinationFieldHead
+        {
+            let areaStart = start + extensionLengthSize
+            let field = areaStart + extensionFieldHeaderSize
+            return ExtensionArea(end: areaStart + destinationOnly, destination: destination(bytes, at: field))
+        }
+        return try readExtensionFields(bytes, at: start)
+    }
+
+    /// `readExtension`'s every other case: the checks, and the fields one by one.
+    @inline(never)
+    private static func readExtensionFields(_ bytes: UnsafeRawBufferPointer, at start: Int) throws(DecodeError) -> ExtensionArea {
         guard bytes.count >= start + extensionLengthSize else {
             throw .shortFrame("header: \(bytes.count) bytes, no room for the extension area's length")
         }
@@ -285,13 +303,6 @@ extension WireFormat {
             throw .shortFrame("extension area: \(length) bytes announced, \(bytes.count - areaStart) in the frame")
         }
         let end = areaStart + length
-        // What every tcp send without a trace context writes, a destination
-        // alone, read without the field loop: each tcp message is read twice.
-        if length == extensionFieldHeaderSize + destinationFieldSize,
-            bytes.loadUnaligned(fromByteOffset: areaStart, as: UInt32.self) == destinationFieldHead
-        {
-            return ExtensionArea(end: end, destination: destination(bytes, at: areaStart + extensionFieldHeaderSize))
-        }
         var offset = areaStart
         var area = ExtensionArea(end: end)
         while offset < end {
