@@ -23,11 +23,26 @@ final class NetworkThread: @unchecked Sendable {
     private let stopDeadline = Atomic<UInt64>(0)
     private static let logger = Logger(label: "RunLoopKit.Network")
 
-    // Network thread only, from here on.
+    // Network thread only, from here on. A wake-up that finds nothing to
+    // do allocates nothing and reads no monitor that has not signalled:
+    // while two loops read tcp, the thread wakes every
+    // `stallCheckMilliseconds`, idle or not.
     private var lastHousekeeping: UInt64 = 0
     private var listeners: [TCPListener] = []
     private var dialled: [TCPConnection] = []
+    /// The listeners' reading sides, then the dialled connections'.
+    private var inbounds: [TCPInbound] = []
     private var socketsGeneration = UInt64.max
+    /// Each socket's monitor's descriptor (listeners, then dialled
+    /// connections; nil: none, or it could not be read), and whether its
+    /// monitor is read at the next turn: every monitor when the sockets
+    /// change or the thread did not wait, else those whose descriptor
+    /// signalled (each read takes every queued event, so a monitor that
+    /// has not signalled since holds none).
+    private var monitorDescriptors: [Int32?] = []
+    private var monitorsToRead: [Bool] = []
+    /// What a wait polls, kept between waits.
+    private var polled: [pollfd] = []
     /// Messages read from one socket before the others get a turn.
     private static let batch = 64
     /// How often a socket's reader is checked for a stall while two loops
@@ -35,9 +50,10 @@ final class NetworkThread: @unchecked Sendable {
     /// not having run in between, is read here.
     static let stallCheckMilliseconds: Int32 = 10
     private var lastStallCheck: UInt64 = 0
-    /// Each socket at the last check: its reader's run count, and whether
-    /// it had input.
-    private var lastSeen: [ObjectIdentifier: (runs: UInt64, input: Bool)] = [:]
+    /// Each of `inbounds` at the last check: its reader's run count, and
+    /// whether it had input; and whether this check found it stalled.
+    private var lastSeen: [(runs: UInt64, input: Bool)] = []
+    private var stalled: [Bool] = []
 
     init(hub: NetworkHub) { self.hub = hub }
 
@@ -64,26 +80,24 @@ final class NetworkThread: @unchecked Sendable {
         while true {
             let deadline = stopDeadline.load(ordering: .acquiring)
             if deadline != 0 { return closeEverything(lingerUntil: deadline) }
-            let (listeners, dialled) = sockets()
-            let inbounds = listeners.map(\.inbound) + dialled.compactMap(\.inbound)
+            refreshSockets()
             let readers = hub.activeReaders.load(ordering: .acquiring)
             let loopsRead = readers > 0
             // With one reading loop, what its stall holds up is its own (a
             // hello aside, which the quarter-second reading takes): no check.
             let checksStalls = readers > 1
-            for listener in listeners { readEvents(of: listener) }
-            for connection in dialled { readEvents(of: connection) }
+            readMonitors()
             // Every quarter of a second, what no reading loop took is read here.
             let fallback = housekeeping(dialled) && loopsRead
-            let stalled = checksStalls ? stalledReaders(inbounds) : []
+            let stallsChecked = checksStalls && checkStalls()
             var busy = false
-            for inbound in inbounds {
+            for (index, inbound) in inbounds.enumerated() {
                 let wasHolding = inbound.isHolding.load(ordering: .acquiring)
-                let key = ObjectIdentifier(inbound)
-                guard !loopsRead || wasHolding || fallback || stalled.contains(key) else { continue }
+                let isStalled = stallsChecked && stalled[index]
+                guard !loopsRead || wasHolding || fallback || isStalled else { continue }
                 // Read only because a quarter of a second passed: what it finds
                 // with nothing announcing it waited for this reading.
-                let safetyNetOnly = loopsRead && !wasHolding && !stalled.contains(key)
+                let safetyNetOnly = loopsRead && !wasHolding && !isStalled
                 let announced = !safetyNetOnly || inbound.isSignalled || inbound.readRequested.load(ordering: .relaxed)
                     || inbound.drainOwed.load(ordering: .relaxed)
                 let (outcome, messages) = inbound.readCounting(limit: Self.batch, by: nil)
@@ -99,27 +113,49 @@ final class NetworkThread: @unchecked Sendable {
                     hub.readAgain(inbound)
                 }
             }
-            let looksOwed = makeOwedLooks(inbounds)
-            if !busy {
-                waitForInput(listeners, dialled, inbounds, watchingSockets: !loopsRead, checkingStalls: checksStalls, looksOwed: looksOwed)
+            let looksOwed = makeOwedLooks()
+            if busy {
+                // Not waiting, it learns nothing of the monitors: all are read.
+                for index in monitorsToRead.indices { monitorsToRead[index] = true }
+            } else {
+                waitForInput(watchingSockets: !loopsRead, checkingStalls: checksStalls, looksOwed: looksOwed)
             }
         }
     }
 
-    /// The listeners and dialled connections, read again from the hub only
-    /// when its generation moved (a socket came or went).
-    private func sockets() -> ([TCPListener], [TCPConnection]) {
+    /// The listeners, dialled connections and their reading sides, read
+    /// again from the hub only when its generation moved (a socket came or
+    /// went); then every monitor is read, and each socket's last stall
+    /// check stays its own.
+    private func refreshSockets() {
         let current = hub.generation.load(ordering: .acquiring)
-        if current != socketsGeneration {
-            socketsGeneration = current
-            (listeners, dialled) = hub.state.withLock { state in
-                (Array(state.listeners.values), state.open.values.filter(\.isDialled))
-            }
+        guard current != socketsGeneration else { return }
+        socketsGeneration = current
+        (listeners, dialled) = hub.state.withLock { state in
+            (Array(state.listeners.values), state.open.values.filter(\.isDialled))
         }
-        return (listeners, dialled)
+        let seen = Dictionary(zip(inbounds.map { ObjectIdentifier($0) }, lastSeen), uniquingKeysWith: { first, _ in first })
+        inbounds = listeners.map(\.inbound) + dialled.compactMap(\.inbound)
+        lastSeen = inbounds.map { seen[ObjectIdentifier($0)] ?? (0, false) }
+        stalled = Array(repeating: false, count: inbounds.count)
+        monitorDescriptors = listeners.map { try? $0.monitor.fileDescriptor } + dialled.map { try? $0.monitor?.fileDescriptor }
+        monitorsToRead = Array(repeating: true, count: monitorDescriptors.count)
     }
 
     // MARK: - Connection events
+
+    /// Reads the events of the monitors that may have some; a monitor
+    /// without a descriptor is read at every turn.
+    private func readMonitors() {
+        for (index, listener) in listeners.enumerated() where monitorsToRead[index] {
+            readEvents(of: listener)
+            monitorsToRead[index] = monitorDescriptors[index] == nil
+        }
+        for (offset, connection) in dialled.enumerated() where monitorsToRead[listeners.count + offset] {
+            readEvents(of: connection)
+            monitorsToRead[listeners.count + offset] = monitorDescriptors[listeners.count + offset] == nil
+        }
+    }
 
     private func readEvents(of listener: TCPListener) {
         while let event = try? listener.monitor.next(dontWait: true) {
@@ -185,44 +221,49 @@ final class NetworkThread: @unchecked Sendable {
         return true
     }
 
-    /// Every `stallCheckMilliseconds`: the sockets that have had input
+    /// Every `stallCheckMilliseconds` (then it returns true, and `stalled`
+    /// says which of `inbounds` are): the sockets that have had input
     /// (their ZMQ_FD readable, not consumed) at this check and the last,
     /// while their reader did not run, or that no reader reads.
-    private func stalledReaders(_ inbounds: [TCPInbound]) -> Set<ObjectIdentifier> {
+    private func checkStalls() -> Bool {
         let now = MonotonicClock.now()
-        guard now &- lastStallCheck >= UInt64(Self.stallCheckMilliseconds) * 1_000_000 else { return [] }
+        guard now &- lastStallCheck >= UInt64(Self.stallCheckMilliseconds) * 1_000_000 else { return false }
         lastStallCheck = now
-        var stalled: Set<ObjectIdentifier> = []
-        var seen: [ObjectIdentifier: (runs: UInt64, input: Bool)] = [:]
+        // Worked on as locals, taken out of the thread's properties (which
+        // then hold empty arrays, so nothing is copied): an access to a
+        // property of a class is checked for exclusivity at run time.
+        let inbounds = self.inbounds
+        var polled = Self.take(&self.polled), seen = Self.take(&lastSeen), stalled = Self.take(&self.stalled)
+        defer { (self.polled, lastSeen, self.stalled) = (polled, seen, stalled) }
         // One poll for all: a process may have dialled many peers.
-        var descriptors = inbounds.map { pollfd(fd: $0.pollDescriptor, events: Int16(POLLIN), revents: 0) }
-        _ = poll(&descriptors, nfds_t(descriptors.count), 0)
-        for (inbound, descriptor) in zip(inbounds, descriptors) {
-            let key = ObjectIdentifier(inbound)
+        polled.removeAll(keepingCapacity: true)
+        for inbound in inbounds { polled.append(pollfd(fd: inbound.pollDescriptor, events: Int16(POLLIN), revents: 0)) }
+        _ = poll(&polled, nfds_t(polled.count), 0)
+        for (index, inbound) in inbounds.enumerated() {
             guard let reader = inbound.reader else {
-                stalled.insert(key)
+                stalled[index] = true
+                seen[index] = (0, false)
                 continue
             }
             // A read its reader owes counts as input: no signal announces what it will find.
-            let input = descriptor.revents & Int16(POLLIN) != 0 || inbound.drainOwed.load(ordering: .relaxed)
+            let input = polled[index].revents & Int16(POLLIN) != 0 || inbound.drainOwed.load(ordering: .relaxed)
             let runs = reader.runs.load(ordering: .relaxed)
             // A reader whose loop is not running (a thread that ran it only
             // for a request of its own) will not read: at once, not at the
             // second check. Watching such sockets instead woke this thread
             // at every command a flood's sender gets (plain tcp throughput
             // fell to a tenth).
-            if input && !reader.loopIsRunning { stalled.insert(key) }
-            if input, let last = lastSeen[key], last.input, last.runs == runs { stalled.insert(key) }
-            seen[key] = (runs, input)
+            let last = seen[index]
+            stalled[index] = input && (!reader.loopIsRunning || (last.input && last.runs == runs))
+            seen[index] = (runs, input)
         }
-        lastSeen = seen
-        return stalled
+        return true
     }
 
     /// Makes the looks for input that sends left owed and whose interval
     /// has passed (`TCPInbound.lookAfterSend`); true while some stay owed,
     /// and then the hub's flag stays up, so senders need not wake the thread.
-    private func makeOwedLooks(_ inbounds: [TCPInbound]) -> Bool {
+    private func makeOwedLooks() -> Bool {
         guard hub.looksOwed.exchange(false, ordering: .acquiringAndReleasing) else { return false }
         var owed = false
         for inbound in inbounds where !inbound.makeOwedLook() { owed = true }
@@ -233,28 +274,35 @@ final class NetworkThread: @unchecked Sendable {
     /// Sleeps until a socket may have input (when no loop reads them), a
     /// held message's port has room, a monitor reports, the hub wakes the
     /// thread, or a quarter of a second passes (housekeeping).
-    private func waitForInput(
-        _ listeners: [TCPListener], _ dialled: [TCPConnection], _ inbounds: [TCPInbound], watchingSockets: Bool, checkingStalls: Bool,
-        looksOwed: Bool
-    ) {
-        var descriptors = [pollfd(fd: hub.wakeDescriptor, events: Int16(POLLIN), revents: 0)]
-        func add(_ descriptor: Int32?) {
-            if let descriptor { descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
+    private func waitForInput(watchingSockets: Bool, checkingStalls: Bool, looksOwed: Bool) {
+        polled.removeAll(keepingCapacity: true)
+        polled.append(pollfd(fd: hub.wakeDescriptor, events: Int16(POLLIN), revents: 0))
+        // A monitor without a descriptor polls as -1, which poll skips, so
+        // that the monitors' entries stay at their indices.
+        for descriptor in monitorDescriptors { polled.append(pollfd(fd: descriptor ?? -1, events: Int16(POLLIN), revents: 0)) }
+        if watchingSockets {
+            for inbound in inbounds { polled.append(pollfd(fd: inbound.pollDescriptor, events: Int16(POLLIN), revents: 0)) }
         }
-        for listener in listeners { add(try? listener.monitor.fileDescriptor) }
-        for connection in dialled { if let monitor = connection.monitor { add(try? monitor.fileDescriptor) } }
-        if watchingSockets { for inbound in inbounds { add(inbound.pollDescriptor) } }
         // A held message is retried when its port makes room (`roomMade`
         // wakes the thread), and every 20 ms besides; an owed look is made
         // at the next millisecond; while loops read, their readers are
         // checked for stalls.
         let holding = hub.holdingInbounds.load(ordering: .acquiring) > 0
         let timeout: Int32 = looksOwed ? 1 : checkingStalls && !inbounds.isEmpty ? Self.stallCheckMilliseconds : holding ? 20 : 250
-        _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
-        if descriptors[0].revents != 0 {
+        _ = poll(&polled, nfds_t(polled.count), timeout)
+        if polled[0].revents != 0 {
             var count: UInt64 = 0
             _ = read(hub.wakeDescriptor, &count, 8)
         }
+        for index in monitorDescriptors.indices where polled[1 + index].revents != 0 { monitorsToRead[index] = true }
+    }
+
+    /// `array`'s elements, leaving it empty: no copy, as the elements are
+    /// the caller's alone.
+    private static func take<Element>(_ array: inout [Element]) -> [Element] {
+        var taken: [Element] = []
+        swap(&taken, &array)
+        return taken
     }
 
     /// At exit: every socket closed, lingering until `deadline`.
