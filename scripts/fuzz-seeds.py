@@ -57,6 +57,23 @@ def name_file(data):
     return b"\x01" + data
 
 
+def varint(value):
+    """An unsigned LEB128 varint (docs/wire-format.md, "Version 5")."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes([value])
+
+
+def compact(flags, kinds, records, msgid=7, port_id=5, extra=b"", with_kinds=False):
+    """A version-5 frame to the examples' destination instance 10..1F:
+    EXTRA (a trace id, an extension area) goes after the kinds."""
+    instance = bytes(range(0x10, 0x20))
+    head = bytes([5, flags]) + instance + varint(port_id) + varint(msgid) + varint(len(kinds))
+    return head + (bytes(kinds) if with_kinds else b"") + extra + b"".join(varint(len(r)) + r for r in records)
+
+
 def header(version, flags, kinds, msgid=7):
     return b"RLKP" + bytes([version, flags]) + struct.pack("<HI", len(kinds), msgid) + bytes(kinds)
 
@@ -121,6 +138,9 @@ def main():
     # Fields 2 and 3 of that example: its extension area.
     trace_area = traced[13:13 + 4 + 51]
     record = lambda data: struct.pack("<I", len(data)) + data
+    # Version 5: the example, and its short version-4 descriptor.
+    (packed_v5,) = example(text, "## Example, packed version 5 with a short version-4 reply port")
+    short_v4 = packed_v5[-4 + 1:]
     (typed,) = example(text, "## Example, a typed payload (binary)")
     (typed_json,) = example(text, "## Example, a typed payload (JSON)")
     seeds = {
@@ -164,6 +184,19 @@ def main():
                                      message(frame(packed_v4))),
         "v4-no-home": messages(message(frame(packed_v4))),
         "v4-bad-home": over_connection(homes[3][:-1], message(frame(packed_v4))),
+        # Version 5 over a connection: the example, a stream beside version
+        # 3, port components (short and full) with a trace id and a trace
+        # context, varints of every width, no home, and a varint cut short.
+        "doc-packed-v5": over_connection(homes[3], message(frame(packed_v5))),
+        "v5-stream": over_connection(homes[3], message(frame(packed_v5)), message(frame(packed_v4)),
+                                     message(frame(packed_v5))),
+        "v5-ports-and-trace": over_connection(homes[3], message(frame(compact(
+            0b11011, [1, 0, 1], [short_v4, b"x", descriptor_v3, bytes([4, 255]) + varint(300)],
+            extra=struct.pack("<Q", 0xDEADBEEF) + trace_area, with_kinds=True)))),
+        "v5-varints": over_connection(homes[3], message(frame(compact(
+            0, [0, 0], [bytes(200), b""], msgid=0xFFFFFFFF, port_id=(1 << 64) - 1)))),
+        "v5-no-home": messages(message(frame(packed_v5))),
+        "v5-cut-varint": over_connection(homes[3], message(frame(packed_v5[:18] + b"\x85"))),
         # A port component, not only a reply port.
         "port-component": messages(message(frame(header(2, 0, [1, 0]) + record(descriptor_v2) + record(b"x")))),
         # The limits, out of mutation's reach: a frame over 64 MiB, a

@@ -278,16 +278,58 @@ public final class Socket: @unchecked Sendable {
             }
             write(UnsafeMutableRawBufferPointer(start: zmq_msg_data(&message), count: byteCount))
         }
+        return try Self.send(&message, on: socket, flags: flags, dontWait: dontWait)
+    }
+
+    /// Sends `message`, made, and retries an interrupted send; on success libzmq owns
+    /// its content and leaves `message` empty, on failure it is closed (a pool's
+    /// buffer goes back to it).
+    @inline(__always)
+    private static func send(_ message: inout zmq_msg_t, on socket: UnsafeMutableRawPointer, flags: Int32, dontWait: Bool) throws(ZMQError) -> Bool {
         while true {
-            // On success libzmq owns the content and leaves `message` empty.
             if zmq_msg_send(&message, socket, flags) >= 0 { return true }
             let code = zmq_errno()
             if code == EINTR { continue }
-            // A pool's buffer goes back to it.
             zmq_msg_close(&message)
             if code == EAGAIN, dontWait { return false }
             throw ZMQError(code: code, operation: "zmq_msg_send")
         }
+    }
+
+    /// Sends one frame of at most `capacity` bytes that `write` fills in place and
+    /// whose size it returns: for a frame whose size is known only once written. Its
+    /// buffer is a `pool`'s if `capacity` fits one, else one of its own, freed when
+    /// libzmq lets the frame go (`zmq_msg_init_data` either way).
+    ///
+    /// Thread rules: owner thread; the pool's owner too.
+    /// - Parameters:
+    ///   - capacity: the most bytes the frame may take: the buffer `write` is given.
+    ///   - pool: where the buffer comes from, if anywhere.
+    ///   - more: more frames of the same message follow (`ZMQ_SNDMORE`).
+    ///   - dontWait: fail fast instead of blocking (`ZMQ_DONTWAIT`).
+    ///   - write: fills the frame from the buffer's start and returns how many bytes
+    ///     it wrote (at most `capacity`); called once per call, before anything is sent.
+    ///     It must not keep the buffer.
+    /// - Returns: false only when `dontWait` is true and the send would block (`EAGAIN`),
+    ///   as ``send(byteCount:from:more:dontWait:write:)``.
+    /// - Throws: ``ZMQError`` as the bytes variant.
+    @discardableResult
+    public func send(
+        upTo capacity: Int, from pool: FramePool? = nil, more: Bool = false, dontWait: Bool = false,
+        write: (UnsafeMutableRawBufferPointer) -> Int
+    ) throws(ZMQError) -> Bool {
+        let socket = try checkedHandle("zmq_msg_send")
+        let flags = (more ? ZMQ_SNDMORE : 0) | (dontWait ? ZMQ_DONTWAIT : 0)
+        var message = zmq_msg_t()
+        let pooled = pool?.take(byteCount: capacity)
+        let bytes = pooled.map { $0 + FramePool.headerBytes } ?? malloc(max(capacity, 1))!
+        let size = write(UnsafeMutableRawBufferPointer(start: bytes, count: capacity))
+        precondition(size <= capacity, "ZeroMQ: a frame of \(size) bytes written where \(capacity) were made")
+        let initialised = pooled != nil
+            ? zmq_msg_init_data(&message, bytes, size, framePoolGiveBack, pooled)
+            : zmq_msg_init_data(&message, bytes, size, { data, _ in free(data) }, nil)
+        guard initialised == 0 else { fatalError("ZeroMQ: \(ZMQError.last("zmq_msg_init_data(\(size))"))") }
+        return try Self.send(&message, on: socket, flags: flags, dontWait: dontWait)
     }
 
     /// Sends one frame holding `data`; see the `UnsafeRawBufferPointer` variant.

@@ -60,6 +60,28 @@ import RunLoopKitTestSupport
         try expectFrame(pull, into: message, size: 65, fill: 4)
     }
 
+    @Test func aFrameWrittenUpToACapacityGoesAsLongAsItsWriterSays() throws {
+        let (pull, push) = try connectedSockets(.pull, .push, label: "pool-up-to")
+        defer { pull.close(); push.close() }
+        let pool = FramePool(bufferBytes: 128, maxBuffers: 1)
+        func send(capacity: Int, size: Int, fill: UInt8) throws {
+            let sent = try push.send(upTo: capacity, from: pool) { buffer in
+                #expect(buffer.count == capacity)
+                buffer.initializeMemory(as: UInt8.self, repeating: fill)
+                return size
+            }
+            #expect(sent)
+        }
+        // Over the pool's buffers: in buffers of their own, whatever size they end at.
+        try send(capacity: 129, size: 129, fill: 2)
+        try send(capacity: 300, size: 0, fill: 3)
+        #expect(pool.bufferCount == 0)
+        try send(capacity: 128, size: 50, fill: 1)
+        #expect(pool.bufferCount == 1, "a capacity the pool's buffers hold takes one")
+        let message = Message()
+        for (size, fill) in [(129, UInt8(2)), (0, 3), (50, 1)] { try expectFrame(pull, into: message, size: size, fill: fill) }
+    }
+
     @Test func closingWithFramesInFlightFreesTheirBuffersAsLibzmqLetsThemGo() throws {
         let (pull, push) = try connectedSockets(.pull, .push, label: "pool-close")
         defer { pull.close(); push.close() }

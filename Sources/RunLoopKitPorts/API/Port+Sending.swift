@@ -53,10 +53,14 @@ extension Port {
                 w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
                     encoder.writePacked(bytes: bytes, into: $0)
+                } writeCompact: {
+                    encoder.writeCompact(bytes: bytes, to: $1, into: $0)
                 }
             } else {
                 try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
                     encoder.writePacked(bytes: bytes, into: $0)
+                } writeCompact: {
+                    encoder.writeCompact(bytes: bytes, to: $1, into: $0)
                 }
             }
         } catch {
@@ -89,10 +93,14 @@ extension Port {
                 w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { components }) {
                     encoder.writePacked(components, into: $0)
+                } writeCompact: {
+                    encoder.writeCompact(components, to: $1, into: $0)
                 }
             } else {
                 try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
                     encoder.writePacked(components, into: $0)
+                } writeCompact: {
+                    encoder.writeCompact(components, to: $1, into: $0)
                 }
             }
         } catch {
@@ -109,14 +117,16 @@ extension Port {
     }
 
     /// Sends what `encoder` sized: packed, written by `write` straight into
-    /// the frame libzmq sends; or, over the pack limit, as the frames of
+    /// the frame libzmq sends (by `writeCompact` to a tcp peer that reads
+    /// version 5); or, over the pack limit, as the frames of
     /// `largeComponents()` (the multipart form).
     /// The channel is used uncounted (`beginSend`), as a guaranteed reference.
     @inline(__always)
     private func send(
         // U-SEND-CHANNEL (docs/unsafe-sites.md).
         _ encoder: MessageEncoder, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
-        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
+        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void,
+        writeCompact: (UnsafeMutableRawBufferPointer, WireFormat.Destination) -> Int
     ) throws(PortError) {
         try channel.withGuaranteedReference { (channel) throws(PortError) in
             guard let size = encoder.packedSize else {
@@ -125,7 +135,9 @@ extension Port {
                     try channel.send(frames, deadline: deadline, destination: self)
                 }
             }
-            if channel.isNetwork { return try channel.sendOverNetwork(packedSize: size, trace: nil, deadline: deadline, write: write) }
+            if channel.isNetwork {
+                return try channel.sendOverNetwork(packedSize: size, trace: nil, deadline: deadline, write: write, writeCompact: writeCompact)
+            }
             try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
         }
     }
@@ -137,7 +149,8 @@ extension Port {
     private func sendTraced(
         // U-SEND-CHANNEL (docs/unsafe-sites.md).
         _ encoder: MessageEncoder, trace: PortTraceContext, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
-        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
+        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void,
+        writeCompact: (UnsafeMutableRawBufferPointer, WireFormat.Destination) -> Int
     ) throws(PortError) {
         try channel.withGuaranteedReference { (channel) throws(PortError) in
             guard let size = encoder.packedSize else {
@@ -146,7 +159,9 @@ extension Port {
                     try channel.send(frames, trace: trace, deadline: deadline, destination: self)
                 }
             }
-            if channel.isNetwork { return try channel.sendOverNetwork(packedSize: size, trace: trace, deadline: deadline, write: write) }
+            if channel.isNetwork {
+                return try channel.sendOverNetwork(packedSize: size, trace: trace, deadline: deadline, write: write, writeCompact: writeCompact)
+            }
             try channel.send(packedSize: size, trace: trace, deadline: deadline, destination: self, write: write)
         }
     }

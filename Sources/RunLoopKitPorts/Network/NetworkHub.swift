@@ -291,7 +291,7 @@ final class NetworkHub: @unchecked Sendable {
                 advertising: home.listeners)
             // Queued until the connection is made: the first message the
             // peer reads, the hello and this process's home frame.
-            _ = try connection.sendControl(WireFormat.encodeControl(.hello(from: .current, expecting: instance)), home: home.frame)
+            _ = try connection.sendControl(WireFormat.encodeControl(.hello(from: .current, expecting: instance)), home: home.frame, reads: true)
             if serverKey == nil { Self.logger.warning("tcp: connecting to \(listener) in PLAIN TEXT, as its descriptor says") }
             return connection
         } catch {

@@ -38,7 +38,9 @@ final class NetworkThread: @unchecked Sendable {
     /// monitor is read at the next turn: every monitor when the sockets
     /// change or the thread did not wait, else those whose descriptor
     /// signalled (each read takes every queued event, so a monitor that
-    /// has not signalled since holds none).
+    /// has not signalled since holds none). A monitor closed since its
+    /// connection broke moves the hub's generation first, so a number
+    /// reused meanwhile costs one needless read until the next refresh.
     private var monitorDescriptors: [Int32?] = []
     private var monitorsToRead: [Bool] = []
     /// What a wait polls, kept between waits.

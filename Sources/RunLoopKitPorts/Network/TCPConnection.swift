@@ -81,6 +81,11 @@ final class TCPConnection: @unchecked Sendable {
     /// this process's home frame listed to it. Read by every send that
     /// carries a port.
     let relativeLimit = Atomic<UInt16>(0)
+    /// Whether the peer reads version-5 messages (`WireFormat.readsFrame`
+    /// came after its home frame): then a small packed message goes to it
+    /// as version 5, else as version 3. Read by every packed send.
+    private let compactMessages = Atomic<Bool>(false)
+    var readsCompactMessages: Bool { compactMessages.load(ordering: .acquiring) }
     /// A dialled connection: how many listeners its hello's home frame listed.
     private let advertisedListeners: Int
 
@@ -153,6 +158,13 @@ final class TCPConnection: @unchecked Sendable {
     /// before it.
     func peerReadsRelativeDescriptors(listing listeners: Int) {
         relativeLimit.store(UInt16(listeners) + 1, ordering: .releasing)
+    }
+
+    /// The peer's hello or welcome said it reads version 5. Stored before
+    /// the connection is ready (dialled) or known (accepted): a peer reads
+    /// every version from its first message on.
+    func peerReadsCompactMessages() {
+        compactMessages.store(true, ordering: .releasing)
     }
 
     /// The peer said it is `instance` (its welcome), and sent its home frame
@@ -235,17 +247,38 @@ final class TCPConnection: @unchecked Sendable {
         packedSize: Int, deadline: SendDeadline, port: @autoclosure () -> PortAddress,
         write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
+        try sendFrame(deadline: deadline, port: port()) { (socket) throws(ZMQError) -> Bool in
+            try socket.send(byteCount: packedSize, from: framePool, dontWait: true, write: write)
+        }
+    }
+
+    /// Sends the routing frame and one frame that `send` sends, waiting for
+    /// room as `send(packedSize:…)` says.
+    @inline(__always)
+    private func sendFrame(
+        deadline: SendDeadline, port: @autoclosure () -> PortAddress, _ send: (Socket) throws(ZMQError) -> Bool
+    ) throws(PortError) {
         if !isReady { try waitUntilReady(port: port()) }
         var waitUntil: UInt64?
         while true {
             let sent: Bool = try withSocket(port: port()) { (socket) throws(PortError) -> Bool in
                 guard try sendRoutingFrame(on: socket, port: port()) else { return false }
-                return try zeroMQ { () throws(ZMQError) in
-                    try socket.send(byteCount: packedSize, from: framePool, dontWait: true, write: write)
-                }
+                return try zeroMQ { () throws(ZMQError) in try send(socket) }
             }
             if sent { return }
             try waitForRoom(port: port(), until: &waitUntil, deadline: deadline)
+        }
+    }
+
+    /// Sends one message of at most `capacity` bytes, written by `write`,
+    /// which returns its size (a version-5 message, `WireFormat.writeCompact`),
+    /// as `send(packedSize:…)` does.
+    func send(
+        upTo capacity: Int, deadline: SendDeadline, port: @autoclosure () -> PortAddress,
+        write: (UnsafeMutableRawBufferPointer) -> Int
+    ) throws(PortError) {
+        try sendFrame(deadline: deadline, port: port()) { (socket) throws(ZMQError) -> Bool in
+            try socket.send(upTo: capacity, from: framePool, dontWait: true, write: write)
         }
     }
 
@@ -269,10 +302,11 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Sends a control frame (a hello or welcome) and, if given, this
-    /// process's home frame after it in the same message; never waits.
+    /// process's home frame after it in the same message, then, if
+    /// `reads`, its reads frame (`WireFormat.readsFrame`); never waits.
     /// Network thread or the dialling thread, before anyone else can send
     /// on the socket.
-    func sendControl(_ bytes: [UInt8], home: [UInt8]? = nil) throws(ZMQError) -> Bool {
+    func sendControl(_ bytes: [UInt8], home: [UInt8]? = nil, reads: Bool = false) throws(ZMQError) -> Bool {
         socketLock.lock()
         defer {
             socket.releaseOwnership()
@@ -284,7 +318,9 @@ final class TCPConnection: @unchecked Sendable {
         guard let home else { return try Self.send(bytes, on: socket, more: false) }
         // Once libzmq took a message's first frame, it takes the rest.
         guard try Self.send(bytes, on: socket, more: true) else { return false }
-        return try Self.send(home, on: socket, more: false)
+        guard reads else { return try Self.send(home, on: socket, more: false) }
+        _ = try Self.send(home, on: socket, more: true)
+        return try Self.send(WireFormat.readsFrame, on: socket, more: false)
     }
 
     /// Sends `bytes` as one frame without waiting; false when there is no room.

@@ -262,11 +262,16 @@ final class TCPInbound: @unchecked Sendable {
             }
             // A peer that sent its home frame reads version 4: this
             // process's home goes with the welcome, and its messages'
-            // descriptors are read against the peer's.
+            // descriptors are read against the peer's. One whose reads
+            // frame came after it, naming 5, reads version 5.
             var peerHome: TCPHome?
+            var reads: UInt8?
             if message.keptCount >= 2 {
-                do { peerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from) } catch {
-                    hub.drops.record(PortDropReason(error), "tcp: a hello whose home frame is malformed (no welcome): \(error)")
+                do {
+                    peerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from)
+                    reads = try Self.newestVersionRead(message)
+                } catch {
+                    hub.drops.record(PortDropReason(error), "tcp: a hello whose home or reads frame is malformed (no welcome): \(error)")
                     return hub.drops.emitPending()
                 }
             }
@@ -274,6 +279,7 @@ final class TCPInbound: @unchecked Sendable {
                 acceptedBy: listener, routingID: routingID, peer: from, home: peerHome,
                 address: hello.property("Peer-Address") ?? "(unknown address)",
                 descriptor: hello.sourceDescriptor ?? -1, clientKey: hello.property("User-Id"))
+            if let reads, reads >= WireFormat.compactVersion { connection.peerReadsCompactMessages() }
             hub.accepted(connection)
             guard let peerHome else {
                 _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
@@ -282,12 +288,24 @@ final class TCPInbound: @unchecked Sendable {
             homes[from] = peerHome
             if lastHomeInstance == from { findHome(of: from) }
             let home = hub.homeFrame()
-            if (try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)), home: home.frame)) == true {
+            // The reads frame only to a hello that had one: a peer gets a
+            // welcome of as many frames as its hello.
+            let welcome = WireFormat.encodeControl(.welcome(from: .current))
+            if (try? connection.sendControl(welcome, home: home.frame, reads: reads != nil)) == true {
                 connection.peerReadsRelativeDescriptors(listing: home.listeners)
             }
             return
         }
         handle(by: reader)
+    }
+
+    /// The newest message version the sender of a hello or welcome held
+    /// in `message` reads: what its third frame, a reads frame after the
+    /// home frame, says; nil without one. Throws for a third frame that is
+    /// not a reads frame.
+    private static func newestVersionRead(_ message: IncomingFrames) throws(WireFormat.DecodeError) -> UInt8? {
+        guard message.keptCount >= 3 else { return nil }
+        return try WireFormat.decodeReads(message[2].unsafeBytes)
     }
 
     /// Gives the message just read the home of the process that sent it
@@ -332,10 +350,15 @@ final class TCPInbound: @unchecked Sendable {
                 return hub.drops.emitPending()
             }
             if message.keptCount >= 2 {
-                do { dialledPeerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from) } catch {
-                    hub.drops.record(PortDropReason(error), "tcp: a welcome whose home frame is malformed: \(error)")
+                do {
+                    dialledPeerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from)
+                    if let reads = try Self.newestVersionRead(message), reads >= WireFormat.compactVersion {
+                        dialled.peerReadsCompactMessages()
+                    }
+                } catch {
+                    hub.drops.record(PortDropReason(error), "tcp: a welcome whose home or reads frame is malformed: \(error)")
                     hub.drops.emitPending()
-                    return hub.connectionBroke(dialled, because: "its welcome's home frame is malformed (\(error))", end: .handshakeFailed)
+                    return hub.connectionBroke(dialled, because: "its welcome's home or reads frame is malformed (\(error))", end: .handshakeFailed)
                 }
             }
             if !dialled.welcomed(by: from, sentHome: dialledPeerHome != nil) && dialled.brokenError != nil {
@@ -349,7 +372,7 @@ final class TCPInbound: @unchecked Sendable {
             return hub.drops.emitPending()
         }
         guard let destination = routed.destination else {
-            hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries version 3)")
+            hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries versions 3 and 5)")
             return hub.drops.emitPending()
         }
         guard destination.instance == .current else {

@@ -39,7 +39,7 @@ struct DescriptorCache {
             return entries[0].port
         }
         let port = registry.resolve(try WireFormat.decodeDescriptor(bytes, sender: frames.sender))
-        if bytes[4] == WireFormat.descriptorVersionRelative {
+        if WireFormat.isRelativeDescriptor(bytes) {
             relativeResolved += 1
             Self.relativeDescriptorsResolved.wrappingAdd(1, ordering: .relaxed)
             entries.insert((Array(bytes), frames.sender, tag, port), at: 0)

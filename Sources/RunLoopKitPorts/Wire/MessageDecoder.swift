@@ -2,7 +2,7 @@ import ZeroMQ
 @_spi(RunLoopKitInternals) import RunLoopKitCore
 
 /// Frames → PortMessage (docs/wire-format.md): checks a received message
-/// against the format, version 1 (multipart) or 2 (packed), and builds the
+/// against the format, version 1 (multipart) or 2, 3 or 5 (packed), and builds the
 /// PortMessage its handler gets, resolving each port descriptor to a Port.
 /// Anything malformed, truncated, oversized or of an unknown version is a
 /// `DecodeError`, never a crash (S-PORT-7). Reachability is not its
@@ -87,10 +87,8 @@ struct MessageDecoder {
             message.components = []
         }
         lastWasLarge = bytes.count > WireFormat.packLimit
-        var records = WireFormat.PackedRecords(bytes, header: header)
         if header.isOneDataComponent {
-            let record = try records.next()
-            try records.finish()
+            let record = try WireFormat.onlyRecord(of: bytes, header: header)
             if message.components.count == 1 {
                 Self.refill(&message.components[0], with: record)
             } else {
@@ -103,6 +101,7 @@ struct MessageDecoder {
         }
         // Component `index` is written over the last message's component at
         // that index (a data component refilled in place), or appended.
+        var records = WireFormat.PackedRecords(bytes, header: header)
         var replyPort: Port?
         var sameReplyPort = false
         for index in 0..<header.recordCount {
@@ -148,10 +147,10 @@ struct MessageDecoder {
             let bytes = frames.firstBytes
             guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
             guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
-            var records = WireFormat.PackedRecords(bytes, header: header)
             if header.isOneDataComponent {
-                message.firstData = try records.next()
+                message.firstData = try WireFormat.onlyRecord(of: bytes, header: header)
             } else {
+                var records = WireFormat.PackedRecords(bytes, header: header)
                 for index in 0..<header.recordCount {
                     let record = try records.next()
                     if index == header.componentCount {
@@ -163,8 +162,8 @@ struct MessageDecoder {
                         message.firstData = record
                     }
                 }
+                try records.finish()
             }
-            try records.finish()
         } else {
             guard frames.frameCount == header.frameCount, frames.keptCount == frames.frameCount else {
                 throw .frameCountMismatch(expected: header.frameCount, got: frames.frameCount)

@@ -139,6 +139,20 @@ struct MessageEncoder {
         _ = WireFormat.writePacked(into: buffer, msgid: msgid, bytes: bytes, replyDescriptor: replyDescriptor, traceID: traceID)
     }
 
+    /// Writes the message in version 5 to `destination` into `buffer`
+    /// (`WireFormat.compactCapacity(packedSize:)` bytes); returns the size
+    /// used. `components` are the ones the encoder was made with.
+    func writeCompact(_ components: [PortMessage.Component], to destination: WireFormat.Destination, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        WireFormat.writeCompact(
+            into: buffer, to: destination, msgid: msgid, components: components, replyDescriptor: replyDescriptor, traceID: traceID,
+            relativeLimit: relativeLimit)
+    }
+
+    /// `writeCompact` for a message of one data component, `bytes`.
+    func writeCompact(bytes: UnsafeRawBufferPointer, to destination: WireFormat.Destination, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        WireFormat.writeCompact(into: buffer, to: destination, msgid: msgid, bytes: bytes, replyDescriptor: replyDescriptor, traceID: traceID)
+    }
+
     /// Calls `send` with the frames of a message over the pack limit: its
     /// header in a buffer that lives for the call, then `components` (the
     /// ones the encoder was made with) as they are.

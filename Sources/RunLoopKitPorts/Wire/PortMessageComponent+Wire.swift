@@ -25,4 +25,14 @@ extension PortMessage.Component {
             port.descriptorBytes(relativeLimit: relativeLimit).withUnsafeBytes { WireFormat.writeRecord($0, into: buffer, at: offset) }
         }
     }
+
+    /// `writeRecord` in version 5: the length a varint, a version-4
+    /// descriptor short (`WireFormat.writeCompactDescriptor`).
+    func writeCompactRecord(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, relativeLimit: UInt16) -> Int {
+        switch self {
+        case let .data(data): data.withUnsafeBytes { WireFormat.writeCompactRecord($0, into: buffer, at: offset) }
+        case let .port(port):
+            port.descriptorBytes(relativeLimit: relativeLimit).withUnsafeBytes { WireFormat.writeCompactDescriptor($0, into: buffer, at: offset) }
+        }
+    }
 }

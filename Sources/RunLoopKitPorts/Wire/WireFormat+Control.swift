@@ -15,6 +15,10 @@ extension WireFormat {
     static let controlHome: UInt8 = 3
     static let helloSize = 38
     static let welcomeSize = 22
+    /// The third frame of a hello or welcome, after the home frame: the
+    /// newest message version its sender reads (`readsFrame`).
+    static let controlReads: UInt8 = 4
+    static let readsSize = 7
     /// A home frame's fixed part: magic, version, type, pid, start time, endpoint count.
     static let homeFixedSize = 19
     /// Each endpoint of a home: security, key, text length, then the text.
@@ -62,6 +66,21 @@ extension WireFormat {
         default:
             throw .badExtension("unknown control frame type \(bytes[5])")
         }
+    }
+
+    /// What this process sends after its home frame: it reads messages of
+    /// version 5 (`compactVersion`), so that its peer may write them.
+    static let readsFrame: [UInt8] = controlMagic + [controlVersion, controlReads, compactVersion]
+
+    /// The newest message version a reads frame says its sender reads.
+    static func decodeReads(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> UInt8 {
+        guard isControl(bytes) else { throw .badMagic }
+        guard bytes.count == readsSize else { throw .shortFrame("reads frame: \(bytes.count) bytes, not \(readsSize)") }
+        guard bytes[4] == controlVersion else { throw .unsupportedVersion(bytes[4]) }
+        guard bytes[5] == controlReads else {
+            throw .badExtension("a hello's or welcome's third frame is of type \(bytes[5]), not reads (4)")
+        }
+        return bytes[6]
     }
 
     /// A home frame (docs/wire-format.md, "Home frames and relative

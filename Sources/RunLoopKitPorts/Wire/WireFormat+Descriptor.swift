@@ -51,6 +51,7 @@ extension WireFormat {
     /// the home of the process at the other end of the tcp connection the
     /// message came over (nil elsewhere, where version 4 is malformed).
     static func decodeDescriptor(_ bytes: UnsafeRawBufferPointer, sender: TCPHome?) throws(DecodeError) -> PortAddress {
+        if bytes.count > 0 && bytes[0] == descriptorVersionRelative { return try decodeShortRelativeDescriptor(bytes, sender: sender) }
         guard bytes.count >= 5, bytes[4] == descriptorVersionRelative else { return try decodeDescriptor(bytes) }
         return try decodeRelativeDescriptor(bytes, sender: sender)
     }
@@ -143,6 +144,12 @@ extension WireFormat {
     }
 
     // MARK: - Version 4: a tcp port of the sender, relative to the connection
+
+    /// Whether `bytes`, a descriptor `decodeDescriptor(_:sender:)` read, is
+    /// version 4, in its full form or its short one (which starts `04`).
+    static func isRelativeDescriptor(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes[0] == descriptorVersionRelative || bytes[4] == descriptorVersionRelative
+    }
 
     /// Version 4 (docs/wire-format.md, "Home frames and relative
     /// descriptors"): magic, version 4, transport 2, the position of the

@@ -123,8 +123,15 @@ extension WireFormat {
         let hasPortComponent: Bool
         /// Present when the sender's tap was on.
         let traceID: UInt64?
-        /// Version 3 with a trace context (`traceContext(ofHeader:)` reads it).
+        /// Version 3 or 5 with a trace context (`traceContext(ofHeader:)` reads it).
         var hasTraceContext = false
+        /// Where the component kinds start in the frame: at the fixed
+        /// header's end, or after version 5's varints (at most 35). One
+        /// byte, in the padding after the fields above: a header is copied
+        /// at every delivery.
+        var kindsOffset = UInt8(WireFormat.headerFixedSize)
+        /// Version 5: each record's length is a varint, not 4 bytes.
+        var compactRecords: Bool { kindsOffset != WireFormat.headerFixedSize }
         var frameCount: Int { isPacked ? 1 : 1 + componentCount + (hasReplyPort ? 1 : 0) }
         /// Components, then the reply port's descriptor if there is one.
         var recordCount: Int { componentCount + (hasReplyPort ? 1 : 0) }
@@ -142,7 +149,7 @@ extension WireFormat {
         /// as a flag, not an array of kinds: a header is a plain value that
         /// costs no reference counting on the message path.)
         func kind(at index: Int, in frame: UnsafeRawBufferPointer) -> UInt8 {
-            hasPortComponent ? frame[headerFixedSize + index] : kindData
+            hasPortComponent ? frame[Int(kindsOffset) + index] : kindData
         }
     }
 
@@ -157,7 +164,7 @@ extension WireFormat {
     static func readHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
         guard bytes.count >= headerFixedSize else { throw .shortFrame("header (\(bytes.count) bytes)") }
         guard bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == headerMagicWord else {
-            throw .badMagic
+            return try readHeaderWithoutMagic(bytes)
         }
         let versionByte = bytes[4]
         guard versionByte == version || versionByte == packedVersion else {
@@ -177,6 +184,15 @@ extension WireFormat {
             throw .shortFrame("header: \(bytes.count) bytes for \(count) components\(traced ? " and a trace id" : "")")
         }
         return try header(bytes, flags: flags, count: count, isPacked: isPacked, size: size)
+    }
+
+    /// `readHeader` for a frame without the magic: version 5, whose version
+    /// byte comes first, or a frame refused. Apart, so that inproc and ipc
+    /// pay nothing for it.
+    @inline(never)
+    private static func readHeaderWithoutMagic(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> Header {
+        guard bytes[0] == compactVersion else { throw .badMagic }
+        return try readCompactHeader(bytes).header
     }
 
     /// Version 3: its flags may say multipart, and an extension area
@@ -224,6 +240,11 @@ extension WireFormat {
     /// hands the header with the message, which is then not read again
     /// (`IncomingFrames.checkedHeader`).
     static func routedHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> (header: Header, destination: Destination?) {
+        // Version 5 first: what a RunLoopKit peer sends most messages as.
+        if bytes.count > 0 && bytes[0] == compactVersion {
+            let (header, destination) = try readCompactHeader(bytes)
+            return (header, destination)
+        }
         // Version 3 read once (what readHeader checks first, then the rest
         // and the extension area in one pass): every tcp message comes here.
         guard bytes.count >= headerFixedSize, bytes[4] == extendedVersion,
@@ -237,14 +258,15 @@ extension WireFormat {
     /// The trace context a version-3 header frame carries (its fields
     /// checked as `readHeader` checks them), or nil.
     static func traceContext(ofHeader bytes: UnsafeRawBufferPointer) -> PortTraceContext? {
+        if bytes.count > 0 && bytes[0] == compactVersion { return compactTraceContext(bytes) }
         guard bytes.count >= headerFixedSize, bytes[4] == extendedVersion else { return nil }
         let count = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         return try? readExtension(bytes, at: headerSize(componentCount: count, traced: bytes[5] & flagHasTraceID != 0)).trace(in: bytes)
     }
 
-    /// Where version 3's extension area ends and what its known fields
-    /// hold: plain values, so that reading it copies nothing counted.
-    private struct ExtensionArea {
+    /// Where version 3's extension area (or version 5's) ends and what its
+    /// known fields hold: plain values, so that reading it copies nothing counted.
+    struct ExtensionArea {
         let end: Int
         var destination: Destination?
         /// Where the traceparent field's bytes start.
@@ -274,7 +296,7 @@ extension WireFormat {
     /// of a kind or one of the wrong size is malformed (and a trace context
     /// W3C calls invalid, which `ExtensionArea.trace(in:)` finds).
     @inline(never)
-    private static func readExtension(_ bytes: UnsafeRawBufferPointer, at start: Int) throws(DecodeError) -> ExtensionArea {
+    static func readExtension(_ bytes: UnsafeRawBufferPointer, at start: Int) throws(DecodeError) -> ExtensionArea {
         // What every tcp send without a trace context writes, a destination
         // alone, read in a few instructions: each tcp message is read twice,
         // and its checks and errors are code a round trip would fetch.

@@ -65,12 +65,46 @@ extension WireFormat {
     /// (`PackedRecords` walked them all when it was decoded): found by
     /// stepping over the lengths before it, nothing checked again.
     static func packedRecord(_ index: Int, of bytes: UnsafeRawBufferPointer, header: Header) -> UnsafeRawBufferPointer {
+        if header.compactRecords { return compactRecord(index, of: bytes, header: header) }
         var offset = header.size
         for _ in 0..<index {
             offset += recordLengthSize + Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         return UnsafeRawBufferPointer(rebasing: bytes[(offset + recordLengthSize)..<(offset + recordLengthSize + length)])
+    }
+
+    /// `packedRecord` in a version-5 frame, whose record lengths are varints.
+    private static func compactRecord(_ index: Int, of bytes: UnsafeRawBufferPointer, header: Header) -> UnsafeRawBufferPointer {
+        var offset = header.size
+        var length = 0
+        for _ in 0...index {
+            offset += length
+            length = Int(readVarint(bytes, at: &offset).unsafelyUnwrapped)
+        }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+    }
+
+    /// The one record of a packed frame that holds one data component and
+    /// nothing else (`Header.isOneDataComponent`), checked: in version 2,
+    /// one comparison of its length with the frame's; a malformed frame or
+    /// version 5 takes the walk, which says what is wrong.
+    @inline(__always)
+    static func onlyRecord(of bytes: UnsafeRawBufferPointer, header: Header) throws(DecodeError) -> UnsafeRawBufferPointer {
+        let start = header.size + recordLengthSize
+        if !header.compactRecords && bytes.count >= start
+            && Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: header.size, as: UInt32.self))) == bytes.count - start {
+            return UnsafeRawBufferPointer(rebasing: bytes[start...])
+        }
+        return try walkedOnlyRecord(of: bytes, header: header)
+    }
+
+    @inline(never)
+    private static func walkedOnlyRecord(of bytes: UnsafeRawBufferPointer, header: Header) throws(DecodeError) -> UnsafeRawBufferPointer {
+        var records = PackedRecords(bytes, header: header)
+        let record = try records.next()
+        try records.finish()
+        return record
     }
 
     /// The records of a packed frame, one at a time, for a caller that fills
@@ -83,21 +117,40 @@ extension WireFormat {
         private let bytes: UnsafeRawBufferPointer
         private var offset: Int
         private var index = 0
+        /// Version 5: lengths are varints.
+        private let compact: Bool
 
         init(_ bytes: UnsafeRawBufferPointer, header: Header) {
             self.bytes = bytes
             offset = header.size
+            compact = header.compactRecords
         }
 
         /// The next record. Throws if its length or its bytes run past the
         /// frame's end.
         @inline(__always)
         mutating func next() throws(DecodeError) -> UnsafeRawBufferPointer {
+            if compact { return try nextCompact() }
             guard bytes.count - offset >= recordLengthSize else {
                 throw .badPackedRecords("the frame ends before the length of record \(index)")
             }
             let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             offset += recordLengthSize
+            return try record(of: length)
+        }
+
+        /// `next` in version 5, out of line: the usual record pays a test for it.
+        @inline(never)
+        private mutating func nextCompact() throws(DecodeError) -> UnsafeRawBufferPointer {
+            guard let value = WireFormat.readVarint(bytes, at: &offset), value <= UInt64(maxFrameBytes) else {
+                throw .badPackedRecords("record \(index)'s length: a varint that runs past the frame, or over \(maxFrameBytes)")
+            }
+            return try record(of: Int(value))
+        }
+
+        /// The record of `length` bytes at `offset`, after its length.
+        @inline(__always)
+        private mutating func record(of length: Int) throws(DecodeError) -> UnsafeRawBufferPointer {
             guard bytes.count - offset >= length else {
                 throw .badPackedRecords("record \(index) announces \(length) bytes, \(bytes.count - offset) are left")
             }

@@ -106,7 +106,7 @@ enum WireFormat {
             switch self {
             case let .shortFrame(what): "truncated \(what)"
             case .badMagic: "not a RunLoopKit message (bad magic)"
-            case let .unsupportedVersion(version): "unsupported wire version \(version) (this side speaks \(WireFormat.version) to \(WireFormat.extendedVersion))"
+            case let .unsupportedVersion(version): "unsupported wire version \(version) (this side speaks \(WireFormat.version) to \(WireFormat.extendedVersion), and \(WireFormat.compactVersion) over tcp)"
             case let .unknownFlags(flags): "unknown header flags 0x\(String(flags, radix: 16))"
             case let .unknownComponentKind(kind): "unknown component kind \(kind)"
             case let .tooManyComponents(count): "\(count) components, over the limit of \(WireFormat.maxComponents)"

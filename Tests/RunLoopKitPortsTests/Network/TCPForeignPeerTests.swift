@@ -103,6 +103,21 @@ struct TCPForeignPeerTests {
         #expect(server.port.droppedMessageCount == 1)
     }
 
+    @Test("S-NET-1: a Python peer whose hello carries a home frame and a reads frame gets a welcome of three frames, and then version 5 both ways: its version-5 lookup and requests (a short version-4 reply port) are answered in version 5, which it parses; its malformed version-5 record is dropped and counted")
+    func peerThatReadsVersion5() throws {
+        let server = try Server()
+        defer { server.stop() }
+        let program = try Self.runPeer(child: 3, against: server, mode: "compact")
+        let lines = program.output.split(separator: "\n").map(String.init)
+        #expect(program.waitForExit(timeout: 1) == 0, "\(program.output) \(program.errorOutput)")
+        #expect(lines.first == "WELCOMED \(NetworkPeerProcess.hex(WireFormat.instanceBytes(.current)))")
+        #expect(lines.dropFirst(2).first == "FOUND \(server.port.address.portID) \(server.endpoint) v4")
+        #expect(Array(lines.dropFirst(3).prefix(2)) == ["REPLY from python", "REPLY after malformed"])
+        #expect(lines.last == "DONE")
+        #expect(server.port.dropCounts[.badPackedRecords] == 1)
+        #expect(server.port.droppedMessageCount == 1)
+    }
+
     @Test("S-NET-1, S-PORT-7: a Python peer whose hello's home frame is malformed (cut short) gets no welcome: the endpoint drops the hello and counts it as truncated")
     func peerWithAMalformedHomeFrameIsNotWelcomed() throws {
         let server = try Server()

@@ -113,7 +113,7 @@ struct TCPPortTests {
         #expect(await inbox.arrival(ofCount: 1))
     }
 
-    @Test("S-NET-1: between two RunLoopKit processes each one's own tcp ports travel as 16-byte version-4 descriptors once their home frames are exchanged, and name exactly the ports their full descriptors name: this process's port comes back as itself, and the peer's port found by a lookup over tcp is the send right its full descriptor gives")
+    @Test("S-NET-1: between two RunLoopKit processes each one's own tcp ports travel as 16-byte version-4 descriptors once their home frames are exchanged (and, their reads frames exchanged too, in version-5 messages, short), and name exactly the ports their full descriptors name: this process's port comes back as itself, and the peer's port found by a lookup over tcp is the send right its full descriptor gives")
     func relativeDescriptorsNameTheSamePorts() async throws {
         let peer = try NetworkPeerProcess.serve(child: 0, name: "relative-peer")
         defer { peer.stop() }
@@ -132,6 +132,8 @@ struct TCPPortTests {
         let instance = try #require(remote.address.tcpEndpoint?.instance)
         let limit = NetworkHub.shared.state.withLock { $0.connections[instance] }?.relativeLimit.load(ordering: .acquiring) ?? 0
         #expect(limit > 0, "the peer sent its home frame: it reads version 4")
+        let connection = NetworkHub.shared.state.withLock { $0.connections[instance] }
+        #expect(connection?.readsCompactMessages == true, "the peer's welcome had a reads frame: this process writes version 5 to it")
         #expect(inbox.port.descriptorBytes(relativeLimit: limit).count == WireFormat.relativeDescriptorSize,
                 "this process's port goes in 16 bytes, not \(inbox.port.descriptorBytes.count)")
         for reply in replies {
