@@ -53,8 +53,6 @@ extension Port {
                 w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
                     encoder.writePacked(bytes: bytes, into: $0)
-                } writeCompact: {
-                    encoder.writeCompact(bytes: bytes, to: $1, into: $0)
                 }
             } else {
                 try send(encoder, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
@@ -93,8 +91,6 @@ extension Port {
                 w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { components }) {
                     encoder.writePacked(components, into: $0)
-                } writeCompact: {
-                    encoder.writeCompact(components, to: $1, into: $0)
                 }
             } else {
                 try send(encoder, on: channel, deadline: deadline, largeComponents: { components }) {
@@ -136,7 +132,7 @@ extension Port {
                 }
             }
             if channel.isNetwork {
-                return try channel.sendOverNetwork(packedSize: size, trace: nil, deadline: deadline, write: write, writeCompact: writeCompact)
+                return try channel.sendOverNetwork(packedSize: size, deadline: deadline, write: write, writeCompact: writeCompact)
             }
             try channel.send(packedSize: size, deadline: deadline, destination: self, write: write)
         }
@@ -149,8 +145,7 @@ extension Port {
     private func sendTraced(
         // U-SEND-CHANNEL (docs/unsafe-sites.md).
         _ encoder: MessageEncoder, trace: PortTraceContext, on channel: Unmanaged<SendChannel>, deadline: SendDeadline,
-        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void,
-        writeCompact: (UnsafeMutableRawBufferPointer, WireFormat.Destination) -> Int
+        largeComponents: () -> [PortMessage.Component], write: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(PortError) {
         try channel.withGuaranteedReference { (channel) throws(PortError) in
             guard let size = encoder.packedSize else {
@@ -160,7 +155,7 @@ extension Port {
                 }
             }
             if channel.isNetwork {
-                return try channel.sendOverNetwork(packedSize: size, trace: trace, deadline: deadline, write: write, writeCompact: writeCompact)
+                return try channel.sendOverNetwork(packedSize: size, trace: trace, deadline: deadline, write: write)
             }
             try channel.send(packedSize: size, trace: trace, deadline: deadline, destination: self, write: write)
         }

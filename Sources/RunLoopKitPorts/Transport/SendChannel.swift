@@ -200,35 +200,42 @@ final class SendChannel: @unchecked Sendable {
         try connectedSocket().withGuaranteedReference(body)
     }
 
-    /// A packed message over tcp: as version 5, written by `writeCompact`
-    /// (`WireFormat.writeCompact`, which returns its size), to a peer that
-    /// reads it when the message carries no trace context and is small
+    /// A packed message over tcp without a trace context: as version 5,
+    /// written by `writeCompact` (`WireFormat.writeCompact`, which returns
+    /// its size), to a peer that reads it when the message is small
     /// (`WireFormat.compactLimit`); else written by `write` as version 2
     /// after room for the extension area, then made version 3 naming the
-    /// destination (and carrying `trace`, if any) (`WireFormat.extendPacked`).
-    /// Either way inproc and ipc sends pay nothing for tcp.
+    /// destination (`WireFormat.extendPacked`). Either way inproc and ipc
+    /// sends pay nothing for tcp.
     @inline(never)
     func sendOverNetwork(
-        packedSize: Int, trace: PortTraceContext?, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void,
+        packedSize: Int, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void,
         writeCompact: (UnsafeMutableRawBufferPointer, WireFormat.Destination) -> Int
     ) throws(PortError) {
         let destination = destination.unsafelyUnwrapped
-        guard let trace else {
-            return try withConnection(deadline: deadline) { (connection) throws(PortError) in
-                if packedSize <= WireFormat.compactLimit && connection.readsCompactMessages {
-                    return try connection.send(upTo: WireFormat.compactCapacity(packedSize: packedSize), deadline: deadline, port: address) {
-                        writeCompact($0, destination)
-                    }
-                }
-                // The version-3 send: the trace context is neither copied nor looked at.
-                let gap = WireFormat.destinationAreaSize
-                try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
-                    write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
-                    WireFormat.extendPacked(buffer, destination: destination)
+        try withConnection(deadline: deadline) { (connection) throws(PortError) in
+            if packedSize <= WireFormat.compactLimit && connection.readsCompactMessages {
+                return try connection.send(upTo: WireFormat.compactCapacity(packedSize: packedSize), deadline: deadline, port: address) {
+                    writeCompact($0, destination)
                 }
             }
+            // The version-3 send: the trace context is neither copied nor looked at.
+            let gap = WireFormat.destinationAreaSize
+            try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
+                write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
+                WireFormat.extendPacked(buffer, destination: destination)
+            }
         }
-        let fields = WireFormat.ExtensionFields(destination: destination, trace: trace)
+    }
+
+    /// A packed message over tcp that carries `trace`: always version 3
+    /// (docs/wire-format.md, "Trace context"), written by `write` as version
+    /// 2 after room for the extension area, then made version 3.
+    @inline(never)
+    func sendOverNetwork(
+        packedSize: Int, trace: PortTraceContext, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(PortError) {
+        let fields = WireFormat.ExtensionFields(destination: destination.unsafelyUnwrapped, trace: trace)
         let gap = fields.areaSize
         try withConnection(deadline: deadline) { (connection) throws(PortError) in
             try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in

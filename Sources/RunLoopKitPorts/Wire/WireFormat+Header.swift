@@ -126,9 +126,10 @@ extension WireFormat {
         /// Version 3 or 5 with a trace context (`traceContext(ofHeader:)` reads it).
         var hasTraceContext = false
         /// Where the component kinds start in the frame: at the fixed
-        /// header's end, or after version 5's varints (at most 35). One
-        /// byte, in the padding after the fields above: a header is copied
-        /// at every delivery.
+        /// header's end, or after version 5's varints (at most 48: three of
+        /// up to 10 bytes each, as a peer may write them longer than
+        /// needed; 35 as RunLoopKit writes them). One byte, in the padding
+        /// after the fields above: a header is copied at every delivery.
         var kindsOffset = UInt8(WireFormat.headerFixedSize)
         /// Version 5: each record's length is a varint, not 4 bytes.
         var compactRecords: Bool { kindsOffset != WireFormat.headerFixedSize }
