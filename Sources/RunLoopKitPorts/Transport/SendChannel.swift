@@ -219,7 +219,7 @@ final class SendChannel: @unchecked Sendable {
                     writeCompact($0, destination)
                 }
             }
-            // The version-3 send: the trace context is neither copied nor looked at.
+            // Version 3 (over the compact limit, or a peer that reads no version 5): the destination alone in its area.
             let gap = WireFormat.destinationAreaSize
             try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
                 write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
