@@ -8,9 +8,19 @@
 /// and user code"): under `Synchronization.Mutex` it reported a loop's
 /// read and another thread's insert as a race.
 final class SeriesTable<Key: Hashable & Sendable, Series: Sendable>: Sendable {
+    private struct Entries {
+        var series: [Key: Series] = [:]
+        /// The keys given a series of their own, made or being made: at
+        /// most the limit's count. Decided under the lock, with the look
+        /// for the key, so that a key never gets its own series on one
+        /// thread and the shared one on another (two looks and two locks
+        /// let a key inserted between them fill the last place).
+        var own: Set<Key> = []
+    }
+
     private let limit: (count: Int, overflowKey: Key)?
     private let make: @Sendable (Key) -> Series
-    private let series = Locked<[Key: Series]>([:])
+    private let entries = Locked(Entries())
 
     /// A table of at most `limit.count` keys besides `limit.overflowKey`'s; nil: no limit.
     init(limit: (count: Int, overflowKey: Key)? = nil, make: @escaping @Sendable (Key) -> Series) {
@@ -20,14 +30,20 @@ final class SeriesTable<Key: Hashable & Sendable, Series: Sendable>: Sendable {
 
     /// The series of `key`, made if it is new (and there is room).
     subscript(key: Key) -> Series {
-        if let found = series.withLock({ $0[key] }) { return found }
-        var key = key
-        if let limit, series.withLock({ $0.count >= limit.count }) { key = limit.overflowKey }
+        let (found, chosen) = entries.withLock { entries -> (Series?, Key) in
+            if let found = entries.series[key] { return (found, key) }
+            guard let limit else { return (nil, key) }
+            if entries.own.contains(key) { return (nil, key) }
+            if entries.own.count >= limit.count { return (entries.series[limit.overflowKey], limit.overflowKey) }
+            entries.own.insert(key)
+            return (nil, key)
+        }
+        if let found { return found }
         // Made outside the lock: it calls the program's metrics factory.
-        let made = make(key)
-        return series.withLock { table in
-            if let raced = table[key] { return raced }
-            table[key] = made
+        let made = make(chosen)
+        return entries.withLock { entries in
+            if let raced = entries.series[chosen] { return raced }
+            entries.series[chosen] = made
             return made
         }
     }
