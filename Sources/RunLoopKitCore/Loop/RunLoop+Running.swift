@@ -158,12 +158,12 @@ extension RunLoop {
         // a test clock's advance wakes it instead (S-TMR-7).
         let wakeDeadline = deadlineClock.isReal ? deadline : MonotonicClock.never
         // On a test clock, what is already due must not wait for an advance.
-        let testDeadlinePassed = { !deadlineClock.isReal && deadline <= deadlineClock.now() }
+        let testDeadlinePassed = { _slowPath(!deadlineClock.isReal) && deadline <= deadlineClock.now() }
         while true {
             // The process's tracer: one load and a branch a pass while there is none.
-            if Self.tracing.load(ordering: .relaxed) {
+            if _slowPath(Self.tracing.load(ordering: .relaxed)) {
                 snapshot.tracer = Self.currentTracer
-            } else if snapshot.tracer != nil {
+            } else if _slowPath(snapshot.tracer != nil) {
                 snapshot.tracer = nil
             }
             let monitored = snapshot.isReported
@@ -208,7 +208,7 @@ extension RunLoop {
             // read-modify-write.
             let passNumber = completedPasses.load(ordering: .relaxed) &+ 1
             completedPasses.store(passNumber, ordering: .relaxed)
-            if monitored {
+            if _slowPath(monitored) {
                 reportPass(
                     passNumber, mode: mode, start: passStart, sleepStart: sleepStart, slept: sleptNanoseconds,
                     handled: handled, firedTimers: firedTimers, snapshot)
@@ -293,7 +293,7 @@ extension RunLoop {
         _ kind: CalloutKind, _ snapshot: ModeSnapshot, mode: Mode,
         origin: @autoclosure () -> BlockOrigin? = nil, _ body: () -> Void
     ) {
-        guard snapshot.isReported else { return body() }
+        guard _slowPath(snapshot.isReported) else { return body() }
         let start = MonotonicClock.now()
         body()
         let duration = MonotonicClock.now() - start
@@ -403,7 +403,7 @@ extension RunLoop {
         }
         let sources = snapshot.socketSources
         waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
-            if token == WaitSet.mainQueueToken { return mainQueue?.eventfdWasReady() ?? () }
+            if _slowPath(token == WaitSet.mainQueueToken) { return mainQueue?.eventfdWasReady() ?? () }
             // The snapshot knows a mode's few sources; one added while the
             // loop slept, or one of many, is looked up in the loop's state.
             // One removed meanwhile may still be reported: the ready list

@@ -100,13 +100,15 @@ final class LoopWaiter: @unchecked Sendable {
         let count = waitSet.wait(into: events, capacity: Self.eventCapacity, block: block)
         if block { waiting.store(false, ordering: .releasing) }
         for index in 0..<count {
-            switch events[index].data.u64 {
-            case WaitSet.wakeUpToken:
+            // Hinted, not a switch: a socket's wake-up is the common one,
+            // and its code stays together (docs/performance.md, "Over tcp").
+            let token = events[index].data.u64
+            if _slowPath(token == WaitSet.wakeUpToken) {
                 wakeUpSignal.drain()
                 wakeUpPending.store(false, ordering: .releasing)
-            case WaitSet.timerToken:
+            } else if _slowPath(token == WaitSet.timerToken) {
                 timer.drain()
-            case let token:
+            } else {
                 socketReady(token)
             }
         }

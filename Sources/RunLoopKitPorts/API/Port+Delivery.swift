@@ -76,7 +76,7 @@ extension Port {
             case .notAdmitted:
                 // Not taken without a look at the loop: after the look,
                 // take it, or leave it queued, first in line, and end the batch.
-                if batch.callout.admits() { continue }
+                if Self.admitsAfterLook(&batch.callout) { continue }
                 receiver.endBatch(&inbox)
                 return .stopped
             case .dropped:
@@ -90,12 +90,12 @@ extension Port {
                     if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(inbox, on: self, traceID: traceID) }
                 }
                 if let trace = inbox.traceBox {
-                    PortTracing.deliver(in: trace.context, on: self, msgid: inbox.msgid) { handler(inbox) }
+                    deliverTraced(inbox, in: trace.context, to: handler)
                 } else {
                     handler(inbox)
                 }
             }
-            guard batch.next() else {
+            guard _fastPath(batch.next()) else {
                 receiver.endBatch(&inbox)
                 return .stopped
             }
@@ -125,7 +125,7 @@ extension Port {
             case .empty:
                 return .ranDry
             case .notAdmitted:
-                if batch.callout.admits() { continue }
+                if Self.admitsAfterLook(&batch.callout) { continue }
                 return .stopped
             case .dropped:
                 tapDrop(receiver)
@@ -134,14 +134,36 @@ extension Port {
                 let view = PortMessageView(arrivedOn: self, replyPort: replyPort, message: message)
                 batch.delivered &+= 1
                 if PortTap.active.load(ordering: .relaxed) { PortTap.recordDelivery(view, on: self, traceID: traceID) }
-                if message.header.hasTraceContext, let trace = WireFormat.traceContext(ofHeader: message.headerFrame) {
-                    PortTracing.deliver(in: trace, on: self, msgid: message.header.msgid) { handler(view) }
+                if _slowPath(message.header.hasTraceContext), let trace = WireFormat.traceContext(ofHeader: message.headerFrame) {
+                    deliverTraced(view, in: trace, to: handler)
                 } else {
                     handler(view)
                 }
             }
-            guard batch.next() else { return .stopped }
+            guard _fastPath(batch.next()) else { return .stopped }
         }
+    }
+
+    // What follows runs on a batch's rarer paths, out of line: a batch's
+    // code is fetched again at every wake-up, and what lies between its hot
+    // parts is fetched with them (docs/performance.md, "Over tcp").
+
+    /// The batch's look at the loop, when its atomics cannot tell
+    /// (`CalloutBatch.admits()`).
+    @inline(never)
+    private static func admitsAfterLook(_ batch: inout CalloutBatch) -> Bool { batch.admits() }
+
+    /// Delivers a message that carries a trace context, inside its span.
+    @inline(never)
+    private func deliverTraced(_ message: PortMessage, in context: PortTraceContext, to handler: (PortMessage) -> Void) {
+        PortTracing.deliver(in: context, on: self, msgid: message.msgid) { handler(message) }
+    }
+
+    @inline(never)
+    private func deliverTraced(
+        _ view: borrowing PortMessageView, in context: PortTraceContext, to handler: @Sendable (borrowing PortMessageView) -> Void
+    ) {
+        PortTracing.deliver(in: context, on: self, msgid: view.msgid) { handler(view) }
     }
 
     /// The message handler and its version, read under `handlerLock`

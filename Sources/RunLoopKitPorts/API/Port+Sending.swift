@@ -49,7 +49,7 @@ extension Port {
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
             // Traced apart: an untraced send pays one load for tracing.
-            if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
+            if _slowPath(PortTracing.active.load(ordering: .relaxed)), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
                 w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { [.data(Data(bytes))] }) {
                     encoder.writePacked(bytes: bytes, into: $0)
@@ -68,10 +68,10 @@ extension Port {
             }
             throw failedSend(error)
         }
-        if let traceID {
+        if _slowPath(traceID != nil), let traceID {
             PortTap.recordSend(to: self, msgid: msgid, bytes: bytes, replyPort: replyPort, traceID: traceID, time: sendTime, w3cTraceID: w3cTraceID)
         }
-        if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sent(1) }
+        if _slowPath(PortMetrics.attached.load(ordering: .relaxed)) { metricsSeries()?.sent(1) }
     }
 
     /// The path of every send: Port → encode → send channel → socket.
@@ -87,7 +87,7 @@ extension Port {
                 relativeLimit: { channel.withGuaranteedReference { $0.relativeLimit } },
                 // U-CHECKING-PORTS (docs/unsafe-sites.md).
                 checkingPorts: { [unowned(unsafe) self] (port, role) throws(PortError) in try checkCanCarry(port, as: role) })
-            if PortTracing.active.load(ordering: .relaxed), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
+            if _slowPath(PortTracing.active.load(ordering: .relaxed)), let trace = PortTracing.outgoingContext(to: self, msgid: msgid) {
                 w3cTraceID = TapW3CTraceID(trace)
                 try sendTraced(encoder, trace: trace, on: channel, deadline: deadline, largeComponents: { components }) {
                     encoder.writePacked(components, into: $0)
@@ -105,11 +105,11 @@ extension Port {
             }
             throw failedSend(error)
         }
-        if let traceID {
+        if _slowPath(traceID != nil), let traceID {
             PortTap.recordSend(
                 to: self, msgid: msgid, components: components, replyPort: replyPort, traceID: traceID, time: sendTime, w3cTraceID: w3cTraceID)
         }
-        if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sent(1) }
+        if _slowPath(PortMetrics.attached.load(ordering: .relaxed)) { metricsSeries()?.sent(1) }
     }
 
     /// Sends what `encoder` sized: packed, written by `write` straight into
@@ -176,15 +176,15 @@ extension Port {
     private func beginSend(
         msgid: UInt32, components: () -> [PortMessage.Component], replyPort: Port?
     ) throws(PortError) -> (Unmanaged<SendChannel>, traceID: UInt64?, sendTime: Int64) {
-        if !isValid {
+        if _slowPath(!isValid) {
             let error = invalidError()
             if PortTap.active.load(ordering: .relaxed) {
                 PortTap.recordFailedSend(to: self, msgid: msgid, components: components(), replyPort: replyPort, error: error)
             }
-            if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sendFailed(error) }
+            if _slowPath(PortMetrics.attached.load(ordering: .relaxed)) { metricsSeries()?.sendFailed(error) }
             throw error
         }
-        let traceID: UInt64? = PortTap.active.load(ordering: .relaxed) ? PortTap.makeTraceID() : nil
+        let traceID: UInt64? = _slowPath(PortTap.active.load(ordering: .relaxed)) ? PortTap.makeTraceID() : nil
         return (sendChannel(), traceID, traceID == nil ? 0 : PortTap.eventTime())
     }
 
@@ -195,7 +195,7 @@ extension Port {
     /// handlers that the channel found due while it held the lock
     /// (`destinationError`).
     private func failedSend(_ error: PortError) -> PortError {
-        if PortMetrics.attached.load(ordering: .relaxed) { metricsSeries()?.sendFailed(error) }
+        if _slowPath(PortMetrics.attached.load(ordering: .relaxed)) { metricsSeries()?.sendFailed(error) }
         switch error {
         case .unreachable, .peerDied, .connectionLost: invalidate(because: error)
         default: runPendingInvalidationHandlers()

@@ -157,7 +157,7 @@ final class LoopNetworkReader: @unchecked Sendable {
     /// reads to the end at once: its loop may not run again soon.
     private func readSockets(_ batch: CalloutBatch) -> CalloutBatch.Outcome {
         runs.wrappingAdd(1, ordering: .relaxed)
-        if readOwed { fallbackRuns.wrappingAdd(1, ordering: .relaxed) }
+        if _slowPath(readOwed) { fallbackRuns.wrappingAdd(1, ordering: .relaxed) }
         refreshInbounds()
         let deferring = !readOwed && batch.limit == .max
         // One socket is read at every callout, whatever woke it. With more,
@@ -172,7 +172,7 @@ final class LoopNetworkReader: @unchecked Sendable {
         readAllOwed = false
         let againSignalled = readsEverySocket ? false : collectSignalled()
         readAll = readAll || againSignalled || readsEverySocket
-        if raised || againSignalled { markHandedReady() }
+        if _slowPath(raised || againSignalled) { markHandedReady() }
         var held = false
         for inbound in inbounds
         where readAll || signalled.contains(inbound.pollDescriptor) || deferredToRead.contains(inbound.pollDescriptor) {
@@ -191,7 +191,7 @@ final class LoopNetworkReader: @unchecked Sendable {
         }
         deferredToRead.removeAll(keepingCapacity: true)
         // The network thread waits for the port's room and reads on.
-        if held { hub.wakeNetworkThread() }
+        if _slowPath(held) { hub.wakeNetworkThread() }
         // Not drained while a read is owed: the loop keeps the reader on
         // its ready list, where `readOnAtNextPass` put it back.
         return CalloutBatch.Outcome(handled: false, drained: !readOwed)

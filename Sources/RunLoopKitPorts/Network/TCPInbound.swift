@@ -250,53 +250,55 @@ final class TCPInbound: @unchecked Sendable {
     /// A message on a listener: [routing id, frames…]. A hello makes the
     /// peer's connection known; anything else is for a port.
     private func handleAccepted(by reader: LoopNetworkReader?) {
-        guard message.frameCount >= 1 else { return }
+        guard _fastPath(message.frameCount >= 1) else { return }
         let first = message.firstBytes
-        if WireFormat.isControl(first) {
-            guard let listener else { return }
-            let hello = message[0]
-            let routingID = Array(routingFrame.unsafeBytes)
-            guard case let .hello(from, _)? = try? WireFormat.decodeControl(first), routingID == WireFormat.instanceBytes(from) else {
-                hub.drops.record(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
-                return hub.drops.emitPending()
+        if _slowPath(WireFormat.isControl(first)) { return handleHello(first) }
+        handle(by: reader)
+    }
+
+    /// A hello on a listener (a control frame after its routing id).
+    // Out of line (see `handleWelcome`).
+    @inline(never)
+    private func handleHello(_ first: UnsafeRawBufferPointer) {
+        guard let listener else { return }
+        let hello = message[0]
+        let routingID = Array(routingFrame.unsafeBytes)
+        guard case let .hello(from, _)? = try? WireFormat.decodeControl(first), routingID == WireFormat.instanceBytes(from) else {
+            return hub.drops.recordAndEmit(.badMagic, "a control frame that is not a hello, or a hello whose instance is not its routing id")
+        }
+        // A peer that sent its home frame reads version 4: this
+        // process's home goes with the welcome, and its messages'
+        // descriptors are read against the peer's. One whose reads
+        // frame came after it, naming 5, reads version 5.
+        var peerHome: TCPHome?
+        var reads: UInt8?
+        if message.keptCount >= 2 {
+            do {
+                peerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from)
+                reads = try Self.newestVersionRead(message)
+            } catch {
+                return hub.drops.recordAndEmit(PortDropReason(error), "tcp: a hello whose home or reads frame is malformed (no welcome): \(error)")
             }
-            // A peer that sent its home frame reads version 4: this
-            // process's home goes with the welcome, and its messages'
-            // descriptors are read against the peer's. One whose reads
-            // frame came after it, naming 5, reads version 5.
-            var peerHome: TCPHome?
-            var reads: UInt8?
-            if message.keptCount >= 2 {
-                do {
-                    peerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from)
-                    reads = try Self.newestVersionRead(message)
-                } catch {
-                    hub.drops.record(PortDropReason(error), "tcp: a hello whose home or reads frame is malformed (no welcome): \(error)")
-                    return hub.drops.emitPending()
-                }
-            }
-            let connection = TCPConnection(
-                acceptedBy: listener, routingID: routingID, peer: from, home: peerHome,
-                address: hello.property("Peer-Address") ?? "(unknown address)",
-                descriptor: hello.sourceDescriptor ?? -1, clientKey: hello.property("User-Id"))
-            if let reads, reads >= WireFormat.compactVersion { connection.peerReadsCompactMessages() }
-            hub.accepted(connection)
-            guard let peerHome else {
-                _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
-                return
-            }
-            homes[from] = peerHome
-            if lastHomeInstance == from { findHome(of: from) }
-            let home = hub.homeFrame()
-            // The reads frame only to a hello that had one: a peer gets a
-            // welcome of as many frames as its hello.
-            let welcome = WireFormat.encodeControl(.welcome(from: .current))
-            if (try? connection.sendControl(welcome, home: home.frame, reads: reads != nil)) == true {
-                connection.peerReadsRelativeDescriptors(listing: home.listeners)
-            }
+        }
+        let connection = TCPConnection(
+            acceptedBy: listener, routingID: routingID, peer: from, home: peerHome,
+            address: hello.property("Peer-Address") ?? "(unknown address)",
+            descriptor: hello.sourceDescriptor ?? -1, clientKey: hello.property("User-Id"))
+        if let reads, reads >= WireFormat.compactVersion { connection.peerReadsCompactMessages() }
+        hub.accepted(connection)
+        guard let peerHome else {
+            _ = try? connection.sendControl(WireFormat.encodeControl(.welcome(from: .current)))
             return
         }
-        handle(by: reader)
+        homes[from] = peerHome
+        if lastHomeInstance == from { findHome(of: from) }
+        let home = hub.homeFrame()
+        // The reads frame only to a hello that had one: a peer gets a
+        // welcome of as many frames as its hello.
+        let welcome = WireFormat.encodeControl(.welcome(from: .current))
+        if (try? connection.sendControl(welcome, home: home.frame, reads: reads != nil)) == true {
+            connection.peerReadsRelativeDescriptors(listing: home.listeners)
+        }
     }
 
     /// The newest message version the sender of a hello or welcome held
@@ -344,40 +346,17 @@ final class TCPInbound: @unchecked Sendable {
     /// A message for a port, or a dialled connection's welcome.
     private func handle(by reader: LoopNetworkReader?) {
         let first = message.firstBytes
-        if WireFormat.isControl(first) {
-            guard let dialled, case let .welcome(from)? = try? WireFormat.decodeControl(first) else {
-                hub.drops.record(.badMagic, "a control frame that is not a welcome")
-                return hub.drops.emitPending()
-            }
-            if message.keptCount >= 2 {
-                do {
-                    dialledPeerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from)
-                    if let reads = try Self.newestVersionRead(message), reads >= WireFormat.compactVersion {
-                        dialled.peerReadsCompactMessages()
-                    }
-                } catch {
-                    hub.drops.record(PortDropReason(error), "tcp: a welcome whose home or reads frame is malformed: \(error)")
-                    hub.drops.emitPending()
-                    return hub.connectionBroke(dialled, because: "its welcome's home or reads frame is malformed (\(error))", end: .handshakeFailed)
-                }
-            }
-            if !dialled.welcomed(by: from, sentHome: dialledPeerHome != nil) && dialled.brokenError != nil {
-                hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now", end: .replaced)
-            }
-            return
-        }
+        if _slowPath(WireFormat.isControl(first)) { return handleWelcome(first) }
         let routed: (header: WireFormat.Header, destination: WireFormat.Destination?)
         do { routed = try WireFormat.routedHeader(first) } catch {
-            hub.drops.record(PortDropReason(error), "tcp: \(error)")
-            return hub.drops.emitPending()
+            return hub.drops.recordAndEmit(PortDropReason(error), "tcp: \(error)")
         }
         guard let destination = routed.destination else {
-            hub.drops.record(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries versions 3 and 5)")
-            return hub.drops.emitPending()
+            return hub.drops.recordAndEmit(.noSuchPort, "tcp: a version-\(first[4]) message names no destination (tcp carries versions 3 and 5)")
         }
-        guard destination.instance == .current else {
-            hub.drops.record(.wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
-            return hub.drops.emitPending()
+        guard _fastPath(destination.instance == .current) else {
+            return hub.drops.recordAndEmit(
+                .wrongInstance, "tcp: a message for instance \(destination.instance), not this process's \(ProcessInstance.current)")
         }
         message.keep(checkedHeader: routed.header)
         // Only a message that carries ports reads its sender's home.
@@ -385,15 +364,44 @@ final class TCPInbound: @unchecked Sendable {
         switch delivery.hand(&message, to: destination.portID, readBy: reader) {
         case .delivered: return
         case .noSuchPort:
-            hub.drops.record(.noSuchPort, "tcp: a message for port \(destination.portID), which this process does not have (closed, or not a tcp port)")
-            hub.drops.emitPending()
-        case .full:
-            // No room: the message waits in its holder; reading goes on in a new one.
-            held = (message, destination.portID)
-            message = IncomingFrames()
-            isHolding.store(true, ordering: .releasing)
-            hub.holdingInbounds.wrappingAdd(1, ordering: .releasing)
+            hub.drops.recordAndEmit(
+                .noSuchPort, "tcp: a message for port \(destination.portID), which this process does not have (closed, or not a tcp port)")
+        case .full: hold(for: destination.portID)
         }
+    }
+
+    /// A dialled connection's welcome (a control frame on a dialled socket).
+    // Out of line, as every rare path of a message's read: its code would
+    // otherwise sit between the hot parts (docs/performance.md, "Over tcp").
+    @inline(never)
+    private func handleWelcome(_ first: UnsafeRawBufferPointer) {
+        guard let dialled, case let .welcome(from)? = try? WireFormat.decodeControl(first) else {
+            return hub.drops.recordAndEmit(.badMagic, "a control frame that is not a welcome")
+        }
+        if message.keptCount >= 2 {
+            do {
+                dialledPeerHome = try WireFormat.decodeHome(message[1].unsafeBytes, of: from)
+                if let reads = try Self.newestVersionRead(message), reads >= WireFormat.compactVersion {
+                    dialled.peerReadsCompactMessages()
+                }
+            } catch {
+                hub.drops.recordAndEmit(PortDropReason(error), "tcp: a welcome whose home or reads frame is malformed: \(error)")
+                return hub.connectionBroke(dialled, because: "its welcome's home or reads frame is malformed (\(error))", end: .handshakeFailed)
+            }
+        }
+        if !dialled.welcomed(by: from, sentHome: dialledPeerHome != nil) && dialled.brokenError != nil {
+            hub.connectionBroke(dialled, because: "another process (instance \(from)) listens at \(dialled.remoteAddress) now", end: .replaced)
+        }
+    }
+
+    /// No room in port `portID`: the message waits in its holder; reading
+    /// goes on in a new one.
+    @inline(never)
+    private func hold(for portID: UInt64) {
+        held = (message, portID)
+        message = IncomingFrames()
+        isHolding.store(true, ordering: .releasing)
+        hub.holdingInbounds.wrappingAdd(1, ordering: .releasing)
     }
 
     /// Tries the held message again; true once it is gone (sent, or its port closed).
@@ -403,8 +411,7 @@ final class TCPInbound: @unchecked Sendable {
         case .full: return false
         case .delivered: break
         case .noSuchPort:
-            hub.drops.record(.noSuchPort, "tcp: port \(portID) closed while a message for it waited for room")
-            hub.drops.emitPending()
+            hub.drops.recordAndEmit(.noSuchPort, "tcp: port \(portID) closed while a message for it waited for room")
         }
         releaseHeld()
         return true

@@ -79,6 +79,15 @@ final class DropAccount: Sendable {
         record(reason, detail(), at: MonotonicClock.now())
     }
 
+    /// `record`, then `emitPending`: for a caller that holds no library
+    /// lock. Out of line: a drop is rare, and its code would otherwise sit
+    /// between a message path's hot parts (docs/performance.md, "Over tcp").
+    @inline(never)
+    func recordAndEmit(_ reason: PortDropReason, _ detail: @autoclosure () -> String) {
+        record(reason, detail(), at: MonotonicClock.now())
+        emitPending()
+    }
+
     /// `record`, for a drop seen at `now`: read before the lock, so that
     /// another thread may have made a line after it (`isDue`).
     func record(_ reason: PortDropReason, _ detail: @autoclosure () -> String, at now: UInt64) {

@@ -59,19 +59,19 @@ struct MessageDecoder {
     /// reply port (its `sendPort`). Returns its trace id. On failure,
     /// `message` is left half-written: it is never delivered.
     mutating func decode(_ frames: IncomingFrames, into message: inout PortMessage) throws(WireFormat.DecodeError) -> UInt64? {
-        guard frames.totalBytes <= WireFormat.maxMessageBytes else { throw .messageTooLarge(frames.totalBytes) }
+        guard _fastPath(frames.totalBytes <= WireFormat.maxMessageBytes) else { throw .messageTooLarge(frames.totalBytes) }
         let header = try frames.readHeader()
         if header.isPacked {
             // A packed message is one frame; frames after it make it malformed.
-            guard frames.frameCount == 1 else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
+            guard _fastPath(frames.frameCount == 1) else { throw .frameCountMismatch(expected: 1, got: frames.frameCount) }
             try decodePacked(frames.firstBytes, header, of: frames, into: &message)
         } else {
             try decodeMultipart(frames, header, into: &message)
         }
         // A nil check on the usual message: only version 3 carries a context.
-        if header.hasTraceContext {
+        if _slowPath(header.hasTraceContext) {
             message.traceBox = WireFormat.traceContext(ofHeader: frames.firstBytes).map(TraceContextBox.init)
-        } else if message.traceBox != nil {
+        } else if _slowPath(message.traceBox != nil) {
             message.traceBox = nil
         }
         return header.traceID
@@ -81,8 +81,8 @@ struct MessageDecoder {
     private mutating func decodePacked(
         _ bytes: UnsafeRawBufferPointer, _ header: WireFormat.Header, of frames: IncomingFrames, into message: inout PortMessage
     ) throws(WireFormat.DecodeError) {
-        guard bytes.count <= WireFormat.maxFrameBytes else { throw .frameTooLarge(bytes.count) }
-        if lastWasLarge {
+        guard _fastPath(bytes.count <= WireFormat.maxFrameBytes) else { throw .frameTooLarge(bytes.count) }
+        if _slowPath(lastWasLarge) {
             // Let a large message's components go now, not when the next is delivered.
             message.components = []
         }
@@ -108,8 +108,8 @@ struct MessageDecoder {
             let record = try records.next()
             if index == header.componentCount {
                 sameReplyPort = cache.isLatest(record, of: frames, naming: message.sendPort)
-                if !sameReplyPort { replyPort = try cache.port(for: record, of: frames) }
-            } else if header.kind(at: index, in: bytes) == WireFormat.kindData {
+                if _slowPath(!sameReplyPort) { replyPort = try cache.port(for: record, of: frames) }
+            } else if _fastPath(header.kind(at: index, in: bytes) == WireFormat.kindData) {
                 if index < message.components.count {
                     Self.refill(&message.components[index], with: record)
                 } else {
@@ -121,7 +121,7 @@ struct MessageDecoder {
             }
         }
         try records.finish()
-        if message.components.count > header.componentCount {
+        if _slowPath(message.components.count > header.componentCount) {
             message.components.removeLast(message.components.count - header.componentCount)
         }
         message.msgid = header.msgid

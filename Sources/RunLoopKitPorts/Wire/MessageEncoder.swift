@@ -40,7 +40,7 @@ struct MessageEncoder {
         carriedTo distance: PortRoute.Reach = .process, relativeLimit: () -> UInt16 = { 0 },
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) -> MessageEncoder {
-        guard components.count <= WireFormat.maxComponents else {
+        guard _fastPath(components.count <= WireFormat.maxComponents) else {
             throw .messageTooLarge("\(components.count) components, over the limit of \(WireFormat.maxComponents)")
         }
         // Every frame counts towards the limit, the header and descriptors
@@ -51,7 +51,7 @@ struct MessageEncoder {
         // components` would copy each one out, retaining and releasing its
         // Data or Port.
         for index in components.indices {
-            if components[index].isPort {
+            if _slowPath(components[index].isPort) {
                 guard case let .port(port) = components[index] else { continue }
                 try check(port, "a port component")
                 let limit = relative ?? relativeLimit()
@@ -59,7 +59,7 @@ struct MessageEncoder {
                 totalBytes += port.descriptorBytes(relativeLimit: limit).count
             } else {
                 let count = components[index].dataCount
-                guard count <= WireFormat.maxFrameBytes else {
+                guard _fastPath(count <= WireFormat.maxFrameBytes) else {
                     throw .messageTooLarge("a data component of \(count) bytes, over the limit of \(WireFormat.maxFrameBytes)")
                 }
                 totalBytes += count
@@ -78,7 +78,7 @@ struct MessageEncoder {
         carriedTo distance: PortRoute.Reach = .process, relativeLimit: () -> UInt16 = { 0 },
         checkingPorts check: (Port, _ role: String) throws(PortError) -> Void
     ) throws(PortError) -> MessageEncoder {
-        guard dataCount <= WireFormat.maxFrameBytes else {
+        guard _fastPath(dataCount <= WireFormat.maxFrameBytes) else {
             throw .messageTooLarge("a data component of \(dataCount) bytes, over the limit of \(WireFormat.maxFrameBytes)")
         }
         let totalBytes = WireFormat.headerSize(componentCount: 1, traced: traceID != nil) + dataCount
@@ -100,7 +100,7 @@ struct MessageEncoder {
     ) throws(PortError) -> [UInt8]? {
         guard var descriptor = replyPort?.descriptorBytes else { return nil }
         // `canTravel`'s test, spelled out.
-        if replyPort?.valid.load(ordering: .acquiring) != true || replyPort.unsafelyUnwrapped.address.reach < distance {
+        if _slowPath(replyPort?.valid.load(ordering: .acquiring) != true || replyPort.unsafelyUnwrapped.address.reach < distance) {
             try check(replyPort.unsafelyUnwrapped, "the reply port")
         }
         if relativeLimit != 0, let relative = replyPort?.relativeDescriptor, Port.peerReads(relative, relativeLimit: relativeLimit) {

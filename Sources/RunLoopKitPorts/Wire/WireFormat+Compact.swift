@@ -111,7 +111,7 @@ extension WireFormat {
         var offset = writeCompactHead(
             into: buffer, to: destination, msgid: msgid, count: components.count, hasReplyPort: replyDescriptor != nil,
             hasKinds: hasPort, traceID: traceID)
-        if hasPort {
+        if _slowPath(hasPort) {
             // The kinds sit before the trace id, which the head wrote after room for them.
             for index in components.indices { buffer[offset + index] = components[index].isPort ? kindPort : kindData }
             offset += components.count + (traceID == nil ? 0 : traceIDSize)
@@ -156,7 +156,7 @@ extension WireFormat {
         var offset = writeVarint(destination.portID, into: buffer, at: compactFixedSize)
         offset = writeVarint(UInt64(msgid), into: buffer, at: offset)
         offset = writeVarint(UInt64(count), into: buffer, at: offset)
-        guard let traceID else { return offset }
+        guard _slowPath(traceID != nil), let traceID else { return offset }
         let traceAt = offset + (hasKinds ? count : 0)
         buffer.storeBytes(of: traceID.littleEndian, toByteOffset: traceAt, as: UInt64.self)
         return hasKinds ? offset : traceAt + traceIDSize
@@ -202,19 +202,19 @@ extension WireFormat {
 
     /// Reads a version-5 frame's fields up to its extension area.
     static func compactLayout(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> CompactLayout {
-        guard bytes.count > compactFixedSize else { throw .shortFrame("version-5 header (\(bytes.count) bytes)") }
+        guard _fastPath(bytes.count > compactFixedSize) else { throw .shortFrame("version-5 header (\(bytes.count) bytes)") }
         let flags = bytes[1]
-        guard flags & ~compactKnownFlags == 0 else { throw .unknownFlags(flags) }
+        guard _fastPath(flags & ~compactKnownFlags == 0) else { throw .unknownFlags(flags) }
         var offset = compactFixedSize
         guard let portID = readVarint(bytes, at: &offset) else { throw .shortFrame("version-5 header: the port id's varint") }
         guard let msgid = readVarint(bytes, at: &offset), msgid <= UInt64(UInt32.max) else {
             throw .shortFrame("version-5 header: the msgid's varint (or one over 32 bits)")
         }
         guard let count = readVarint(bytes, at: &offset) else { throw .shortFrame("version-5 header: the component count's varint") }
-        guard count <= UInt64(maxComponents) else { throw .tooManyComponents(count > UInt64(Int.max) ? Int.max : Int(count)) }
+        guard _fastPath(count <= UInt64(maxComponents)) else { throw .tooManyComponents(count > UInt64(Int.max) ? Int.max : Int(count)) }
         let kindsOffset = offset
         let areaOffset = offset + (flags & flagHasKinds != 0 ? Int(count) : 0) + (flags & flagHasTraceID != 0 ? traceIDSize : 0)
-        guard bytes.count >= areaOffset else { throw .shortFrame("version-5 header: \(bytes.count) bytes, its kinds and trace id run past them") }
+        guard _fastPath(bytes.count >= areaOffset) else { throw .shortFrame("version-5 header: \(bytes.count) bytes, its kinds and trace id run past them") }
         return CompactLayout(
             flags: flags, destination: Destination(instance: instance(bytes, at: 2), portID: portID), msgid: UInt32(msgid),
             componentCount: Int(count), kindsOffset: kindsOffset, areaOffset: areaOffset)
