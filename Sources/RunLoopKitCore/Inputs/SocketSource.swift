@@ -112,6 +112,18 @@ public final class SocketSource: @unchecked Sendable {
         isEdgeTriggered = true
     }
 
+    /// An auxiliary source on a file descriptor (`isAuxiliary`), called
+    /// while it is readable. `package`: a helper of the library's own.
+    package init(auxiliaryOn fileDescriptor: Int32, handler: @escaping @Sendable () -> CalloutBatch.Outcome) {
+        endpoint = .fileDescriptor(fileDescriptor)
+        socketDescriptor = nil
+        inputCheck = nil
+        order = 0
+        isAuxiliary = true
+        isEdgeTriggered = false
+        self.handler = { _, _ in handler() }
+    }
+
     /// An auxiliary source on a file descriptor, called while it is
     /// readable, or with `edgeTriggered` once each time it becomes readable
     /// (an epoll set's descriptor: once each time a descriptor in it

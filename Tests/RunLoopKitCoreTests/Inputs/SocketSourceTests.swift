@@ -148,7 +148,7 @@ struct SocketSourceTests {
                 events.add("marked")
                 RunLoop.current.stop()
             }
-            let auxiliary = SocketSource(auxiliaryOn: wake.read, edgeTriggered: false) { _ in
+            let auxiliary = SocketSource(auxiliaryOn: wake.read) {
                 var byte: UInt8 = 0
                 _ = read(wake.read, &byte, 1)
                 events.add("auxiliary")
