@@ -239,7 +239,11 @@ final class TCPInbound: @unchecked Sendable {
                     return true
                 }
             }
-            return try message.receive(from: socket)
+            // Uncounted: only the reader holding the reader lock swaps the
+            // holder out. U-INBOUND-STATE (docs/unsafe-sites.md).
+            return try Unmanaged.passUnretained(message).withGuaranteedReference { (holder) throws(ZMQError) in
+                try holder.receive(from: socket)
+            }
         } catch {
             // A socket closed meanwhile (its connection broke, or exit) reads as empty.
             if !error.isContextTerminated && !socket.isClosed { Self.logger.error("tcp: receive failed: \(error)") }

@@ -226,31 +226,31 @@ final class PortReceiver: @unchecked Sendable {
     /// Moves the oldest handed message into `frames` (there is one). Lock held.
     @inline(never)
     private func takeHanded(into frames: IncomingFrames) -> Bool {
-        popHanded().move(to: frames)
+        popHanded().withGuaranteedReference { $0.move(to: frames) }
         return true
     }
 
-    /// Decodes the oldest handed message (there is one) into `inbox`, then
-    /// keeps its holder for reuse. Lock held.
+    /// Decodes the oldest handed message (there is one) into `inbox`; its holder is kept. Lock held.
     @inline(never)
     private func decodeHanded(into inbox: inout PortMessage) -> Received {
-        let holder = popHanded()
-        defer { holder.clearAndRelease() }
-        do throws(WireFormat.DecodeError) {
-            return .message(traceID: try decoder.decode(holder, into: &inbox))
-        } catch {
-            return countMalformed(error)
+        popHanded().withGuaranteedReference { (holder) -> Received in
+            defer { holder.clearAndRelease() }
+            do throws(WireFormat.DecodeError) {
+                return .message(traceID: try decoder.decode(holder, into: &inbox))
+            } catch {
+                return countMalformed(error)
+            }
         }
     }
 
-    /// Takes the oldest handed message's holder off the queue; it stays
-    /// in its slot, to be emptied by the caller before the lock goes (a
-    /// reader may take it in exchange for its next message). A receiver
-    /// that was full has room again: the network thread, which waits for
-    /// that, is told. Lock held.
-    private func popHanded() -> IncomingFrames {
+    /// Takes the oldest handed message's holder off the queue, unretained:
+    /// it stays in its slot, to be emptied by the caller before the lock
+    /// goes (a reader may then take it for its next message). The network
+    /// thread, waiting for a full receiver's room, is told. Lock held.
+    // U-RECEIVER-STATE (docs/unsafe-sites.md).
+    private func popHanded() -> Unmanaged<IncomingFrames> {
         let wasFull = handedCount >= Int(Self.highWaterMark)
-        let holder = handed[handedHead]
+        let holder = Unmanaged.passUnretained(handed[handedHead])
         handedHead = (handedHead &+ 1) & (handed.count &- 1)
         handedCount -= 1
         if wasFull { NetworkHub.shared.roomMade() }

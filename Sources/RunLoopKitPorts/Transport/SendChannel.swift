@@ -200,28 +200,29 @@ final class SendChannel: @unchecked Sendable {
         try connectedSocket().withGuaranteedReference(body)
     }
 
-    /// A packed message over tcp without a trace context: as version 5,
-    /// written by `writeCompact` (`WireFormat.writeCompact`, which returns
-    /// its size), to a peer that reads it when the message is small
-    /// (`WireFormat.compactLimit`); else written by `write` as version 2
-    /// after room for the extension area, then made version 3 naming the
-    /// destination (`WireFormat.extendPacked`). Either way inproc and ipc
-    /// sends pay nothing for tcp.
+    /// A packed message over tcp without a trace context: as version 5 by
+    /// `writeCompact` (which returns its size) to a peer that reads it, when
+    /// small (`WireFormat.compactLimit`); else by `write` as version 2 after
+    /// room for the extension area, made version 3 naming the destination
+    /// (`WireFormat.extendPacked`). inproc and ipc sends pay nothing for tcp.
     @inline(never)
     func sendOverNetwork(
         packedSize: Int, deadline: SendDeadline, write: (UnsafeMutableRawBufferPointer) -> Void,
         writeCompact: (UnsafeMutableRawBufferPointer, WireFormat.Destination) -> Int
     ) throws(PortError) {
         let destination = destination.unsafelyUnwrapped
+        // Read for the address only if the send fails (a closure over `self`
+        // retained it every send). U-SEND-CHANNEL (docs/unsafe-sites.md).
+        unowned(unsafe) let channel = self
         try withConnection(deadline: deadline) { (connection) throws(PortError) in
             if packedSize <= WireFormat.compactLimit && connection.readsCompactMessages {
-                return try connection.send(upTo: WireFormat.compactCapacity(packedSize: packedSize), deadline: deadline, port: address) {
+                return try connection.send(upTo: WireFormat.compactCapacity(packedSize: packedSize), deadline: deadline, port: channel.address) {
                     writeCompact($0, destination)
                 }
             }
             // Version 3 (over the compact limit, or a peer that reads no version 5): the destination alone in its area.
             let gap = WireFormat.destinationAreaSize
-            try connection.send(packedSize: packedSize + gap, deadline: deadline, port: address) { buffer in
+            try connection.send(packedSize: packedSize + gap, deadline: deadline, port: channel.address) { buffer in
                 write(UnsafeMutableRawBufferPointer(rebasing: buffer[gap...]))
                 WireFormat.extendPacked(buffer, destination: destination)
             }

@@ -200,7 +200,10 @@ extension WireFormat {
         let areaOffset: Int
     }
 
-    /// Reads a version-5 frame's fields up to its extension area.
+    /// Reads a version-5 frame's fields up to its extension area. Inlined
+    /// into its callers (`readCompactHeader`, out of line itself): the
+    /// layout, 56 bytes, is then never copied out and back.
+    @inline(__always)
     static func compactLayout(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> CompactLayout {
         guard _fastPath(bytes.count > compactFixedSize) else { throw .shortFrame("version-5 header (\(bytes.count) bytes)") }
         let flags = bytes[1]

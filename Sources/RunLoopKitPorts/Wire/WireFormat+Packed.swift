@@ -86,15 +86,23 @@ extension WireFormat {
     }
 
     /// The one record of a packed frame that holds one data component and
-    /// nothing else (`Header.isOneDataComponent`), checked: in version 2,
-    /// one comparison of its length with the frame's; a malformed frame or
-    /// version 5 takes the walk, which says what is wrong.
+    /// nothing else (`Header.isOneDataComponent`), checked: one comparison
+    /// of its length with the frame's, in version 2 and in version 5 with a
+    /// length of one byte (under 128); a longer record in version 5, or a
+    /// malformed frame, takes the walk, which says what is wrong.
     @inline(__always)
     static func onlyRecord(of bytes: UnsafeRawBufferPointer, header: Header) throws(DecodeError) -> UnsafeRawBufferPointer {
-        let start = header.size + recordLengthSize
-        if !header.compactRecords && bytes.count >= start
-            && Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: header.size, as: UInt32.self))) == bytes.count - start {
-            return UnsafeRawBufferPointer(rebasing: bytes[start...])
+        if header.compactRecords {
+            let start = header.size + 1
+            if bytes.count >= start, bytes[header.size] < 0x80, Int(bytes[header.size]) == bytes.count - start {
+                return UnsafeRawBufferPointer(rebasing: bytes[start...])
+            }
+        } else {
+            let start = header.size + recordLengthSize
+            if bytes.count >= start
+                && Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: header.size, as: UInt32.self))) == bytes.count - start {
+                return UnsafeRawBufferPointer(rebasing: bytes[start...])
+            }
         }
         return try walkedOnlyRecord(of: bytes, header: header)
     }

@@ -218,6 +218,8 @@ struct WireFormatVersion5Tests {
             ("a record past the frame", frame(0, [5, 7, 1, 100, 0x68]), "badPackedRecords"),
             ("a record length past 64 MiB", frame(0, [5, 7, 1, 0x80, 0x80, 0x80, 0x40]), "badPackedRecords"),
             ("a byte after the last record", frame(0, [5, 7, 1, 1, 0x68, 0]), "badPackedRecords"),
+            // 0x85 0x01 is 133, and 132 bytes follow; its first byte alone reads as the 133 after it.
+            ("a two-byte length one past the frame", frame(0, [5, 7, 1, 0x85, 0x01] + Array(repeating: 0x68, count: 132)), "badPackedRecords"),
             ("a record missing", frame(WireFormat.flagHasReplyPort, [5, 7, 1, 1, 0x68]), "badPackedRecords"),
             ("a short descriptor with a byte after its port id", frame(WireFormat.flagHasReplyPort, [5, 7, 0, 4, 4, 0, 3, 0]), "badDescriptor"),
             ("a short descriptor naming an endpoint the home lacks", frame(WireFormat.flagHasReplyPort, [5, 7, 0, 3, 4, 1, 3]), "badDescriptor"),
