@@ -175,7 +175,7 @@ final class RawZMQProcessPeer: Contender {
 
     func measure() throws -> [Double] {
         switch mode {
-        case .roundTrip: try Placement.whilePinned(to: placement.first) { try measurePinned() }
+        case .roundTrip: try placement.whileRoundTripPlaced { try measurePinned() }
         // As RLKProcessFlood's: the I/O threads with the receiver.
         case .throughput: try placement.whileFloodPlaced { try measurePinned() }
         }

@@ -88,9 +88,24 @@ struct Placement: Sendable, CustomStringConvertible {
     /// on the other in the rest, and the row follows where it fell
     /// (docs/performance.md, "Placements").
     func whileFloodPlaced<T>(_ body: () throws -> T) rethrows -> T {
+        try whileIOThreadsPlaced(on: second, body)
+    }
+
+    /// Runs `body`, a round trip from the calling thread (or a pinned
+    /// LoopThread) to another process, with the calling thread and this
+    /// process's libzmq I/O threads on `first`, the pinger's CPU, as the
+    /// child's run with it on `second`; afterwards each as before. Left
+    /// free, the I/O thread that carries the pinger's messages wakes on the
+    /// other CPU, and a round trip "on one CPU" pays a wake-up across CPUs
+    /// each way (docs/performance.md, "Placements").
+    func whileRoundTripPlaced<T>(_ body: () throws -> T) rethrows -> T {
+        try whileIOThreadsPlaced(on: first, body)
+    }
+
+    private func whileIOThreadsPlaced<T>(on cpu: Int32, _ body: () throws -> T) rethrows -> T {
         guard mode != .free else { return try body() }
         return try Self.restoringAffinities { before in
-            for tid in before.keys where Self.threadName(tid).hasPrefix("ZMQbg/IO/") { Self.pin(tid, to: second) }
+            for tid in before.keys where Self.threadName(tid).hasPrefix("ZMQbg/IO/") { Self.pin(tid, to: cpu) }
             Self.pin(0, to: first)
             return try body()
         }
