@@ -17,11 +17,15 @@ extension Port {
     /// Heartbeats go every quarter of it, so a remote port whose process,
     /// host or link died is invalid within 1.25 times it (12.5 s by
     /// default), and requests waiting on it fail with
-    /// `PortError.connectionLost`. Any thread; applies to connections made
-    /// afterwards.
+    /// `PortError.connectionLost`. At least 0.1 s and at most 6,553 s (the
+    /// longest heartbeat libzmq carries); a value outside is taken as the
+    /// nearer bound. Any thread; applies to connections made afterwards.
     public static var tcpHeartbeatTimeout: Duration {
         get { .nanoseconds(Int64(clamping: NetworkHub.heartbeatTimeoutNanoseconds)) }
-        set { NetworkHub.heartbeatTimeout.store(nanoseconds(newValue, atLeast: 100_000_000), ordering: .relaxed) }
+        set {
+            let wanted = nanoseconds(newValue, atLeast: 0)
+            NetworkHub.heartbeatTimeout.store(NetworkHub.heartbeatTimeout(clamping: wanted), ordering: .relaxed)
+        }
     }
 
     private static func nanoseconds(_ duration: Duration, atLeast floor: UInt64) -> UInt64 {

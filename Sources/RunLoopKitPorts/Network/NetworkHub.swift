@@ -84,13 +84,27 @@ final class NetworkHub: @unchecked Sendable {
     /// link is known within 1.25 times it (S-NET-3). Not less by default:
     /// a false death is for good (docs/ports.md, "Bounds").
     static var heartbeatTimeoutNanoseconds: UInt64 { heartbeatTimeout.load(ordering: .relaxed) }
-    static let heartbeatTimeout = Atomic<UInt64>(seconds(fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 10))
+    static let heartbeatTimeout = Atomic<UInt64>(
+        heartbeatTimeout(clamping: seconds(fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 10, most: 6_553)))
+    /// The longest heartbeat timeout: libzmq keeps the time-to-live that
+    /// goes with it (ZMQ_HEARTBEAT_TTL) in tenths of a second in 16 bits,
+    /// and refuses a longer one, which would fail every tcp socket's options.
+    static let longestHeartbeatTimeoutNanoseconds: UInt64 = 6_553_000_000_000
 
-    private static func seconds(fromEnvironment name: String, default value: Double) -> UInt64 {
+    /// `nanoseconds` as a heartbeat timeout: 0.1 s at least, 6,553 s at most.
+    static func heartbeatTimeout(clamping nanoseconds: UInt64) -> UInt64 {
+        min(max(nanoseconds, 100_000_000), longestHeartbeatTimeoutNanoseconds)
+    }
+
+    private static func seconds(fromEnvironment name: String, default value: Double, most: Double = 1e6) -> UInt64 {
         guard let text = getenv(name).map({ String(cString: $0) }) else { return UInt64(value * 1e9) }
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds < 1e6 else {
             logger.warning("\(name)=\(text) is not a number of seconds; \(value) s it is")
             return UInt64(value * 1e9)
+        }
+        guard seconds <= most else {
+            logger.warning("\(name)=\(text) is more than its most, \(Int(most)) s; \(Int(most)) s it is")
+            return UInt64(most * 1e9)
         }
         return UInt64(seconds * 1e9)
     }
@@ -98,8 +112,10 @@ final class NetworkHub: @unchecked Sendable {
     /// The options every tcp socket gets: heartbeats, the queue and frame
     /// limits of ports, no reconnection (a connection that broke stays
     /// broken, S-NET-3), the handshake within the connection bound.
-    static func applyConnectionOptions(to socket: Socket) throws(ZMQError) {
-        let timeout = Duration.nanoseconds(Int64(clamping: heartbeatTimeoutNanoseconds))
+    static func applyConnectionOptions(
+        to socket: Socket, heartbeatTimeout: UInt64 = heartbeatTimeoutNanoseconds
+    ) throws(ZMQError) {
+        let timeout = Duration.nanoseconds(Int64(clamping: heartbeatTimeout))
         try socket.setHeartbeat(interval: timeout / 4, timeout: timeout, ttl: timeout)
         try socket.setHandshakeInterval(.nanoseconds(Int64(clamping: connectionBoundNanoseconds)))
         try socket.setReconnectInterval(nil)
