@@ -85,7 +85,9 @@ final class NetworkHub: @unchecked Sendable {
     /// a false death is for good (docs/ports.md, "Bounds").
     static var heartbeatTimeoutNanoseconds: UInt64 { heartbeatTimeout.load(ordering: .relaxed) }
     static let heartbeatTimeout = Atomic<UInt64>(
-        heartbeatTimeout(clamping: seconds(fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 10, most: 6_553)))
+        heartbeatTimeout(clamping: seconds(
+            fromEnvironment: "RUNLOOPKIT_TCP_HEARTBEAT_TIMEOUT", default: 10,
+            most: Double(longestHeartbeatTimeoutNanoseconds / 1_000_000_000))))
     /// The longest heartbeat timeout: libzmq keeps the time-to-live that
     /// goes with it (ZMQ_HEARTBEAT_TTL) in tenths of a second in 16 bits,
     /// and refuses a longer one, which would fail every tcp socket's options.
