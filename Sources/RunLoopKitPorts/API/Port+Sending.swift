@@ -228,7 +228,7 @@ extension Port {
         let bits = channelBits.load(ordering: .acquiring)
         if bits != 0 { return Unmanaged<SendChannel>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!) }
         // First send (perhaps on two threads at once): the first channel stored wins.
-        let made = Unmanaged.passRetained(SendChannel(address: address))
+        let made = Unmanaged.passRetained(SendChannel(address: address, localReceiver: receiver))
         let madeBits = UInt(bitPattern: made.toOpaque())
         let (stored, current) = channelBits.compareExchange(expected: 0, desired: madeBits, ordering: .acquiringAndReleasing)
         if stored { return made }

@@ -18,6 +18,8 @@ import ZeroMQ
 final class PortReceiver: @unchecked Sendable {
     // @unchecked Sendable: the socket and scratch messages are used under
     // `lock` only: by the loop thread receiving, or by invalidate closing.
+    // The state under it is @exclusivity(unchecked): the lock makes each
+    // access exclusive, and the dynamic check would run at every one.
     let socket: Socket
     /// The port's address, for diagnostics.
     let address: PortAddress
@@ -34,8 +36,7 @@ final class PortReceiver: @unchecked Sendable {
     private let frames = IncomingFrames()
     // Guarded by lock: messages handed back by a message stream that took
     // them in and never handed them out (S-ASYNC-2), oldest first: they
-    // come before anything in the socket, `frames` included.
-    // @exclusivity(unchecked): touched with `lock` held only; read (its
+    // come before anything in the socket, `frames` included. Read (its
     // emptiness) on every receive.
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var requeued: [IncomingFrames] = []
@@ -59,10 +60,7 @@ final class PortReceiver: @unchecked Sendable {
     // finding it taken, makes its own.
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var spareInPlaceMessage: InPlaceMessage?
-    // Guarded by lock.
-    // @exclusivity(unchecked): used under `lock` alone, on the message path
-    // (no overlapping access is possible, and the dynamic check would run
-    // at every access).
+    // Guarded by lock, and on the message path.
     // U-RECEIVER-STATE (docs/unsafe-sites.md).
     @exclusivity(unchecked) private var decoder = MessageDecoder()
     /// What the port dropped, per reason (S-PORT-7).
@@ -186,11 +184,6 @@ final class PortReceiver: @unchecked Sendable {
         drops.emitPending()
     }
 
-    /// What `hand` did. `queued(first:)`: first, the queue was empty, so
-    /// the port's loop must be told; otherwise an earlier hand told it, and
-    /// its delivery reads the queue until it finds it empty.
-    enum Handing { case queued(first: Bool), full, closed }
-
     /// A tcp socket's reader hands over a message for this port (the
     /// holder it read it into, queued as it is: nothing copied or moved;
     /// queued, `message` is an empty holder of this receiver's for the
@@ -263,6 +256,16 @@ final class PortReceiver: @unchecked Sendable {
         lock.withLock { for path in ipcPaths { unlink(path) } }
     }
 
+    /// Runs `body`, a sender's connect to this receiver's inproc endpoint,
+    /// while the receiver is open; false, running nothing, once it is closed.
+    func whileOpen(_ body: () throws(ZMQError) -> Void) throws(ZMQError) -> Bool {
+        try lock.withLock { () throws(ZMQError) -> Bool in
+            guard !isClosed else { return false }
+            try body()
+            return true
+        }
+    }
+
     /// Closes the socket (unbinding and unlinking its ipc files). Any thread.
     func close() {
         lock.withLock {
@@ -279,22 +282,6 @@ final class PortReceiver: @unchecked Sendable {
             for path in ipcPaths { unlink(path) }
             ipcPaths.removeAll()
         }
-    }
-
-    /// What one look at the queue found.
-    enum Received {
-        /// A good message, decoded into the inbox, with its trace id if the
-        /// sender's tap was on.
-        case message(traceID: UInt64?)
-        /// A malformed message, dropped, counted and logged (S-PORT-7); it
-        /// still counts as a handled Source1 event (S-SRC1-1).
-        case dropped
-        /// Nothing is queued.
-        case empty
-        /// A message is queued, but the batch may not take it without a
-        /// look at its loop (`CalloutBatch.admits()`), or may not take it
-        /// at all: it stays here, first in line for the next receive.
-        case notAdmitted
     }
 
     /// On the loop thread: decodes the next message into `inbox`, a batch's

@@ -32,6 +32,9 @@ final class SendChannel: @unchecked Sendable {
     /// `network != nil`, as one byte: what every send tests first
     /// (`Port.send`, which then takes `sendOverNetwork`).
     let isNetwork: Bool
+    /// A channel of a port of this process (always inproc): the port's
+    /// receiver, which its connect waits for (`InprocTransport.connect`).
+    private let localReceiver: PortReceiver?
     // Internal (not private) only so that a test can see whether it is held
     // when invalidation handlers run (they must run with it released).
     let lock = Lock()
@@ -89,8 +92,9 @@ final class SendChannel: @unchecked Sendable {
     /// still valid, so that a dead peer fails a waiting send promptly.
     static let validityCheckMilliseconds: Int32 = 50
 
-    init(address: PortAddress) {
+    init(address: PortAddress, localReceiver: PortReceiver? = nil) {
         self.address = address
+        self.localReceiver = localReceiver
         route = PortRoute.sending(to: address)
         endpoint = route.sendEndpoint(for: address)
         if case let .tcp(network) = route {
@@ -105,24 +109,6 @@ final class SendChannel: @unchecked Sendable {
             bufferBytes: Self.pooledFrameBytes, maxBuffers: Self.pooledFrames,
             smallestFrameBytes: route.flushesAtExit ? 1 : FramePool.inlineFrameBytes + 1)
         if route.flushesAtExit { OutboundFlush.shared.track(self) }
-    }
-
-    /// What a channel to another process still holds at exit.
-    struct Unwritten {
-        /// Messages its socket accepted that libzmq has not yet written to
-        /// the kernel, counted for messages of up to `pooledFrameBytes`
-        /// (libzmq does not say how long its queue is; those come from the
-        /// channel's pool, which does).
-        var messages: Int
-        /// Whether `messages` is all: false when the last message was
-        /// larger (or the pool was exhausted), so that libzmq may still hold
-        /// it uncounted.
-        var isCounted: Bool
-        /// Whether the socket ever accepted a message: a channel that did
-        /// not has written only libzmq's handshake, which is no one's loss.
-        var hasAccepted: Bool
-        /// Nothing left to write, as far as the channel can tell.
-        var isEmpty: Bool { messages == 0 && isCounted }
     }
 
     /// At process exit: what the channel still holds; nil when a sender
@@ -431,20 +417,26 @@ final class SendChannel: @unchecked Sendable {
             unreachable = problem
             throw problem
         }
+        let made: Socket
+        let connected: Bool
         do {
-            let made = try route.sendContext.makeSocket(.push)
+            made = try route.sendContext.makeSocket(.push)
             try made.setSendHighWaterMark(Self.highWaterMark)
             try made.setLinger(milliseconds: Self.lingerMilliseconds)
             // Queue only towards a connected peer: a message never waits in
             // a pipe to a port that is not there (it waits for room instead).
             try made.setImmediate(true)
-            try made.connect(endpoint)
-            socket = made
-            connectedAt = MonotonicClock.now()
-            // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
-            return Unmanaged.passUnretained(made)
+            connected = try InprocTransport.connect(made, to: endpoint, receiver: localReceiver)
         } catch {
             throw .zeroMQ(error)
         }
+        guard connected else {
+            made.close()
+            throw .invalidPort("Port(\(address))")
+        }
+        socket = made
+        connectedAt = MonotonicClock.now()
+        // U-SEND-CHANNEL-STATE (docs/unsafe-sites.md).
+        return Unmanaged.passUnretained(made)
     }
 }

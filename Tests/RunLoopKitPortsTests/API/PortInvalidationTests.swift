@@ -104,6 +104,21 @@ struct PortInvalidationTests {
         #expect(elapsed < 10)
     }
 
+    @Test("S-PORT-5: a port's first send, which found it valid, and another thread invalidating it before that send connects: the send fails with .invalidPort and connects nothing (libzmq keeps a connect to a closed inproc endpoint pending, accepts messages into it, and never frees the socket)")
+    func aFirstSendThatRacesInvalidationConnectsNothing() throws {
+        let port = try Port(transport: .inproc)
+        let receiver = try #require(port.receiver)
+        // The send's channel, made while the port was valid; its connect
+        // comes after the invalidation, as when the other thread won the race.
+        let channel = SendChannel(address: port.address, localReceiver: receiver)
+        port.invalidate()
+        #expect(throws: PortError.invalidPort(port.description)) {
+            try channel.send(packedSize: 8, deadline: SendDeadline(Date() + 5), destination: port) { buffer in
+                buffer.copyBytes(from: [UInt8](repeating: 0x2A, count: 8))
+            }
+        }
+    }
+
     @Test("S-PORT-5: an invalid port cannot be sent as a component or reply port (.componentNotTransferable); nothing is sent")
     func invalidPortNotTransferable() throws {
         let fixture = try InboxPort("p5-transfer")
@@ -169,6 +184,70 @@ struct PortInvalidationTests {
         #expect(try #require(numbers["fdPeak"], report) >= start + 100, "the ports did not hold fds: the count proves nothing. \(report)")
         #expect(try #require(numbers["fdEnd"], report) <= start, report)
         #expect(numbers["filesLeft"] == 0, report)
+    }
+
+    @Test("S-PORT-5: 1,000 ports, each invalidated by one thread while another makes the port's first send: each send is taken or fails with .invalidPort, and once the ports are gone the process holds no fd more than before (a send that connected after the invalidation left a socket that libzmq never frees)")
+    func firstSendsRacingInvalidationReturnTheirFileDescriptors() async throws {
+        // In a child process, so that no test running in parallel opens or
+        // closes fds while this one counts them.
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            PortInvalidationTests.firstSendsRacingInvalidation()
+        }
+        let output = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("S-PORT-5 race ") }, "no report in: \(output)")
+        var numbers: [String: Int] = [:]
+        for field in line.dropFirst("S-PORT-5 race ".count).split(separator: " ") {
+            let parts = field.split(separator: "=")
+            if parts.count == 2, let value = Int(parts[1]) { numbers[String(parts[0])] = value }
+        }
+        let report = Comment(rawValue: String(line))
+        #expect(try #require(numbers["taken"], report) > 0 && #require(numbers["refused"], report) > 0,
+                "the invalidations never met the sends: the count proves nothing. \(report)")
+        #expect(numbers["otherErrors"] == 0, report)
+        #expect(try #require(numbers["fdEnd"], report) <= #require(numbers["fdStart"], report), report)
+    }
+
+    /// In the exit test's child: races first sends against invalidations,
+    /// and reports what the sends did and the fd counts on stderr.
+    static func firstSendsRacingInvalidation() {
+        do {
+            do {  // warm-up: the ZeroMQ context's own fds
+                let port = try Port(transport: .inproc)
+                try port.send(msgid: 1, before: portDeadline())
+                port.invalidate()
+            }
+            let start = openFileDescriptorCount()
+            var taken = 0, refused = 0, otherErrors = 0
+            for _ in 0..<1_000 {
+                let port = try Port(transport: .inproc)
+                let go = DispatchSemaphore(value: 0)
+                let sender = SpawnedThread { () -> PortError? in
+                    go.wait()
+                    do throws(PortError) { try port.send(msgid: 1, before: portDeadline()) } catch { return error }
+                    return nil
+                }
+                let invalidator = SpawnedThread { () -> Void in
+                    go.wait()
+                    port.invalidate()
+                }
+                go.signal()
+                go.signal()
+                try invalidator.join()
+                let outcome: PortError? = try sender.join()
+                switch outcome {
+                case nil: taken += 1
+                case .invalidPort?: refused += 1
+                case .some: otherErrors += 1
+                }
+            }
+            // libzmq closes a socket's fds on its reaper thread, soon after zmq_close.
+            waitUntil(timeout: 10) { openFileDescriptorCount() <= start }
+            let end = openFileDescriptorCount()
+            reportToParent("S-PORT-5 race fdStart=\(start) fdEnd=\(end) taken=\(taken) refused=\(refused) otherErrors=\(otherErrors)")
+        } catch {
+            reportToParent("S-PORT-5 race failed: \(error)")
+            exit(1)
+        }
     }
 
     /// In the exit test's child: makes, uses and drops ports, and reports the
