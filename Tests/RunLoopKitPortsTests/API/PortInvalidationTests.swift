@@ -172,14 +172,7 @@ struct PortInvalidationTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             PortInvalidationTests.portChurnCountingFileDescriptors()
         }
-        let output = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
-        let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("S-PORT-5 ") }, "no report in: \(output)")
-        var numbers: [String: Int] = [:]
-        for field in line.dropFirst("S-PORT-5 ".count).split(separator: " ") {
-            let parts = field.split(separator: "=")
-            if parts.count == 2, let value = Int(parts[1]) { numbers[String(parts[0])] = value }
-        }
-        let report = Comment(rawValue: String(line))
+        let (numbers, report) = try childReport(result, prefix: "S-PORT-5 ")
         let start = try #require(numbers["fdStart"], report)
         #expect(try #require(numbers["fdPeak"], report) >= start + 100, "the ports did not hold fds: the count proves nothing. \(report)")
         #expect(try #require(numbers["fdEnd"], report) <= start, report)
@@ -193,14 +186,7 @@ struct PortInvalidationTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             PortInvalidationTests.firstSendsRacingInvalidation()
         }
-        let output = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
-        let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("S-PORT-5 race ") }, "no report in: \(output)")
-        var numbers: [String: Int] = [:]
-        for field in line.dropFirst("S-PORT-5 race ".count).split(separator: " ") {
-            let parts = field.split(separator: "=")
-            if parts.count == 2, let value = Int(parts[1]) { numbers[String(parts[0])] = value }
-        }
-        let report = Comment(rawValue: String(line))
+        let (numbers, report) = try childReport(result, prefix: "S-PORT-5 race ")
         #expect(try #require(numbers["taken"], report) > 0 && #require(numbers["refused"], report) > 0,
                 "the invalidations never met the sends: the count proves nothing. \(report)")
         #expect(numbers["otherErrors"] == 0, report)

@@ -223,6 +223,20 @@ func reportToParent(_ line: String) {
     }
 }
 
+/// What an exit test's child reported with `reportToParent`: the last line
+/// of its standard error that starts with `prefix`, read as `name=value`
+/// integers, and the line itself, to comment the test's expectations.
+func childReport(_ result: ExitTest.Result?, prefix: String) throws -> (numbers: [String: Int], line: Comment) {
+    let output = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+    let line = try #require(output.split(separator: "\n").last { $0.hasPrefix(prefix) }, "no report in: \(output)")
+    var numbers: [String: Int] = [:]
+    for field in line.dropFirst(prefix.count).split(separator: " ") {
+        let parts = field.split(separator: "=")
+        if parts.count == 2, let value = Int(parts[1]) { numbers[String(parts[0])] = value }
+    }
+    return (numbers, Comment(rawValue: String(line)))
+}
+
 // MARK: - Raw wire bytes, built from docs/wire-format.md (not from WireFormat)
 
 enum RawWire {
