@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 #include <sys/socket.h>
+#include <sched.h>
 
 int32_t rlk_gettid(void) { return (int32_t)syscall(SYS_gettid); }
 
@@ -37,6 +38,39 @@ int rlk_set_current_thread_name(const char *name) {
     strncpy(cut, name, 15);
     cut[15] = 0;
     return pthread_setname_np(pthread_self(), cut);
+}
+
+// glibc 2.36 has no wrapper for sched_setattr(2) and sched_getattr(2).
+#define SCHED_FLAG_RESET_ON_FORK_VALUE 0x01
+struct rlk_sched_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+};
+
+int rlk_set_current_thread_time_slice(uint64_t nanoseconds) {
+    struct rlk_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return errno;
+    if (attr.policy != SCHED_OTHER && attr.policy != SCHED_BATCH) return EINVAL;
+    // The nice value read back is kept: a thread may raise its priority
+    // only with CAP_SYS_NICE.
+    attr.size = sizeof attr;
+    // SCHED_FLAG_RESET_ON_FORK: threads it makes (libdispatch's workers
+    // among them) start with the kernel's default slice.
+    attr.flags = SCHED_FLAG_RESET_ON_FORK_VALUE;
+    attr.runtime = nanoseconds;
+    return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : errno;
+}
+
+uint64_t rlk_thread_time_slice(int32_t tid) {
+    struct rlk_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (syscall(SYS_sched_getattr, tid, &attr, sizeof attr, 0) != 0) return 0;
+    return attr.runtime;
 }
 
 int rlk_get_current_thread_name(char *buffer, size_t length) {

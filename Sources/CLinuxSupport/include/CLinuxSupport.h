@@ -19,6 +19,16 @@ int rlk_is_main_thread(void);
 int rlk_set_current_thread_name(const char *name);
 /// Copies the calling thread's OS-level name into buffer (at least 16 bytes).
 int rlk_get_current_thread_name(char *buffer, size_t length);
+/// Asks the kernel for a time slice of `nanoseconds` for the calling
+/// thread (sched_setattr's sched_runtime, which Linux 6.12 and later read
+/// for SCHED_OTHER and SCHED_BATCH threads), keeping its policy and nice
+/// value; threads it makes later start with the kernel's default slice
+/// (reset on fork). Returns 0, or an errno value; a thread of another
+/// policy is left as it is (EINVAL).
+int rlk_set_current_thread_time_slice(uint64_t nanoseconds);
+/// The time slice thread `tid` has (sched_getattr's sched_runtime): 0 from
+/// a kernel that keeps none for its policy, or on failure.
+uint64_t rlk_thread_time_slice(int32_t tid);
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t rlk_monotonic_nanoseconds(void);
 /// CLOCK_REALTIME in nanoseconds since 1970.

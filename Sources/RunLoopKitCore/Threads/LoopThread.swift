@@ -35,10 +35,17 @@ public final class LoopThread: Sendable {
     /// The thread's serial executor, for actors (S-EXEC-1; LoopThread+Executor.swift).
     let serialExecutor: LoopThreadSerialExecutor
 
-    /// A thread named `name` (Linux shows its first 15 bytes), not yet started.
-    public init(name: String) {
+    /// A thread named `name` (Linux shows its first 15 bytes), not yet
+    /// started, scheduled as a latency-sensitive thread (`Scheduling`).
+    public convenience init(name: String) {
+        self.init(name: name, scheduling: .latencySensitive)
+    }
+
+    /// A thread named `name`, not yet started, which `scheduling` says how
+    /// the kernel schedules.
+    public init(name: String, scheduling: Scheduling) {
         self.name = name
-        core = LoopThreadCore(name: name, clock: .real)
+        core = LoopThreadCore(name: name, clock: .real, scheduling: scheduling)
         serialExecutor = LoopThreadSerialExecutor(core: core)
     }
 
@@ -47,7 +54,7 @@ public final class LoopThread: Sendable {
     /// `LoopThread(name:clock:)` passes a manual clock here.
     package init(name: String, loopClock: LoopClock) {
         self.name = name
-        core = LoopThreadCore(name: name, clock: loopClock)
+        core = LoopThreadCore(name: name, clock: loopClock, scheduling: .latencySensitive)
         serialExecutor = LoopThreadSerialExecutor(core: core)
     }
 
@@ -66,6 +73,9 @@ public final class LoopThread: Sendable {
 
     /// True between a successful `start()` and `stop()`. Any thread.
     public var isRunning: Bool { core.runningLoop != nil }
+
+    /// How the kernel schedules the thread (`Scheduling`).
+    public var scheduling: Scheduling { core.scheduling }
 
     /// The kernel thread id while it runs (what `ps -L` shows).
     public var threadID: Int32? { core.threadID }

@@ -27,6 +27,8 @@ final class LoopThreadCore: Sendable {
     let name: String
     /// What the loop measures its timers on (S-TMR-7).
     let clock: LoopClock
+    /// How the kernel schedules the thread, applied as it starts.
+    let scheduling: LoopThread.Scheduling
     let quitRequested = Atomic<Bool>(false)
     private let ready = Completion<RunLoop>()
     /// The thread's loop, set once when it is ready and kept after it ends:
@@ -42,9 +44,10 @@ final class LoopThreadCore: Sendable {
     private let lifecycleLock = Lock()
     private let state = Locked(State())
 
-    init(name: String, clock: LoopClock) {
+    init(name: String, clock: LoopClock, scheduling: LoopThread.Scheduling) {
         self.name = name
         self.clock = clock
+        self.scheduling = scheduling
     }
 
     /// Queues a job through `enqueue` on the thread's loop: only the loop's
@@ -131,6 +134,7 @@ final class LoopThreadCore: Sendable {
 
     private func threadMain() {
         ThreadIdentity.setCurrentName(name)
+        scheduling.applyToCurrentThread()
         let loop: RunLoop
         do {
             loop = try RunLoop.forCurrentThread(named: name)

@@ -1,5 +1,6 @@
 import CBenchPeers
 import Glibc
+import RunLoopKit
 
 /// The hidden roles rlk-bench plays when it spawns itself as the other
 /// process of an ipc scenario, or to measure a side in a fresh process
@@ -33,6 +34,7 @@ enum ChildRoles {
             // Gives up after 60 s without traffic.
             return bench_zmq_child_serve(rest[0], rest[1], rest[2], 60_000) == 0 ? 0 : 1
         case "zmq-tcp-peer" where rest.count == 1:
+            if RawTimeSlice.asked { LoopThread.Scheduling.latencySensitive.applyToCurrentThread() }
             return bench_zmq_tcp_child_serve(rest[0] == "curve" ? 1 : 0, 60_000) == 0 ? 0 : 1
         case "rlk-peer" where rest.count == 1 || rest.count == 3:
             let tcp = rest.count == 3 ? RLKPeerChild.TCPPorts(security: rest[1] == "plain" ? .plainText : .curve, count: Int(rest[2]) ?? 1) : nil

@@ -33,6 +33,8 @@ enum RLKPeerChild {
     static let idleLimitSeconds = 60.0
 
     static func serve(name: String, tcp: TCPPorts? = nil) -> Int32 {
+        // The echo serves on its main thread: scheduled as a LoopThread is.
+        LoopThread.Scheduling.latencySensitive.applyToCurrentThread()
         let loop = RunLoop.current
         let tally = Tally()
         let port: Port

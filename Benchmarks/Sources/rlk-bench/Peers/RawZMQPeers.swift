@@ -1,5 +1,6 @@
 import CBenchPeers
 import Glibc
+import RunLoopKit
 
 /// A C peer's return code as a Swift error.
 func checkC(_ result: Int32, _ what: String) throws {
@@ -183,6 +184,7 @@ final class RawZMQProcessPeer: Contender {
 
     private func measurePinned() throws -> [Double] {
         guard link != nil || tcpLink != nil else { throw BenchError("not set up") }
+        if RawTimeSlice.asked, tcpLink != nil { LoopThread.Scheduling.latencySensitive.applyToCurrentThread() }
         switch mode {
         case let .roundTrip(iterations, warmup):
             var samples = [UInt64](repeating: 0, count: iterations)
@@ -262,4 +264,13 @@ final class RawZMQFanIn: Contender {
         if let set { bench_zmq_fanin_close(set) }
         set = nil
     }
+}
+
+/// `RLK_BENCH_RAW_TIME_SLICE=1`: raw libzmq's tcp ping and echo threads
+/// get the short time slice RunLoopKit's loop threads ask for
+/// (docs/performance.md, "Over tcp"), so that a run can tell what the
+/// scheduling gives from what the code costs. The measuring thread keeps
+/// it for the rest of the run.
+enum RawTimeSlice {
+    static let asked = getenv("RLK_BENCH_RAW_TIME_SLICE").map { String(cString: $0) == "1" } ?? false
 }
