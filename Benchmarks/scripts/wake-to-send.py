@@ -1,16 +1,28 @@
 #!/usr/bin/env python3
-"""Reads `perf script --ns -F comm,tid,time,event,trace` of the raw_syscalls
-tracepoints (wake-to-send.sh records them) and prints, for each thread that
-waits and sends in turn, the median time from the end of its blocking wait
-(epoll_wait or poll with a timeout) to the start of the write that follows it
-(libzmq's signal to its I/O thread: the send), and from that write to its
-next blocking wait. A thread that waits in epoll_wait is a RunLoopKit loop;
-one that waits in poll is raw libzmq (docs/performance.md, "Over tcp")."""
+"""Reads `perf script --ns -F comm,pid,tid,time,event,trace` of the
+raw_syscalls tracepoints (wake-to-send.sh records them) and
+prints, for each thread that waits and sends in turn (a side's loop), the
+medians of a side's path through its own process (docs/performance.md,
+"Over tcp"):
+
+- read to wake: from its I/O thread's read of the connection (`recvfrom`)
+  to the end of the loop's blocking wait (epoll_wait, or poll with a
+  timeout);
+- wake to send: from there to the write that hands its send to the I/O
+  thread (libzmq's signal);
+- send to write: from that write to the I/O thread's write to the
+  connection (`sendto`);
+- send to wait: from that write to the loop's next blocking wait.
+
+A thread that waits in epoll_wait is a RunLoopKit loop; one that waits in
+poll is raw libzmq. libzmq's I/O threads are named ZMQbg/IO/n."""
 import collections
+import re
 import statistics
 import sys
 
-EPOLL_WAIT, POLL, WRITE = 232, 7, 1
+READ, WRITE, POLL, SENDTO, RECVFROM, EPOLL_WAIT = 0, 1, 7, 44, 45, 232
+LINE = re.compile(r"\s*(.+?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s+(.*)")
 
 
 def blocking(number, args):
@@ -22,28 +34,45 @@ def blocking(number, args):
     return False
 
 
+def median_us(samples):
+    return statistics.median(samples) * 1e6 if samples else float("nan")
+
+
 def main(path, minimum=5000):
+    names, process = {}, {}
     entered = {}
-    woke = {}
+    woke, sent = {}, {}
     waits = collections.Counter()
+    last_read = {}            # process: when its I/O thread last read the connection
+    awaiting_write = {}       # process: (when its loop sent, the loop)
+    read_to_wake = collections.defaultdict(list)
     to_send = collections.defaultdict(list)
+    send_to_write = collections.defaultdict(list)
     after_send = collections.defaultdict(list)
-    sent = {}
-    names = {}
     for line in open(path):
-        fields = line.split()
-        if len(fields) < 5:
+        match = LINE.match(line)
+        if not match:
             continue
-        name, tid, time, event = fields[0], fields[1], float(fields[2].rstrip(":")), fields[3]
-        names[tid] = name
+        name, pid, tid, time, event, trace = match.groups()
+        time = float(time)
+        names[tid], process[tid] = name, pid
+        is_io = name.startswith("ZMQbg/IO")
         if event.startswith("raw_syscalls:sys_enter"):
-            number = int(fields[5])
-            args = line.split("(", 1)[1].split(")", 1)[0].split(", ")
+            number = int(trace.split()[1])
+            args = trace.split("(", 1)[1].split(")", 1)[0].split(", ")
+            if is_io:
+                if number == RECVFROM:
+                    last_read[pid] = time
+                elif number == SENDTO and pid in awaiting_write:
+                    sent_at, loop = awaiting_write.pop(pid)
+                    send_to_write[loop].append(time - sent_at)
+                continue
             is_blocking = blocking(number, args)
             entered[tid] = (number, is_blocking)
-            if number == WRITE and woke.get(tid) is not None:
+            if number == WRITE and int(args[2], 16) == 8 and woke.get(tid) is not None:
                 to_send[tid].append(time - woke[tid])
                 woke[tid] = None
+                awaiting_write[pid] = (time, tid)
             if is_blocking and sent.get(tid) is not None:
                 after_send[tid].append(time - sent[tid])
                 sent[tid] = None
@@ -52,17 +81,19 @@ def main(path, minimum=5000):
             if is_blocking:
                 woke[tid] = time
                 waits[(tid, number)] += 1
+                if last_read.get(pid) is not None:
+                    read_to_wake[tid].append(time - last_read.pop(pid))
             if number == WRITE:
                 sent[tid] = time
-    print(f"{'thread':<24} {'waits in':<11} {'round trips':>11} {'wake to send':>13} {'send to wait':>13}")
-    for tid, samples in sorted(to_send.items(), key=lambda item: names[item[0]]):
-        # libzmq's own I/O threads wait and write too: not a side's loop.
-        if len(samples) < minimum or names[tid].startswith("ZMQbg"):
+    print(f"{'thread':<22} {'waits in':<11} {'trips':>6} {'read to wake':>13} {'wake to send':>13}"
+          f" {'send to write':>14} {'send to wait':>13}")
+    for tid, samples in sorted(to_send.items(), key=lambda item: (names[item[0]], item[0])):
+        if len(samples) < minimum:
             continue
         kind = "epoll_wait" if waits[(tid, EPOLL_WAIT)] > waits[(tid, POLL)] else "poll"
-        after = after_send.get(tid) or [0]
-        print(f"{names[tid] + ' ' + tid:<24} {kind:<11} {len(samples):>11} "
-              f"{statistics.median(samples) * 1e6:>10.2f} us {statistics.median(after) * 1e6:>10.2f} us")
+        print(f"{names[tid] + ' ' + tid:<22} {kind:<11} {len(samples):>6} "
+              f"{median_us(read_to_wake[tid]):>10.2f} us {median_us(samples):>10.2f} us "
+              f"{median_us(send_to_write[tid]):>11.2f} us {median_us(after_send[tid]):>10.2f} us")
 
 
 if __name__ == "__main__":

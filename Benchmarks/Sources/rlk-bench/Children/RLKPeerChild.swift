@@ -34,7 +34,7 @@ enum RLKPeerChild {
 
     static func serve(name: String, tcp: TCPPorts? = nil) -> Int32 {
         // The echo serves on its main thread: scheduled as a LoopThread is.
-        LoopThread.Scheduling.latencySensitive.applyToCurrentThread()
+        BenchLoopScheduling.chosen.applyToCurrentThread()
         let loop = RunLoop.current
         let tally = Tally()
         let port: Port

@@ -52,7 +52,7 @@ final class PortPingPong: Contender {
     /// An echo on a LoopThread of this process: answers every message on
     /// its reply port with the same components.
     static func threadEcho(name: String, transport: Port.Transport, cpu: Int32) throws -> (port: Port, release: () -> Void) {
-        let thread = LoopThread(name: name)
+        let thread = LoopThread(name: name, scheduling: BenchLoopScheduling.chosen)
         try thread.start()
         if let tid = thread.threadID { Placement.pin(tid, to: cpu) }
         let port = try Port(transport: transport)
@@ -70,7 +70,7 @@ final class PortPingPong: Contender {
     func setUp() throws {
         let echo = try makeEcho()
         self.echo = echo
-        let thread = LoopThread(name: "bench-ping")
+        let thread = LoopThread(name: "bench-ping", scheduling: BenchLoopScheduling.chosen)
         try thread.start()
         if let tid = thread.threadID { Placement.pin(tid, to: placement.first) }
         pingThread = thread

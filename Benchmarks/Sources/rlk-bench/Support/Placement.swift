@@ -50,7 +50,7 @@ struct Placement: Sendable, CustomStringConvertible {
     /// A started LoopThread named `name`, pinned to `cpu`: how every
     /// scenario makes the thread on the far side of a measurement.
     static func startedLoopThread(_ name: String, on cpu: Int32) throws -> LoopThread {
-        let thread = LoopThread(name: name)
+        let thread = LoopThread(name: name, scheduling: BenchLoopScheduling.chosen)
         try thread.start()
         if let tid = thread.threadID { pin(tid, to: cpu) }
         return thread
