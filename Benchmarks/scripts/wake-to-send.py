@@ -21,7 +21,7 @@ import re
 import statistics
 import sys
 
-READ, WRITE, POLL, SENDTO, RECVFROM, EPOLL_WAIT = 0, 1, 7, 44, 45, 232
+WRITE, POLL, SENDTO, RECVFROM, EPOLL_WAIT = 1, 7, 44, 45, 232
 LINE = re.compile(r"\s*(.+?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s+(.*)")
 
 
