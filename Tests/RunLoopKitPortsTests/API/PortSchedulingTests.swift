@@ -120,53 +120,50 @@ struct PortSchedulingTests {
     }
 
     @Test("S-PORT-1: two threads scheduling one port on two loops at the same moment: one succeeds, the other gets .scheduledOnAnotherLoop, nothing traps")
-    func concurrentSchedulingOnTwoLoops() async {
+    func concurrentSchedulingOnTwoLoops() async throws {
         // In a child process: a trap must fail this test, not end the run.
-        await #expect(processExitsWith: .success) {
-            PortSchedulingTests.raceToSchedule(rounds: 3000)
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            await PortChild.run { try PortSchedulingTests.raceToSchedule(rounds: 3000) }
         }
+        ChildOutput(result).expectSuccess()
     }
 
-    /// The race itself, in the exit test's child: exits 1 with a report on a wrong outcome.
-    static func raceToSchedule(rounds: Int) {
-        do {
-            let loops = try [makePortLoopThread("p1-race-a"), makePortLoopThread("p1-race-b")]
-            let current = Locked<Port?>(nil)
-            let round = Atomic<Int>(0)
-            let outcomes = Locked<[String]>([])
-            let finished = DispatchSemaphore(value: 0)
-            let racers = (0..<2).map { index in
-                SpawnedThread {
-                    for number in 1...rounds {
-                        while round.load(ordering: .acquiring) < number { sched_yield() }
-                        let port = current.value!
-                        let outcome = portErrorThrown { try port.schedule(in: loops[index].loop, forMode: .default) }
-                        outcomes.withLock { $0.append(outcome?.caseName ?? "scheduled") }
-                        finished.signal()
-                    }
+    /// The race itself, in the exit test's child: throws on a wrong
+    /// outcome, which the child reports as a FAIL line.
+    static func raceToSchedule(rounds: Int) throws {
+        let loops = try [makePortLoopThread("p1-race-a"), makePortLoopThread("p1-race-b")]
+        let current = Locked<Port?>(nil)
+        let round = Atomic<Int>(0)
+        let outcomes = Locked<[String]>([])
+        let finished = DispatchSemaphore(value: 0)
+        let racers = (0..<2).map { index in
+            SpawnedThread {
+                for number in 1...rounds {
+                    while round.load(ordering: .acquiring) < number { sched_yield() }
+                    let port = current.value!
+                    let outcome = portErrorThrown { try port.schedule(in: loops[index].loop, forMode: .default) }
+                    outcomes.withLock { $0.append(outcome.map { "\($0.caseName): \($0)" } ?? "scheduled") }
+                    finished.signal()
                 }
             }
-            for number in 1...rounds {
-                current.value = try Port(transport: .inproc)
-                round.store(number, ordering: .releasing)
-                for _ in 0..<2 {
-                    guard finished.wait(timeout: .now() + 30) == .success else { throw TestFailure("round \(number) hung") }
-                }
-                let seen = outcomes.withLock { outcomes in
-                    defer { outcomes.removeAll() }
-                    return outcomes.sorted()
-                }
-                guard seen == ["scheduled", "scheduledOnAnotherLoop"] else {
-                    throw TestFailure("round \(number): \(seen)")
-                }
-                current.value?.invalidate()
-            }
-            for racer in racers { try racer.join() }
-            for (thread, _) in loops { thread.stop() }
-        } catch {
-            reportToParent("S-PORT-1 race: \(error)")
-            exit(1)
         }
+        for number in 1...rounds {
+            current.value = try Port(transport: .inproc)
+            round.store(number, ordering: .releasing)
+            for _ in 0..<2 {
+                guard finished.wait(timeout: .now() + 30) == .success else { throw TestFailure("round \(number) hung") }
+            }
+            let seen = outcomes.withLock { outcomes in
+                defer { outcomes.removeAll() }
+                return outcomes.sorted()
+            }
+            guard seen.count == 2, seen[0] == "scheduled", seen[1].hasPrefix("scheduledOnAnotherLoop:") else {
+                throw TestFailure("round \(number): \(seen)")
+            }
+            current.value?.invalidate()
+        }
+        for racer in racers { try racer.join() }
+        for (thread, _) in loops { thread.stop() }
     }
 
     @Test("S-PORT-1: a send right cannot be scheduled nor stream messages (.notLocal)")

@@ -16,94 +16,92 @@ import ZeroMQ
 struct PortTapOverloadTests {
     @Test("S-TAP-2: a sniffer that cannot keep up costs drops, counted and reported, never a blocked sender (each send keeps a 2 s deadline); nothing is lost silently")
     func overloadShowsAsDrops() async throws {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            // A sniffer that stops reading: its queue fills at once.
-            let sniffer = try RawSniffer(receiveHighWaterMark: 10)
-            PortTapTests.smallBatches()
-            try PortTap.enable(endpoint: sniffer.endpoint)
-            let (worker, port, delivered) = try PortTapTests.servedPort("tap-overload")
-            let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
-            let count = 20_000
-            for index in 0..<count {
-                // A short deadline: a send the tap slowed down would throw.
-                try port.send(msgid: UInt32(index), components: [.data(Data(count: 32))], before: Date() + 2)
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            await PortChild.run {
+                // A sniffer that stops reading: its queue fills at once.
+                let sniffer = try RawSniffer(receiveHighWaterMark: 10)
+                PortTapTests.smallBatches()
+                try PortTap.enable(endpoint: sniffer.endpoint)
+                let (worker, port, delivered) = try PortTapTests.servedPort("tap-overload")
+                let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
+                let count = 20_000
+                for index in 0..<count {
+                    // A short deadline: a send the tap slowed down would throw.
+                    try port.send(msgid: UInt32(index), components: [.data(Data(count: 32))], before: Date() + 2)
+                }
+                try PortTapTests.require(delivered.waitFor(count + warmUps))
+                // Every event is either with the sniffer or counted as dropped.
+                let total = 2 * (count + warmUps)
+                var received = warmUps * 2
+                let balanced = waitUntil(timeout: 60) {
+                    received += sniffer.receive(total, timeout: 0.05).count
+                    return received + Int(PortTap.droppedEventCount) == total
+                }
+                try PortTapTests.require(PortTap.droppedEventCount > 0, "the overload dropped nothing")
+                try PortTapTests.require(balanced, "received \(received) + dropped \(PortTap.droppedEventCount) != \(total)")
+                // The count reaches the sniffer: a later batch carries it.
+                try port.send(msgid: 7, before: Date() + 2)
+                _ = sniffer.receive(2, timeout: 30)
+                try PortTapTests.require(sniffer.lastDropped == PortTap.droppedEventCount, "the drop count did not reach the sniffer")
+                port.invalidate()
+                worker.stop()
             }
-            try PortTapTests.require(delivered.waitFor(count + warmUps))
-            // Every event is either with the sniffer or counted as dropped.
-            let total = 2 * (count + warmUps)
-            var received = warmUps * 2
-            let balanced = waitUntil(timeout: 60) {
-                received += sniffer.receive(total, timeout: 0.05).count
-                return received + Int(PortTap.droppedEventCount) == total
-            }
-            try PortTapTests.require(PortTap.droppedEventCount > 0, "the overload dropped nothing")
-            try PortTapTests.require(balanced, "received \(received) + dropped \(PortTap.droppedEventCount) != \(total)")
-            // The count reaches the sniffer: a later batch carries it.
-            try port.send(msgid: 7, before: Date() + 2)
-            _ = sniffer.receive(2, timeout: 30)
-            try PortTapTests.require(sniffer.lastDropped == PortTap.droppedEventCount, "the drop count did not reach the sniffer")
-            port.invalidate()
-            worker.stop()
         }
-        // What the child wrote before it failed (a trap with no message leaves this empty).
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            print("the child's standard error:", String(decoding: result.standardErrorContent, as: UTF8.self))
-        }
+        ChildOutput(result).expectSuccess()
     }
 
     @Test("S-TAP-1: a tapped process numbers its events from 1, in the order they reach a sniffer, with its start time: under overload the gaps between the numbers received are exactly the events dropped")
-    func eventsAreNumbered() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let sniffer = try RawSniffer(receiveHighWaterMark: 10)
-            PortTapTests.smallBatches()
-            try PortTap.enable(endpoint: sniffer.endpoint)
-            let (worker, port, delivered) = try PortTapTests.servedPort("tap-numbered")
-            let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
-            // Everything before this point was received (and read) or dropped.
-            let before = PortTap.producedEventCount
-            let droppedBefore = PortTap.droppedEventCount
-            try PortTapTests.require(before >= UInt64(2 * warmUps), "\(before) events numbered for \(warmUps) warm-up messages")
-            let count = 20_000
-            for index in 0..<count {
-                try port.send(msgid: UInt32(index), components: [.data(Data(count: 32))], before: Date() + 2)
-            }
-            try PortTapTests.require(delivered.waitFor(count + warmUps))
-            var numbers: [UInt64] = []
-            var starts: Set<UInt64> = []
-            func take(waiting timeout: Double) -> Int {
-                let events = sniffer.receive(Int.max, timeout: timeout)
-                for event in events {
-                    numbers.append(event.seq)
-                    starts.insert(event.started)
+    func eventsAreNumbered() async throws {
+        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            await PortChild.run {
+                let sniffer = try RawSniffer(receiveHighWaterMark: 10)
+                PortTapTests.smallBatches()
+                try PortTap.enable(endpoint: sniffer.endpoint)
+                let (worker, port, delivered) = try PortTapTests.servedPort("tap-numbered")
+                let warmUps = try PortTapTests.warmUp(port, sniffer, delivered)
+                // Everything before this point was received (and read) or dropped.
+                let before = PortTap.producedEventCount
+                let droppedBefore = PortTap.droppedEventCount
+                try PortTapTests.require(before >= UInt64(2 * warmUps), "\(before) events numbered for \(warmUps) warm-up messages")
+                let count = 20_000
+                for index in 0..<count {
+                    try port.send(msgid: UInt32(index), components: [.data(Data(count: 32))], before: Date() + 2)
                 }
-                return events.count
+                try PortTapTests.require(delivered.waitFor(count + warmUps))
+                var numbers: [UInt64] = []
+                var starts: Set<UInt64> = []
+                func take(waiting timeout: Double) -> Int {
+                    let events = sniffer.receive(Int.max, timeout: timeout)
+                    for event in events {
+                        numbers.append(event.seq)
+                        starts.insert(event.started)
+                    }
+                    return events.count
+                }
+                // The overload's backlog first, until the tap has nothing more to pass on...
+                while take(waiting: 0.3) > 0 {}
+                // ...then a last message, whose two events mark the end.
+                try port.send(msgid: 7, before: Date() + 2)
+                let last = before + UInt64(2 * count + 2)
+                let complete = waitUntil(timeout: 60) {
+                    _ = take(waiting: 0.05)
+                    return numbers.last == last
+                }
+                try PortTapTests.require(complete, "the last event (\(last)) never came; last received \(String(describing: numbers.last))")
+                try PortTapTests.require(PortTap.producedEventCount == last, "produced \(PortTap.producedEventCount), expected \(last)")
+                try PortTapTests.require(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "the numbers did not rise one event after another")
+                try PortTapTests.require(numbers.first! > before, "an event numbered \(numbers.first!) came after the warm-up's \(before)")
+                // Gaps: every number after the warm-up not received.
+                let gaps = (last - before) - UInt64(numbers.count)
+                let dropped = PortTap.droppedEventCount - droppedBefore
+                try PortTapTests.require(dropped > 0, "the overload dropped nothing")
+                try PortTapTests.require(gaps == dropped, "\(gaps) numbers missing, \(dropped) events dropped")
+                try PortTapTests.require(starts == [ProcessIdentity.current.startTime], "start times \(starts)")
+                port.invalidate()
+                worker.stop()
             }
-            // The overload's backlog first, until the tap has nothing more to pass on...
-            while take(waiting: 0.3) > 0 {}
-            // ...then a last message, whose two events mark the end.
-            try port.send(msgid: 7, before: Date() + 2)
-            let last = before + UInt64(2 * count + 2)
-            let complete = waitUntil(timeout: 60) {
-                _ = take(waiting: 0.05)
-                return numbers.last == last
-            }
-            try PortTapTests.require(complete, "the last event (\(last)) never came; last received \(String(describing: numbers.last))")
-            try PortTapTests.require(PortTap.producedEventCount == last, "produced \(PortTap.producedEventCount), expected \(last)")
-            try PortTapTests.require(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "the numbers did not rise one event after another")
-            try PortTapTests.require(numbers.first! > before, "an event numbered \(numbers.first!) came after the warm-up's \(before)")
-            // Gaps: every number after the warm-up not received.
-            let gaps = (last - before) - UInt64(numbers.count)
-            let dropped = PortTap.droppedEventCount - droppedBefore
-            try PortTapTests.require(dropped > 0, "the overload dropped nothing")
-            try PortTapTests.require(gaps == dropped, "\(gaps) numbers missing, \(dropped) events dropped")
-            try PortTapTests.require(starts == [ProcessIdentity.current.startTime], "start times \(starts)")
-            port.invalidate()
-            worker.stop()
         }
-        // What the child wrote before it failed (a trap with no message leaves this empty).
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            print("the child's standard error:", String(decoding: result.standardErrorContent, as: UTF8.self))
-        }
+        ChildOutput(result).expectSuccess()
     }
 
     @Test("S-TAP-1: a slow reader (it pauses after each batch) gets what it can and counts the rest exactly: the gaps between the numbers it received are the events it missed, and received + missed = produced")
