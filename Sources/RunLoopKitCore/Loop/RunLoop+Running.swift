@@ -135,8 +135,18 @@ extension RunLoop {
         guard !hasThreadExited, hasWork(snapshot, mode: mode) else {
             return (.finished, false)
         }
-        state.withLock { $0.modeStack.append(mode) }
-        defer { state.withLock { _ = $0.modeStack.popLast() } }
+        let isNested = state.withLock { state in
+            defer { state.modeStack.append(mode) }; return !state.modeStack.isEmpty
+        }
+        // A wake-up from before the run is answered by its first pass, not
+        // by a sleep that ends at once. A nested run gives it back as it
+        // returns, for the pass it interrupted, whose earlier steps it may
+        // have missed (S-RUN-7).
+        let forgotWakeUp = waiter.forgetEarlierWakeUp()
+        defer {
+            state.withLock { _ = $0.modeStack.popLast() }
+            if _slowPath(forgotWakeUp && isNested) { waiter.wakeUp() }
+        }
         notify(.entry, &snapshot, mode: mode)
         let deadlineClock = deadlineOnRealClock ? LoopClock.real : snapshot.clock
         let result = runPasses(
@@ -182,7 +192,7 @@ extension RunLoop {
                 _ = drainBlocks(&snapshot, mode: mode)
             }
             if !isStopPending && !isMainQueueDue(snapshot) && !waiter.readyList.hasReadySource(snapshot, of: self) {  // 6
-                let willSleep = !pollOnly && !handled && !isStopPending
+                let willSleep = !pollOnly && !handled && !isStopPending && stillHasWork(&snapshot, mode: mode)
                 if willSleep { notify(.beforeWaiting, &snapshot, mode: mode) } // 7
                 sleepStart = monitored && willSleep ? MonotonicClock.now() : 0
                 // A stop asked for by a beforeWaiting observer: look, don't sleep.
@@ -250,7 +260,7 @@ extension RunLoop {
     /// block or job waits for it, or, on the main loop, it is a common mode
     /// and so stands for the main queue (S-EXEC-3), except in a run nested
     /// in a main-queue drain.
-    private func hasWork(_ snapshot: ModeSnapshot, mode: Mode) -> Bool {
+    func hasWork(_ snapshot: ModeSnapshot, mode: Mode) -> Bool {
         snapshot.hasSourcesOrTimers
             || (snapshot.holdsMainQueue && mainQueue?.keepsCommonModesRunning == true)
             || hasBlocks(for: mode, isCommon: snapshot.isCommon)
@@ -376,65 +386,5 @@ extension RunLoop {
             auxiliaryHandled = true
         }
         return false
-    }
-
-    // MARK: - Sleeping
-
-    /// Step 8: one wait on the mode's wait set, blocking or only looking,
-    /// woken by the earlier of the mode's next timer (within its
-    /// tolerance; on the real clock only) and `deadline` (real monotonic
-    /// nanoseconds, or never).
-    private func waitForEvents(_ snapshot: inout ModeSnapshot, mode: Mode, deadline: UInt64, block: Bool) {
-        // A beforeWaiting observer may just have added or moved a timer.
-        refresh(&snapshot, mode: mode)
-        var block = block
-        var timerWake = MonotonicClock.never
-        if snapshot.hasTimers && snapshot.clock.isReal {
-            if let wake = snapshot.timerSchedule.wake(ifReadAt: timerChanges.load(ordering: .acquiring)) {
-                timerWake = wake
-            } else {
-                timerWake = readTimerWake(&snapshot, mode: mode)
-            }
-        } else if snapshot.hasTimers && testClockTimerIsDue(snapshot, mode: mode) {
-            // A test clock's timer that is due already (its date was set in
-            // the past, or a callout advanced the clock): the timerfd cannot
-            // stand for it, so look without sleeping, and fire it at step 9.
-            block = false
-        }
-        let sources = snapshot.socketSources
-        waiter.wait(in: snapshot.waitSet, wakeInstant: min(deadline, timerWake), block: block) { token in
-            if _slowPath(token == WaitSet.mainQueueToken) { return mainQueue?.eventfdWasReady() ?? () }
-            // The snapshot knows a mode's few sources; one added while the
-            // loop slept, or one of many, is looked up in the loop's state.
-            // One removed meanwhile may still be reported: the ready list
-            // drops it when it finds it is no longer in the mode.
-            if let source = ModeSnapshot.socketSource(withToken: token, in: sources) ?? registeredSource(token) {
-                source.descriptorReported.store(true, ordering: .relaxed)
-                waiter.readyList.append(source)
-            }
-        }
-    }
-
-    // Out of line, what a wait seldom needs (see `drainMainQueue`).
-
-    /// The mode's next timer wake-up, read under the lock and kept in the
-    /// snapshot until the timers change.
-    @inline(never)
-    private func readTimerWake(_ snapshot: inout ModeSnapshot, mode: Mode) -> UInt64 {
-        state.withLock { state in
-            let wake = state.withExistingMode(mode) { $0.timers.wakeInstant() } ?? MonotonicClock.never
-            snapshot.timerSchedule.keep(wake: wake, readAt: timerChanges.load(ordering: .relaxed))
-            return wake
-        }
-    }
-
-    @inline(never)
-    private func testClockTimerIsDue(_ snapshot: ModeSnapshot, mode: Mode) -> Bool {
-        state.withLock({ $0.withExistingMode(mode) { $0.timers.settledEarliest() } ?? MonotonicClock.never }) <= snapshot.clock.now()
-    }
-
-    @inline(never)
-    private func registeredSource(_ token: UInt64) -> SocketSource? {
-        state.withLock { $0.registeredSockets[token] }
     }
 }

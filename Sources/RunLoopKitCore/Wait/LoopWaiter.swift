@@ -56,6 +56,24 @@ final class LoopWaiter: @unchecked Sendable {
         }
     }
 
+    /// Forgets a wake-up signalled while the loop was awake, before a run
+    /// begins: that run's first pass does whatever it asked, so its eventfd
+    /// would only end the run's first sleep at once, for nothing (S-RUN-7).
+    /// Returns whether there was one. Loop thread; one load when none.
+    @inline(__always)
+    func forgetEarlierWakeUp() -> Bool {
+        guard _slowPath(wakeUpPending.load(ordering: .relaxed)), timer != nil else { return false }
+        return drainEarlierWakeUp()
+    }
+
+    @inline(never)
+    private func drainEarlierWakeUp() -> Bool {
+        // Acquiring: what the waker did before its wakeUp() is seen by the pass.
+        guard wakeUpPending.exchange(false, ordering: .acquiringAndReleasing) else { return false }
+        wakeUpSignal.drain()
+        return true
+    }
+
     /// Registers a socket source's fd in a mode's wait set, making the set
     /// with the mode's first socket source. Under the loop's lock, from any
     /// thread; the loop is alive (its fds are closed only after it is

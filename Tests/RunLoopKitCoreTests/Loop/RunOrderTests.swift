@@ -115,6 +115,24 @@ struct RunOrderTests {
         ])
     }
 
+    @Test(
+        "S-RUN-2: an observer that empties the mode from the loop's own thread, which wakes nothing, ends the run with finished: before the pass sleeps (no beforeWaiting) or at beforeWaiting (its afterWaiting told, no sleep)",
+        arguments: [RunLoop.Activity.beforeSources, .beforeWaiting])
+    func observerEmptyingTheModeEndsTheRun(emptiedAt activity: RunLoop.Activity) throws {
+        let events = EventLog()
+        let result = try onNewThread { () -> RunLoop.RunResult in
+            let loop = RunLoop.current
+            let keepAlive = unsignalledSource()
+            loop.add(keepAlive, forMode: .default)
+            recordActivities(of: loop, mode: .default, into: events)
+            loop.add(RunLoopObserver(activities: activity, order: 1) { _, _ in keepAlive.invalidate() }, forMode: .default)
+            return loop.run(mode: .default, seconds: 30)
+        }
+        #expect(result == .finished)
+        let waits = activity == .beforeWaiting ? ["beforeWaiting", "afterWaiting"] : []
+        #expect(events.all == ["entry", "beforeTimers", "beforeSources"] + waits + ["exit"])
+    }
+
     @Test("S-RUN-2: returnAfterSourceHandled stops after the first signalled Source0; the rest wait for the next run")
     func returnAfterSourceHandledPerformsOneSource() throws {
         let events = EventLog()

@@ -68,6 +68,53 @@ struct SleepAndWakeTests {
         ])
     }
 
+    @Test("S-RUN-7: a wake-up from before a run began is answered by its first pass, not by a sleep that ends at once")
+    func wakeUpBeforeRunCostsNoPass() throws {
+        let events = EventLog()
+        let result = try onNewThread(timeout: 30) { () -> RunLoop.RunResult in
+            let loop = RunLoop.current
+            loop.add(unsignalledSource(), forMode: .default)
+            recordActivities(of: loop, mode: .default, into: events)
+            loop.wakeUp()
+            return loop.run(mode: .default, seconds: 0.2)
+        }
+        #expect(result == .timedOut)
+        #expect(events.all == ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting", "exit"])
+    }
+
+    @Test("S-RUN-7: a nested run forgets a wake-up from before it began, and gives it back to the pass it interrupted")
+    func nestedRunGivesWakeUpBack() throws {
+        let outer = EventLog()
+        let inner = EventLog()
+        let innerMode = RunLoop.Mode("inner")
+        let result = try onNewThread(timeout: 30) { () -> RunLoop.RunResult in
+            let loop = RunLoop.current
+            loop.add(unsignalledSource(), forMode: .default)
+            loop.add(unsignalledSource(), forMode: innerMode)
+            recordActivities(of: loop, mode: .default, into: outer)
+            recordActivities(of: loop, mode: innerMode, into: inner)
+            let passes = Counter()
+            // The wake-up comes after the outer pass's beforeTimers: it is
+            // that pass's to answer, so it is given back, the pass's sleep
+            // ends at once, and the next pass stops the run.
+            let nester = RunLoopObserver(activities: [.beforeTimers, .beforeSources], order: 1) { _, activity in
+                let pass = activity == .beforeTimers ? passes.increment() : passes.value
+                if pass == 2 { return loop.stop() }
+                guard activity == .beforeSources else { return }
+                loop.wakeUp()
+                outer.add("nested run: \(loop.run(mode: innerMode, seconds: 0.2))")
+            }
+            loop.add(nester, forMode: .default)
+            return loop.run(mode: .default, seconds: 10)
+        }
+        #expect(result == .stopped)
+        #expect(inner.all == ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting", "exit"])
+        #expect(outer.all == [
+            "entry", "beforeTimers", "beforeSources", "nested run: timedOut", "beforeWaiting", "afterWaiting",
+            "beforeTimers", "exit",
+        ])
+    }
+
     // MARK: S-RUN-9
 
     @Test("S-RUN-9: an idle loop with socket sources and a timer an hour away sleeps: no passes, no CPU")
