@@ -2,7 +2,8 @@
 # Instructions per delivered message (or performed block), RunLoopKit
 # against raw libzmq (SwiftNIO for the perform rows), counted
 # with valgrind's callgrind: repeatable on a noisy machine, where times are
-# not (docs/performance.md, "Counting with valgrind").
+# not (Benchmarks/README.md, "Counting instructions and allocations
+# (valgrind)").
 #
 #   Benchmarks/scripts/instructions-per-message.sh            # N = 20,000 and 40,000
 #   N=10000 Benchmarks/scripts/instructions-per-message.sh    # smaller, faster

@@ -7,7 +7,7 @@ Runs the quick benchmark RUNS times (the release build in Benchmarks/.build,
 built first) and prints, per row, its ratio in each run and the spread
 (largest over smallest, minus one); a row whose ratio moves by 20 % or more
 is marked. The quick run must measure enough that no row does
-(docs/performance.md, "Why draws, not batches"). Rows without a ratio are skipped.
+(Benchmarks/README.md, "How it measures"). Rows without a ratio are skipped.
 With --sides it also prints how far each side's centre moved (ours, then
 the peer): which side moves tells a noisy peer from a noisy measurement of
 ours, and a last line compares how far the sides' centres moved between

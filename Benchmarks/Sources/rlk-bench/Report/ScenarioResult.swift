@@ -28,7 +28,7 @@ struct Measurement: Sendable {
 
     /// The side's level, what ratios and growths compare: with several
     /// draws the middle mean of their levels (Summary.middleMean), else the
-    /// samples' median. docs/performance.md ("Why draws, not batches") says why.
+    /// samples' median. Benchmarks/README.md ("How it measures") says why.
     var centre: Double? {
         levels.count > 1 ? Summary.middleMean(levels) : summary?.median
     }

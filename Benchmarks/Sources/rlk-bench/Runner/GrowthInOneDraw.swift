@@ -6,8 +6,7 @@
 /// or a few at a time, and not by the same factor at every size: a growth
 /// read from two rows measured tens of seconds apart divides one regime by
 /// another. Both sizes inside one draw share its regime, and the quotient
-/// keeps what the size costs (docs/performance.md, "Why draws, not
-/// batches").
+/// keeps what the size costs (Benchmarks/README.md, "How it measures").
 final class GrowthInOneDraw: Contender {
     let label: String
     private let small: any Contender

@@ -6,8 +6,8 @@
 /// one of two regimes or at one level of a spread (a timer change's cost,
 /// Foundation's main-queue drain), and within one process more batches
 /// only repeat its draw. In a fresh process per repetition each run's
-/// figure is taken over many draws (docs/performance.md, "Why draws, not
-/// batches"). The child does
+/// figure is taken over many draws (Benchmarks/README.md, "How it
+/// measures"). The child does
 /// one set-up, one warm-up repetition and one measured repetition, with
 /// the same placement as in the parent; the parent's own warm-up round
 /// (interleave's) costs one more process, and is discarded as ever.

@@ -5,7 +5,7 @@
 /// virtual CPUs, one stretch can be uniformly slower for one side than for
 /// the other: within it, more batches repeat the same bias; across passes,
 /// pooled, it is outvoted (docs/performance.md, "Why draws, not batches";
-/// the statistics tried instead are under "Tried and not kept").
+/// the statistics tried instead: Benchmarks/README.md, "How it measures").
 enum Passes {
     /// One row per name of the first pass, in its order, each side's
     /// samples those of every pass together, and its levels each pass's

@@ -25,7 +25,7 @@ struct RunConfig: Sendable {
     /// scenarios, the port scaling in four visits of three short batches):
     /// a row's figure moves between runs as its pass levels' spread over the
     /// square root of their count, so more, shorter passes in the same time
-    /// move it less (docs/performance.md, "Why draws, not batches").
+    /// move it less (Benchmarks/README.md, "How it measures").
     static func defaultPasses(quick: Bool) -> Int { quick ? 12 : 1 }
 
     /// Round trips: repetitions, and round trips timed per repetition.
@@ -64,7 +64,7 @@ struct RunConfig: Sendable {
     /// Timers at scale, visits per pass: a quick pass visits it twice, so
     /// that the fresh processes of a timer change fall in twice as many
     /// stretches of the host's pace, which sets their level
-    /// (docs/performance.md, "Why draws, not batches").
+    /// (Benchmarks/README.md, "How it measures").
     var timerChurnVisitsPerPass: Int { quick ? 2 : 1 }
     /// Timers at scale: how long the probes of a churn round are spread over,
     /// and the changes timed per round at each timer count.
@@ -76,8 +76,7 @@ struct RunConfig: Sendable {
     /// short batches each (forty-eight visits over twelve passes): its
     /// sides' pace is the host's of the moment, which lasts longer than a
     /// visit's batches, so what narrows a centre is visits at more moments,
-    /// not more batches in one (docs/performance.md, "Why draws, not
-    /// batches").
+    /// not more batches in one (Benchmarks/README.md, "How it measures").
     var scalingPortCounts: [Int] { quick ? [1, 10, 100, 1_000] : [1, 10, 100, 1_000, 10_000] }
     var scalingMessages: Int { quick ? 50_000 : 200_000 }
     var scalingRepetitions: Int { quick ? 3 : 5 }

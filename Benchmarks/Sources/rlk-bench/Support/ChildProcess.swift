@@ -22,13 +22,14 @@ final class ChildProcess {
     /// With `captureOutput`, the child's stdout is a pipe that `readOutput` reads.
     init(role: String, cpu: Int32 = -1, arguments: [String], captureOutput: Bool = false) throws {
         // RLK_BENCH_EXE names this program when /proc/self/exe does not:
-        // under valgrind it is valgrind's (docs/performance.md, "Counting with valgrind":
-        // a sender's instructions).
+        // under valgrind it is valgrind's (Benchmarks/README.md, "Counting
+        // instructions and allocations (valgrind)": by hand).
         let executable = getenv("RLK_BENCH_EXE").map { String(cString: $0) } ?? "/proc/self/exe"
         var argv = [executable, "--child", role, String(getpid()), String(cpu)] + arguments
         var program = executable
         // The receiving side of the ipc and tcp rows, profiled where it runs
-        // (docs/performance.md, "Counting with valgrind": a child's instructions).
+        // (Benchmarks/README.md, "Counting instructions and allocations
+        // (valgrind)": by hand).
         if let directory = getenv("RLK_BENCH_CHILD_CALLGRIND"), role == "rlk-peer" {
             var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             guard readlink("/proc/self/exe", &path, Int(PATH_MAX)) > 0 else { throw BenchError("readlink /proc/self/exe failed") }

@@ -4,7 +4,7 @@
 /// library's `SystemRandomNumberGenerator` asks the kernel (`getrandom`)
 /// for every number: two system calls in each change of the timer churn,
 /// which RunLoopKit's side would pay and the C peer's not
-/// (docs/performance.md, "Timers").
+/// (Benchmarks/README.md, "How it measures").
 struct LoadRandom: RandomNumberGenerator {
     private var state: UInt64
 

@@ -68,7 +68,7 @@ struct Placement: Sendable, CustomStringConvertible {
     /// born pinned would keep that pin for the rest of the run, and put
     /// later rows' pool sides on one CPU even across CPUs. Left free on one
     /// CPU, a pool side would run on either CPU from batch to batch
-    /// (docs/performance.md, "Placements").
+    /// (Benchmarks/README.md, "How it measures").
     func whilePoolPlaced<T>(_ body: () throws -> T) rethrows -> T {
         try Self.restoringAffinities { before in
             if mode == .same {
@@ -86,7 +86,7 @@ struct Placement: Sendable, CustomStringConvertible {
     /// queued) on `second`, the receiver's CPU; afterwards each as before.
     /// Left free, the I/O thread runs on the sender's CPU in some passes and
     /// on the other in the rest, and the row follows where it fell
-    /// (docs/performance.md, "Placements").
+    /// (Benchmarks/README.md, "How it measures").
     func whileFloodPlaced<T>(_ body: () throws -> T) rethrows -> T {
         try whileIOThreadsPlaced(on: second, body)
     }
@@ -97,7 +97,7 @@ struct Placement: Sendable, CustomStringConvertible {
     /// child's run with it on `second`; afterwards each as before. Left
     /// free, the I/O thread that carries the pinger's messages wakes on the
     /// other CPU, and a round trip "on one CPU" pays a wake-up across CPUs
-    /// each way (docs/performance.md, "Placements").
+    /// each way (Benchmarks/README.md, "How it measures").
     func whileRoundTripPlaced<T>(_ body: () throws -> T) rethrows -> T {
         try whileIOThreadsPlaced(on: first, body)
     }
