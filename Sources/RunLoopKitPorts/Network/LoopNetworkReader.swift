@@ -237,6 +237,10 @@ final class LoopNetworkReader: @unchecked Sendable {
     @inline(never)
     private func readOn(_ inbound: TCPInbound) {
         if inbound.reader === self {
+            // Told to read on, as `NetworkHub.readAgain` tells a reader: the
+            // network thread's quarter-second reading then counts what it
+            // takes meanwhile as announced (TCPInbound.unannouncedMessages).
+            inbound.readRequested.store(true, ordering: .relaxed)
             readAllOwed = true
             readOnAtNextPass()
         } else {

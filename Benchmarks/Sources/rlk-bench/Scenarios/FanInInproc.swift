@@ -1,5 +1,5 @@
-/// docs/performance.md ("Targets"): fan-in is a row with no target yet,
-/// reported beside its raw-libzmq peer.
+/// Benchmarks/README.md ("What is measured against what"): fan-in is
+/// a row with no target yet, reported beside its raw-libzmq peer.
 /// Four plain threads send 64-byte PortMessages to one port on a LoopThread,
 /// against four C threads with a PUSH socket each into one PULL.
 struct FanInInproc: Scenario {
@@ -26,7 +26,7 @@ struct FanInInproc: Scenario {
                 name: "fanin-inproc", title: "fan-in throughput, \(senders) sender threads → 1 port, 64 B, inproc",
                 unit: "msg/s", better: .higher, ours: measured[0], peer: measured[1], target: nil,
                 notes: ["\(config.throughputRepetitions) batches × \(count) messages (\(count / senders) per sender) per side, interleaved; \(placed)",
-                        "no target yet (reported beside its raw-libzmq peer; docs/performance.md, \"Targets\")",
+                        "no target yet (reported beside its raw-libzmq peer; Benchmarks/README.md, \"What is measured against what\")",
                         "ours: the senders share the port's one send right (one PUSH socket behind a lock); the peer: a PUSH socket per thread"]),
         ]
     }

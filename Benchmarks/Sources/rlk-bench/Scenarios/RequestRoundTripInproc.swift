@@ -1,5 +1,5 @@
-/// docs/performance.md ("Targets"): the sendRequest round
-/// trip is a row with no target yet, reported beside its raw-libzmq peer.
+/// Benchmarks/README.md ("What is measured against what"): the
+/// sendRequest round trip is a row with no target yet, reported beside its raw-libzmq peer.
 /// A plain thread calls `port.sendRequest` on a LoopThread's
 /// port, whose handler replies to `message.replyPort`; the peer is libzmq's
 /// own request-reply, REQ and REP between two C threads. The PAIR ping-pong
@@ -33,7 +33,7 @@ struct RequestRoundTripInproc: Scenario {
                 name: "request-roundtrip-inproc", title: "sendRequest round trip, 64 B, a thread → a LoopThread's port, inproc",
                 unit: "µs", better: .lower, ours: measured[0], peer: measured[1], target: nil,
                 notes: [sizes,
-                        "no target yet (reported beside its raw-libzmq peer; docs/performance.md, \"Targets\")",
+                        "no target yet (reported beside its raw-libzmq peer; Benchmarks/README.md, \"What is measured against what\")",
                         "ours: the asking thread runs its own loop in sendRequest's private mode until the reply comes; the peer: REQ (asker) and REP (echo)"],
                 chartGroup: "request round trip"),
             ScenarioResult(
