@@ -30,7 +30,8 @@ extension TCPInbound {
     /// owes the socket a read to its end (it stopped after a message for a
     /// port of its loop, whose handler most often sends: this send), the
     /// read is made here and now, and the reader's callout that was to
-    /// make it is called off. The read is the look the send skipped.
+    /// make it is called off. The read is the look the send skipped. A
+    /// reply's send: the thread gives way to the I/O thread before it.
     @inline(__always)
     func drainIfOwedHere() {
         guard drainOwed.load(ordering: .relaxed), drainThread.load(ordering: .relaxed) == pthread_self() else { return }
@@ -39,6 +40,10 @@ extension TCPInbound {
 
     @inline(never)
     private func drainAfterSend() {
+        // The send woke libzmq's I/O thread to write the message; on this
+        // CPU it would wait for the rest of our pass, so the loop gives way
+        // first (docs/design.md, "How a loop thread is scheduled").
+        sched_yield()
         // A read under way (this thread's own, a send from inside it)
         // reads to the end, or leaves its reader owing the rest.
         guard readerLock.tryLock() else { return }
