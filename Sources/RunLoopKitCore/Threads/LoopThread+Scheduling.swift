@@ -4,23 +4,24 @@ extension LoopThread {
     /// How the kernel schedules a loop thread (docs/design.md, "How a loop
     /// thread is scheduled").
     ///
-    /// A loop thread waits most of the time and has a short piece of work
-    /// to do when it wakes: a message to deliver, a timer to fire. Linux
-    /// (6.12 and later, whose scheduler is EEVDF) lets such a thread ask for
-    /// a short time slice; woken, it then runs before a thread that has
-    /// been running for longer, as Apple's systems run a run loop's main
-    /// thread at a higher quality of service. Its share of the CPU stays
-    /// what its nice value gives it: when it runs longer than its slice
-    /// while others wait, the kernel switches away from it sooner.
+    /// By default a loop thread is scheduled as any thread is: the kernel's
+    /// time slice and the nice value of the thread that starts it. Linux
+    /// (6.12 and later, whose scheduler is EEVDF) also lets a thread ask for
+    /// a short slice; woken, it then runs before a thread that has been
+    /// running for longer, as Apple's systems run a run loop's main thread
+    /// at a higher quality of service. That helps a loop that shares its
+    /// CPU with long computations not on its messages' path; where the
+    /// threads that pass its messages on share the CPU (libzmq's I/O
+    /// threads), it costs a round trip more than it saves.
     public enum Scheduling: Sendable, Hashable {
-        /// A time slice of `latencySensitiveSlice` (the shortest Linux
-        /// grants): the default of `LoopThread(name:)`. A kernel before
-        /// 6.12 keeps its own slice.
-        case latencySensitive
         /// Whatever the thread that calls `start()` has, as a thread made
-        /// with `pthread_create` gets it: for a loop thread that runs long
-        /// computations rather than short callouts.
+        /// with `pthread_create` gets it: the default of `LoopThread(name:)`.
         case inherited
+        /// A time slice of `latencySensitiveSlice` (the shortest Linux
+        /// grants), the nice value kept: for a loop that must answer
+        /// promptly on a CPU busy with other work. A kernel before 6.12
+        /// keeps its own slice.
+        case latencySensitive
 
         /// The slice a latency-sensitive loop thread asks for: 100 µs.
         public static let latencySensitiveSlice: Duration = .microseconds(100)

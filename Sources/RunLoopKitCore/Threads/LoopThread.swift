@@ -36,9 +36,9 @@ public final class LoopThread: Sendable {
     let serialExecutor: LoopThreadSerialExecutor
 
     /// A thread named `name` (Linux shows its first 15 bytes), not yet
-    /// started, scheduled as a latency-sensitive thread (`Scheduling`).
+    /// started, scheduled as the thread that starts it is (`Scheduling`).
     public convenience init(name: String) {
-        self.init(name: name, scheduling: .latencySensitive)
+        self.init(name: name, scheduling: .inherited)
     }
 
     /// A thread named `name`, not yet started, which `scheduling` says how
@@ -54,7 +54,7 @@ public final class LoopThread: Sendable {
     /// `LoopThread(name:clock:)` passes a manual clock here.
     package init(name: String, loopClock: LoopClock) {
         self.name = name
-        core = LoopThreadCore(name: name, clock: loopClock, scheduling: .latencySensitive)
+        core = LoopThreadCore(name: name, clock: loopClock, scheduling: .inherited)
         serialExecutor = LoopThreadSerialExecutor(core: core)
     }
 

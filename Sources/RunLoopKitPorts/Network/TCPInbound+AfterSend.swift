@@ -40,9 +40,10 @@ extension TCPInbound {
 
     @inline(never)
     private func drainAfterSend() {
-        // The send woke libzmq's I/O thread to write the message; on this
-        // CPU it would wait for the rest of our pass, so the loop gives way
-        // first (docs/design.md, "How a loop thread is scheduled").
+        // The send woke libzmq's I/O thread to write the message; if it
+        // shares this CPU it would wait for the rest of our pass, so the
+        // loop gives way first (docs/design.md, "How a loop thread is
+        // scheduled").
         sched_yield()
         // A read under way (this thread's own, a send from inside it)
         // reads to the end, or leaves its reader owing the rest.

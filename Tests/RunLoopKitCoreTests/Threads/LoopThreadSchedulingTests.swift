@@ -1,5 +1,5 @@
-// LoopThread.Scheduling: a loop thread asks Linux for a short time slice
-// (docs/design.md, "How a loop thread is scheduled").
+// LoopThread.Scheduling: a loop thread keeps the kernel's time slice unless
+// asked to be latency-sensitive (docs/design.md, "How a loop thread is scheduled").
 import CLinuxSupport
 import Glibc
 @_spi(RunLoopKitInternals) @testable import RunLoopKitCore
@@ -16,9 +16,27 @@ struct LoopThreadSchedulingTests {
         LoopThread.Scheduling.latencySensitive.applyToCurrentThread()
     }.join()) ?? false
 
-    @Test("a LoopThread asks for the short time slice by default, and its thread keeps it")
-    func defaultIsLatencySensitive() throws {
-        let worker = LoopThread(name: "lt-slice")
+    @Test("by default a LoopThread asks for no slice: scheduled as any thread its starter makes")
+    func defaultIsInherited() throws {
+        #expect(LoopThread(name: "lt-unstarted").scheduling == .inherited)
+        let (starter, worker) = try SpawnedThread<(UInt64, UInt64)>(named: "lt-default") {
+            // A starter with the short slice: the default must not keep it either way.
+            _ = LoopThread.Scheduling.latencySensitive.applyToCurrentThread()
+            let worker = LoopThread(name: "lt-plain")
+            try worker.start()
+            defer { worker.stop() }
+            return (rlk_thread_time_slice(rlk_gettid()), worker.threadID.map(rlk_thread_time_slice) ?? .max)
+        }.join()
+        // A thread made by one with the short slice starts with the kernel's
+        // default (reset-on-fork), as a pthread_create'd thread does.
+        #expect(worker != Self.shortSlice)
+        #expect(worker != .max)
+        if Self.kernelKeepsSlices { #expect(starter == Self.shortSlice) }
+    }
+
+    @Test("a latency-sensitive LoopThread asks for the short time slice, and its thread keeps it")
+    func latencySensitiveAsksForTheShortSlice() throws {
+        let worker = LoopThread(name: "lt-slice", scheduling: .latencySensitive)
         #expect(worker.scheduling == .latencySensitive)
         #expect(LoopThread.Scheduling.latencySensitiveSlice == .microseconds(100))
         try worker.start()

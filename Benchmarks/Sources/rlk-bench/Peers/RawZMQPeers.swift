@@ -267,10 +267,10 @@ final class RawZMQFanIn: Contender {
 }
 
 /// `RLK_BENCH_RAW_TIME_SLICE=1`: raw libzmq's tcp ping and echo threads
-/// get the short time slice RunLoopKit's loop threads ask for
-/// (docs/performance.md, "Over tcp"), so that a run can tell what the
-/// scheduling gives from what the code costs. The measuring thread keeps
-/// it for the rest of the run.
+/// get the short time slice a latency-sensitive loop thread asks for; with
+/// `RLK_BENCH_LOOP_SCHEDULING=latency-sensitive`, a run tells what that
+/// scheduling does from what the code costs. The measuring thread keeps it
+/// for the rest of the run.
 enum RawTimeSlice {
     static let asked = getenv("RLK_BENCH_RAW_TIME_SLICE").map { String(cString: $0) == "1" } ?? false
 }
